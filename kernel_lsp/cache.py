@@ -1,0 +1,92 @@
+"""On-disk cache of file reports, keyed by a content hash of everything that can change a result.
+
+The key covers the implementation's bytes, the reference's and input factory's bytes, the link, the settings
+that affect results, and the versions of kernel-lsp, Triton and torch. Entries are written atomically
+(temp file + rename), so a reader never sees half a file. Versions are read from package metadata: the
+parent never imports torch or triton.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from functools import lru_cache
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from . import __version__
+from .model import FileReport
+
+CACHE_FORMAT = 1
+
+
+@lru_cache(maxsize=None)
+def package_version(name: str) -> str:
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return "absent"
+
+
+def gpu_present() -> bool:
+    return os.path.exists("/dev/nvidiactl") or os.path.exists("/dev/kfd")
+
+
+def _file_digest(path: str | Path | None) -> str:
+    if not path:
+        return ""
+    try:
+        return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    except OSError:
+        return "unreadable"
+
+
+def cache_key(source: str, link: dict[str, Any] | None, fingerprint: dict[str, Any]) -> str:
+    parts = {
+        "format": CACHE_FORMAT,
+        "kernel_lsp": __version__,
+        "triton": package_version("triton"),
+        "torch": package_version("torch"),
+        "gpu": gpu_present(),
+        "source": hashlib.sha256(source.encode("utf-8", "surrogatepass")).hexdigest(),
+        "link": link,
+        "reference": _file_digest(link and link.get("reference")),
+        "inputs": _file_digest(link and link.get("inputs_path")),
+        "settings": fingerprint,
+    }
+    return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()
+
+
+class Cache:
+    def __init__(self, directory: Path | None):
+        self.directory = directory
+
+    def _path(self, key: str) -> Path | None:
+        return self.directory / key[:2] / f"{key}.json" if self.directory else None
+
+    def get(self, key: str) -> FileReport | None:
+        p = self._path(key)
+        if p is None or not p.is_file():
+            return None
+        try:
+            report = FileReport.from_dict(json.loads(p.read_text(encoding="utf-8")))
+        except (OSError, ValueError, KeyError):
+            return None
+        report.cached = True
+        return report
+
+    def put(self, key: str, report: FileReport) -> None:
+        p = self._path(key)
+        if p is None:
+            return
+        try:
+            p.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=p.parent, suffix=".tmp")
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                json.dump(report.to_dict(), f)
+            os.replace(tmp, p)
+        except OSError:
+            pass  # a cache that cannot be written only costs speed

@@ -1,0 +1,160 @@
+"""Command line: `kernel-lsp check` (headless, for CI) and `kernel-lsp serve` (LSP over stdio).
+
+Exit codes, decided here and only here: 0 when no finding of severity warning or error, 1 when there is one,
+2 for usage or configuration errors (a path that does not exist, a bad flag, a broken [tool.kernel-lsp]).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from . import __version__
+from .cache import Cache
+from .config import ConfigError, Settings, apply_overrides, find_pyproject, load_pyproject
+from .model import FileReport, Severity
+
+EXIT_CLEAN, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
+_SKIP_DIRS = {"__pycache__", "node_modules", ".git", ".kernel_lsp_cache", ".venv", "venv", "build", "dist"}
+
+
+class UsageError(Exception):
+    """Bad command-line usage; exit code 2."""
+
+
+def iter_python_files(paths: list[Path]) -> list[Path]:
+    """Explicit files as given; directories walked (sorted) for .py files that define Triton kernels."""
+    from .engine.discover import has_triton_kernels
+    out: list[Path] = []
+    for p in paths:
+        if p.is_file():
+            out.append(p)
+            continue
+        for dirpath, dirnames, filenames in os.walk(p):
+            dirnames[:] = sorted(d for d in dirnames if d not in _SKIP_DIRS and not d.startswith("."))
+            for name in sorted(filenames):
+                if not name.endswith(".py"):
+                    continue
+                f = Path(dirpath) / name
+                try:
+                    text = f.read_text(encoding="utf-8")
+                except (OSError, UnicodeDecodeError):
+                    out.append(f)  # unreadable: let the checker report it
+                    continue
+                if has_triton_kernels(text):
+                    out.append(f)
+    return out
+
+
+def _settings_for(args: argparse.Namespace) -> tuple[Settings, Path]:
+    start = Path(args.paths[0]) if args.paths else Path.cwd()
+    pyproject = Path(args.config) if args.config else find_pyproject(start)
+    settings, root = load_pyproject(pyproject)
+    overrides = {"targets": args.target, "timeout": args.timeout, "device": args.device, "workers": args.jobs}
+    if args.no_verify:
+        overrides["verification"] = False
+    settings = apply_overrides(settings, overrides)
+    return settings, (root or Path.cwd()).resolve()
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    from .engine.check import CheckRequest, check_file
+    from .render.json_ import render_json
+    from .render.sarif import render_sarif
+    from .render.text import render_text
+
+    missing = [p for p in args.paths if not Path(p).exists()]
+    if missing:
+        raise UsageError(f"path does not exist: {missing[0]}")
+    if args.reference and not Path(args.reference).is_file():
+        raise UsageError(f"--reference file does not exist: {args.reference}")
+    settings, root = _settings_for(args)
+    files = iter_python_files([Path(p) for p in args.paths])
+    cache_dir = None if args.no_cache else Path(settings.cache_dir or root / ".kernel_lsp_cache")
+    cache = Cache(cache_dir)
+    reference = Path(args.reference) if args.reference else None
+
+    start = time.monotonic()
+
+    def one(path: Path) -> FileReport:
+        return check_file(CheckRequest(path.resolve(), settings, root, reference, cache=cache))
+
+    with ThreadPoolExecutor(max_workers=max(1, settings.workers)) as pool:
+        reports = list(pool.map(one, files))
+    stats = {"files": len(reports), "cache_hits": sum(1 for r in reports if r.cached),
+             "workers_spawned": sum(r.stats.get("workers", 0) for r in reports),
+             "compiles": sum(r.stats.get("compiles", 0) for r in reports),
+             "seconds": round(time.monotonic() - start, 3)}
+    if args.format == "json":
+        text = render_json(reports, stats)
+    elif args.format == "sarif":
+        text = render_sarif(reports, str(root))
+    else:
+        text = render_text(reports, os.getcwd())
+    if args.output:
+        tmp = Path(args.output).with_suffix(".tmp")
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, args.output)
+    else:
+        sys.stdout.write(text)
+    worst = [f for r in reports for f in r.findings if f.severity <= Severity.WARNING]
+    return EXIT_FINDINGS if worst else EXIT_CLEAN
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    from .lsp.server import serve
+    serve()
+    return EXIT_CLEAN
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):  # argparse exits 2 itself; keep its message short and ours
+        self.print_usage(sys.stderr)
+        sys.stderr.write(f"kernel-lsp: error: {message}\n")
+        sys.exit(EXIT_USAGE)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="kernel-lsp", description="Compile and verify Triton kernels against PyTorch references.")
+    p.add_argument("--version", action="version", version=f"kernel-lsp {__version__}")
+    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    c = sub.add_parser("check", help="check files or directories headlessly")
+    c.add_argument("paths", nargs="+", help="files or directories")
+    c.add_argument("--reference", help="reference file (KernelBench problem) for every checked file")
+    c.add_argument("--target", help="comma-separated GPU targets, e.g. sm_80,sm_90 (default sm_90)")
+    c.add_argument("--format", choices=["text", "json", "sarif"], default="text")
+    c.add_argument("--output", "-o", help="write the report to this file instead of stdout")
+    c.add_argument("--timeout", type=float, help="seconds per file in the worker (default 60)")
+    c.add_argument("--device", choices=["auto", "cpu", "cuda"], help="where kernels run (default auto)")
+    c.add_argument("--jobs", "-j", type=int, help="files checked in parallel (default 2)")
+    c.add_argument("--no-verify", action="store_true", help="compile only; skip numeric verification")
+    c.add_argument("--no-cache", action="store_true", help="ignore and do not write the cache")
+    c.add_argument("--config", help="pyproject.toml to read [tool.kernel-lsp] from")
+    c.set_defaults(func=cmd_check)
+    s = sub.add_parser("serve", help="run the language server over stdio")
+    s.add_argument("--stdio", action="store_true", help="accepted for editor compatibility; stdio is the default")
+    s.set_defaults(func=cmd_serve)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except UsageError as e:
+        sys.stderr.write(f"kernel-lsp: error: {e}\n")
+        return EXIT_USAGE
+    except ConfigError as e:
+        where = f"{e.path}:{e.line + 1}: " if e.path else ""
+        sys.stderr.write(f"kernel-lsp: configuration error: {where}{e}\n")
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

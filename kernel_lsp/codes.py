@@ -1,0 +1,61 @@
+"""Stable diagnostic codes. Each code is the LSP diagnostic code and the SARIF ruleId alike.
+
+A code never changes meaning once released; docs/diagnostics.md explains each one (a test keeps the two in
+step). Warnings mean likely bugs; information and hints are advice.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .model import Severity
+
+
+@dataclass(frozen=True)
+class Code:
+    code: str
+    name: str
+    severity: Severity
+    summary: str
+
+
+_ALL = [
+    # Input and linking (KL0xx)
+    Code("KL001", "syntax-error", Severity.ERROR, "The file does not parse as Python."),
+    Code("KL002", "reference-missing", Severity.ERROR, "The linked PyTorch reference file or name does not exist."),
+    Code("KL003", "reference-broken", Severity.ERROR, "The reference could not be imported, built or run."),
+    Code("KL004", "no-reference", Severity.HINT, "A file with Triton kernels has no linked PyTorch reference."),
+    Code("KL005", "implementation-broken", Severity.ERROR, "The implementation module could not be imported or built."),
+    Code("KL006", "config-error", Severity.ERROR, "The [tool.kernel-lsp] configuration is invalid."),
+    # Compile and resources (KL1xx)
+    Code("KL100", "compile-error", Severity.ERROR, "Triton failed to compile the kernel for a target."),
+    Code("KL101", "shared-memory-overflow", Severity.ERROR, "Shared memory exceeds the target's per-block limit."),
+    Code("KL102", "register-spills", Severity.WARNING, "The kernel spills registers to local memory."),
+    Code("KL103", "too-many-registers", Severity.ERROR, "Registers per block exceed the target's register file."),
+    Code("KL104", "kernel-never-launched", Severity.WARNING, "A kernel is defined but the linked code never launches it."),
+    Code("KL105", "launch-failed", Severity.ERROR, "The implementation raised while launching or running a kernel."),
+    # Verification (KL2xx)
+    Code("KL200", "numeric-mismatch", Severity.ERROR, "The output differs from the float64 truth beyond PyTorch's own error."),
+    Code("KL201", "nonfinite-mismatch", Severity.ERROR, "NaN or infinity positions differ from the reference."),
+    Code("KL202", "shape-mismatch", Severity.ERROR, "The output's shape, dtype or structure differs from the reference."),
+    Code("KL203", "unwritten-output", Severity.ERROR, "Output elements were never written by the kernel."),
+    Code("KL204", "input-mutated", Severity.ERROR, "The implementation modified one of its inputs."),
+    Code("KL205", "no-kernel-launch", Severity.ERROR, "The implementation returned a result without launching a Triton kernel."),
+    Code("KL206", "stale-result", Severity.ERROR, "The result does not depend on the current inputs (cached across calls)."),
+    Code("KL207", "nondeterministic", Severity.WARNING, "Repeated runs on the same inputs differ beyond rounding: a likely race."),
+    Code("KL208", "out-of-bounds", Severity.ERROR, "A load or store touches memory outside the tensors passed to the launch."),
+    Code("KL209", "variant-failed", Severity.ERROR, "The implementation fails on an input the reference accepts."),
+    Code("KL210", "interpreter-limit", Severity.INFO, "The CPU interpreter cannot judge this part faithfully."),
+    Code("KL211", "verified", Severity.HINT, "Summary of a clean verification: variants, sizes and worst error."),
+    # Faults of the user's code (KL3xx)
+    Code("KL300", "worker-crashed", Severity.ERROR, "The worker running the user's code died (signal or abort)."),
+    Code("KL301", "worker-timeout", Severity.ERROR, "The worker running the user's code exceeded its time limit."),
+    # Faults of the tool itself (KL9xx)
+    Code("KL900", "internal-error", Severity.ERROR, "kernel-lsp itself failed; please report it."),
+]
+
+CODES: dict[str, Code] = {c.code: c for c in _ALL}
+
+
+def severity_of(code: str) -> Severity:
+    return CODES[code].severity

@@ -1,0 +1,126 @@
+"""Settings: one dataclass, one loader for pyproject.toml, LSP settings and CLI flags.
+
+Precedence, lowest first: defaults, `[tool.kernel-lsp]` in the nearest pyproject.toml, then explicit overrides
+(CLI flags or the editor's `workspace/configuration`). A bad value raises `ConfigError` naming the key; front
+ends show it and fall back to defaults.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .engine.targets import parse_targets
+
+
+class ConfigError(ValueError):
+    """The configuration is invalid; the message names the offending key."""
+
+    def __init__(self, message: str, path: str | None = None, line: int = 0):
+        super().__init__(message)
+        self.path = path
+        self.line = line
+
+
+VERIFY_TRIGGERS = ("save", "change", "off")
+DEVICES = ("auto", "cpu", "cuda")
+
+
+@dataclass
+class Settings:
+    targets: list[str] = field(default_factory=lambda: ["sm_90"])
+    timeout: float = 60.0  # seconds per worker job
+    verify: str = "save"  # when the language server verifies: save, change, off
+    workers: int = 2  # warm worker processes in the language server; parallel files in `check`
+    device: str = "auto"  # where kernels run: auto (GPU if present), cpu (interpreter), cuda
+    references: dict[str, str] = field(default_factory=dict)  # glob (relative to root) -> reference path
+    cache_dir: str | None = None  # default: <root>/.kernel_lsp_cache
+    verification: bool = True  # run the numeric verifier after compiling
+    seed: int = 0
+
+    def validate(self) -> "Settings":
+        try:
+            parse_targets(self.targets)
+        except ValueError as e:
+            raise ConfigError(f"targets: {e}") from None
+        if self.verify not in VERIFY_TRIGGERS:
+            raise ConfigError(f"verify: expected one of {', '.join(VERIFY_TRIGGERS)}, got {self.verify!r}")
+        if self.device not in DEVICES:
+            raise ConfigError(f"device: expected one of {', '.join(DEVICES)}, got {self.device!r}")
+        if not (isinstance(self.timeout, (int, float)) and self.timeout > 0):
+            raise ConfigError(f"timeout: expected a positive number of seconds, got {self.timeout!r}")
+        if not (isinstance(self.workers, int) and 1 <= self.workers <= 64):
+            raise ConfigError(f"workers: expected an integer from 1 to 64, got {self.workers!r}")
+        if not isinstance(self.references, dict) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in self.references.items()
+        ):
+            raise ConfigError("references: expected a table of glob = \"reference path\"")
+        return self
+
+    def fingerprint(self) -> dict[str, Any]:
+        """The settings that change a check's result, for the cache key."""
+        return {"targets": sorted(self.targets), "verification": self.verification, "seed": self.seed,
+                "device": self.device}
+
+
+_FIELDS = {f.name: f for f in dataclasses.fields(Settings)}
+_ALIASES = {"cache-dir": "cache_dir"}
+
+
+def _coerce(key: str, value: Any) -> Any:
+    if key == "targets" and isinstance(value, str):
+        return [t.strip() for t in value.split(",") if t.strip()]
+    return value
+
+
+def apply_overrides(settings: Settings, overrides: dict[str, Any]) -> Settings:
+    """Return a copy of `settings` with `overrides` applied; unknown keys raise ConfigError."""
+    values = dataclasses.asdict(settings)
+    for raw_key, value in overrides.items():
+        key = _ALIASES.get(raw_key, raw_key.replace("-", "_"))
+        if key not in _FIELDS:
+            raise ConfigError(f"unknown setting {raw_key!r}")
+        if value is None:
+            continue
+        values[key] = _coerce(key, value)
+    return Settings(**values).validate()
+
+
+def find_pyproject(start: Path) -> Path | None:
+    start = start.resolve()
+    for d in [start, *start.parents] if start.is_dir() else [start.parent, *start.parent.parents]:
+        candidate = d / "pyproject.toml"
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def _line_of_table(text: str) -> int:
+    for i, line in enumerate(text.splitlines()):
+        if line.strip().startswith("[tool.kernel-lsp"):
+            return i
+    return 0
+
+
+def load_pyproject(pyproject: Path | None) -> tuple[Settings, Path | None]:
+    """Settings from a pyproject.toml (defaults when it has no table); returns (settings, root)."""
+    if pyproject is None:
+        return Settings(), None
+    try:
+        text = pyproject.read_text(encoding="utf-8")
+        data = tomllib.loads(text)
+    except (OSError, UnicodeDecodeError) as e:
+        raise ConfigError(f"cannot read {pyproject}: {e}", str(pyproject)) from None
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError(f"{pyproject.name} is not valid TOML: {e}", str(pyproject),
+                          max(getattr(e, "lineno", 1) - 1, 0)) from None
+    table = data.get("tool", {}).get("kernel-lsp", {})
+    if not isinstance(table, dict):
+        raise ConfigError("[tool.kernel-lsp] must be a table", str(pyproject), _line_of_table(text))
+    try:
+        return apply_overrides(Settings(), table), pyproject.parent
+    except (ConfigError, TypeError) as e:
+        raise ConfigError(f"[tool.kernel-lsp] {e}", str(pyproject), _line_of_table(text)) from None

@@ -1,0 +1,184 @@
+"""Record every Triton launch the linked code makes: the kernel, its specialization, and its tensors.
+
+Runs in a worker. `LaunchRecorder.install()` wraps the public `run` entry points of `JITFunction` and (under
+`TRITON_INTERPRET=1`) `InterpretedFunction`, and `Autotuner.run` so that every autotune config is compiled,
+not only the one picked. The wrapping uses only names that exist across Triton 3.x; where one is missing,
+that part of the capture is skipped and said so, never a crash.
+"""
+
+from __future__ import annotations
+
+import inspect
+import threading
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+# Launch options that Triton accepts as keyword arguments but which are not kernel parameters.
+LAUNCH_OPTIONS = {"num_warps", "num_stages", "num_ctas", "maxnreg", "enable_fp_fusion", "launch_cooperative_grid",
+                  "launch_pdl", "debug", "stream", "warmup", "grid"}
+
+
+@dataclass
+class Spec:
+    """One specialization of one kernel: what `triton.compile` needs to rebuild it for any target."""
+
+    qualname: str
+    name: str
+    signature: dict[str, str]  # parameter -> Triton type ("*fp32", "i32", "constexpr")
+    constexprs: dict[str, Any]
+    attrs: dict[str, list]  # parameter -> attributes such as [["tt.divisibility", 16]]
+    num_warps: int = 4
+    num_stages: int = 3
+    config: str = ""  # autotune config label when it came from one
+
+    def key(self) -> tuple:
+        return (self.qualname, tuple(self.signature.items()), tuple((k, repr(v)) for k, v in self.constexprs.items()),
+                tuple(sorted(self.attrs)), self.num_warps, self.num_stages)
+
+    def describe(self) -> str:
+        consts = ", ".join(f"{k}={v}" for k, v in self.constexprs.items() if v is not None)
+        return f"{consts}{', ' if consts else ''}num_warps={self.num_warps}, num_stages={self.num_stages}"
+
+
+@dataclass
+class Launch:
+    fn: Callable  # the undecorated Python function
+    spec: Spec
+    tensors: list[Any]  # tensors passed to this launch (for bounds checking)
+
+
+@dataclass
+class LaunchRecorder:
+    launches: list[Launch] = field(default_factory=list)
+    specs: dict[tuple, Spec] = field(default_factory=dict)
+    functions: dict[str, Callable] = field(default_factory=dict)  # qualname -> Python function
+    count: int = 0
+    current: str | None = None
+    notes: list[str] = field(default_factory=list)
+    on_launch: list[Callable[[Launch], None]] = field(default_factory=list)
+    _local: threading.local = field(default_factory=threading.local)
+
+    def install(self) -> None:
+        import triton.runtime.jit as jit
+        self._wrap(jit.JITFunction, "run")
+        try:
+            import triton.runtime.interpreter as interp
+            self._wrap(interp.InterpretedFunction, "run")
+        except (ImportError, AttributeError):
+            self.notes.append("this Triton has no interpreter entry point to record launches")
+        try:
+            import triton.runtime.autotuner as at
+            self._wrap_autotuner(at.Autotuner)
+        except (ImportError, AttributeError):
+            self.notes.append("autotune configs are not enumerated on this Triton")
+
+    def _wrap(self, cls: type, attr: str) -> None:
+        original = getattr(cls, attr)
+        recorder = self
+
+        def run(self_fn, *args, **kwargs):
+            if not kwargs.get("warmup", False):
+                recorder.record(self_fn.fn, args, kwargs)
+            return original(self_fn, *args, **kwargs)
+
+        run.__wrapped__ = original
+        setattr(cls, attr, run)
+
+    def _wrap_autotuner(self, cls: type) -> None:
+        original = cls.run
+        recorder = self
+
+        def run(self_at, *args, **kwargs):
+            recorder._local.configs = list(getattr(self_at, "configs", []) or [])
+            try:
+                return original(self_at, *args, **kwargs)
+            finally:
+                recorder._local.configs = []
+
+        cls.run = run
+
+    def interpret_autotune_without_benchmarks(self) -> None:
+        """Under the interpreter, timing configs is meaningless and slow: pick the first config, run it once."""
+        import triton.runtime.autotuner as at
+
+        def _bench(self_at, *args, config, **meta):
+            return [float(self_at.configs.index(config))] * 3
+
+        at.Autotuner._bench = _bench
+
+    def record(self, fn: Callable, args: tuple, kwargs: dict) -> None:
+        self.count += 1
+        qual = getattr(fn, "__qualname__", fn.__name__).replace("<locals>.", "")
+        self.functions[qual] = fn
+        self.current = qual
+        try:
+            spec, tensors = build_spec(fn, qual, args, kwargs)
+        except Exception as e:  # a bad launch: Triton itself will raise for it; the capture goes on
+            self.notes.append(f"could not record a launch of {qual}: {e}")
+            return
+        launch = Launch(fn, spec, tensors)
+        self.launches.append(launch)
+        self.specs.setdefault(spec.key(), spec)
+        for config in getattr(self._local, "configs", []) or []:
+            alt = _with_config(spec, config)
+            self.specs.setdefault(alt.key(), alt)
+        for hook in self.on_launch:
+            hook(launch)
+
+
+def _is_constexpr_annotation(ann: Any) -> bool:
+    if ann is inspect.Parameter.empty:
+        return False
+    text = ann if isinstance(ann, str) else getattr(ann, "__name__", repr(ann))
+    return "constexpr" in str(text)
+
+
+def _type_and_attrs(value: Any) -> tuple[str, list]:
+    from triton.runtime.jit import mangle_type
+    ty = mangle_type(value, specialize=True) if isinstance(value, int) and not isinstance(value, bool) else mangle_type(value)
+    attrs: list = []
+    try:  # divisibility by 16, as the JIT would specialize it; absent on some versions, then no attrs
+        from triton.backends.compiler import BaseBackend
+        from triton.runtime.jit import native_specialize_impl
+        _, key = native_specialize_impl(BaseBackend, value, False, True, True)
+        attrs = BaseBackend.parse_attr(key) if isinstance(key, str) else []
+    except Exception:
+        attrs = []
+    return ty, attrs
+
+
+def build_spec(fn: Callable, qualname: str, args: tuple, kwargs: dict) -> tuple[Spec, list]:
+    import torch
+    sig = inspect.signature(fn)
+    params = {k: v for k, v in kwargs.items() if k not in LAUNCH_OPTIONS}
+    bound = sig.bind_partial(*args, **params)
+    bound.apply_defaults()
+    signature, constexprs, attrs, tensors = {}, {}, {}, []
+    for name, p in sig.parameters.items():
+        value = bound.arguments.get(name)
+        if hasattr(value, "value") and type(value).__name__ == "constexpr":
+            value = value.value
+        if _is_constexpr_annotation(p.annotation):
+            signature[name], constexprs[name] = "constexpr", value
+            continue
+        if isinstance(value, torch.Tensor):
+            tensors.append(value)
+        ty, a = _type_and_attrs(value)
+        if ty == "constexpr":
+            signature[name], constexprs[name] = "constexpr", value
+        else:
+            signature[name] = ty
+            if a:
+                attrs[name] = a
+    spec = Spec(qualname, fn.__name__, signature, constexprs, attrs,
+                num_warps=int(kwargs.get("num_warps") or 4), num_stages=int(kwargs.get("num_stages") or 3))
+    return spec, tensors
+
+
+def _with_config(spec: Spec, config: Any) -> Spec:
+    consts = dict(spec.constexprs)
+    consts.update(getattr(config, "kwargs", {}) or {})
+    return Spec(spec.qualname, spec.name, dict(spec.signature), consts, dict(spec.attrs),
+                num_warps=int(getattr(config, "num_warps", None) or spec.num_warps),
+                num_stages=int(getattr(config, "num_stages", None) or spec.num_stages),
+                config=str(config))

@@ -1,0 +1,175 @@
+"""Check one file, parent side: read, discover, link, consult the cache, run the worker, collect findings.
+
+Imports neither torch nor triton; user code runs only in the worker child. This is the one entry point the
+CLI and the language server share (`check_file`), so they always agree.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from ..cache import Cache, cache_key
+from ..codes import severity_of
+from ..config import Settings
+from ..model import FileReport, Finding, Span
+from ..worker.client import WorkerJob, WorkerOutcome
+from .discover import discover_source
+from .link import ignored_codes, link_file
+
+
+@dataclass
+class CheckRequest:
+    path: Path
+    settings: Settings
+    root: Path | None = None
+    cli_reference: Path | None = None
+    source: str | None = None  # unsaved editor text; read from disk when None
+    cache: Cache | None = None
+    on_event: Callable[[dict[str, Any]], None] | None = None  # progress from the worker
+    cancel: threading.Event | None = None
+    jobs: list[WorkerJob] = field(default_factory=list)  # running worker jobs, so a caller can kill them
+
+
+def read_source(path: Path) -> tuple[str | None, Finding | None]:
+    try:
+        data = path.read_bytes()
+    except OSError as e:
+        return None, Finding(str(path), Span(0), severity_of("KL001"), "KL001", f"cannot read file: {e.strerror}")
+    try:
+        return data.decode("utf-8"), None
+    except UnicodeDecodeError as e:
+        line = data[: e.start].count(b"\n")
+        return None, Finding(str(path), Span(line), severity_of("KL001"), "KL001",
+                             f"file is not valid UTF-8 (byte {e.start}): Python source must be UTF-8")
+
+
+def _syntax_finding(path: Path, err: SyntaxError) -> Finding:
+    line = max((err.lineno or 1) - 1, 0)
+    col = max((err.offset or 1) - 1, 0)
+    return Finding(str(path), Span(line, col, line, col + 1), severity_of("KL001"), "KL001",
+                   f"syntax error: {err.msg}", source="kernel-lsp.discover")
+
+
+def kernel_facts(kernels) -> list[dict[str, Any]]:
+    """Discovery facts the worker needs to place findings (it never re-parses the file)."""
+    return [{"name": k.name, "qualname": k.qualname, "def_line": k.def_span.line, "def_col": k.def_span.col,
+             "name_span": k.name_span.to_dict(), "is_helper": k.is_helper, "end_line": k.end_line,
+             "launches": [s.span.to_dict() for s in k.launches]} for k in kernels]
+
+
+def check_file(req: CheckRequest) -> FileReport:
+    path = req.path
+    report = FileReport(str(path))
+    source = req.source
+    if source is None:
+        source, problem = read_source(path)
+        if problem:
+            report.findings.append(problem)
+            return report
+    found = discover_source(source, str(path))
+    if found.syntax_error is not None:
+        report.findings.append(_syntax_finding(path, found.syntax_error))
+        return report
+    if not found.kernels:
+        return report
+    report.kernels = {k.name: {"def_line": k.def_span.line, "qualname": k.qualname} for k in found.kernels}
+    linked = link_file(path, source, cli_reference=req.cli_reference, root=req.root,
+                       mapping=req.settings.references)
+    report.findings.extend(linked.findings)
+    if linked.link is None:
+        return _finish(report, source)
+
+    link_job = linked.link.to_job()
+    key = cache_key(source, link_job, req.settings.fingerprint())
+    if req.cache is not None:
+        hit = req.cache.get(key)
+        if hit is not None:
+            hit.path = str(path)
+            for f in hit.findings:
+                f.path = str(path)
+            hit.stats = {"cache_hits": 1}
+            return hit
+
+    job = {
+        "kind": "check", "path": str(path), "link": link_job, "kernels": kernel_facts(found.kernels),
+        "anchor": linked.link.anchor.to_dict(), "targets": req.settings.targets, "seed": req.settings.seed,
+        "verify": req.settings.verification, "device": req.settings.device,
+    }
+    outcome = _run_worker(req, job, source)
+    report.stats = {"workers": 1, "compiles": 0, "launches": 0, "seconds": round(outcome.seconds, 3)}
+    _absorb(report, outcome, linked.link.anchor)
+    _finish(report, source)
+    if req.cache is not None and outcome.completed and not outcome.cancelled:
+        req.cache.put(key, report)
+    return report
+
+
+def _run_worker(req: CheckRequest, job: dict[str, Any], source: str) -> WorkerOutcome:
+    if req.source is not None:
+        # The editor's unsaved text is what the user sees: the worker must run exactly that.
+        job["source_override"] = source
+    env = dict(os.environ)
+    worker = WorkerJob(job, timeout=req.settings.timeout, env=env)
+    req.jobs.append(worker)
+    if req.cancel is not None and req.cancel.is_set():
+        worker.cancel()
+    return worker.run()
+
+
+def _absorb(report: FileReport, outcome: WorkerOutcome, anchor: Span) -> None:
+    for e in outcome.events:
+        kind = e.get("event")
+        if kind == "finding":
+            f = Finding.from_dict(e["finding"])
+            f.path = report.path
+            report.findings.append(f)
+        elif kind == "kernel":
+            entry = report.kernels.setdefault(e["name"], {})
+            for k, v in e["facts"].items():
+                if isinstance(v, list):
+                    entry.setdefault(k, []).extend(v)
+                else:
+                    entry[k] = v
+        elif kind == "stat":
+            report.stats[e["name"]] = report.stats.get(e["name"], 0) + e["value"]
+        elif kind == "device":
+            report.stats["device"] = e["device"]
+    if outcome.cancelled or outcome.completed:
+        return
+    stage = outcome.last_stage()
+    during = f" during {stage['stage']}" + (f" ({stage['detail']})" if stage and stage.get("detail") else "") if stage else ""
+    data = {"stage": stage, "stderr": outcome.stderr_tail[-2000:]}
+    if outcome.timed_out:
+        report.findings.append(Finding(report.path, anchor, severity_of("KL301"), "KL301",
+                                       f"the worker timed out after {outcome.seconds:.0f} s{during}; "
+                                       "raise `timeout` in [tool.kernel-lsp] if the kernel is just slow",
+                                       source="kernel-lsp.worker", data=data))
+        return
+    sig = outcome.signal_name
+    hint = _crash_hint(outcome.stderr_tail)
+    what = f"was killed by {sig}" if sig else f"exited with status {outcome.returncode}"
+    report.findings.append(Finding(report.path, anchor, severity_of("KL300"), "KL300",
+                                   f"the worker running this file {what}{during}{hint}",
+                                   source="kernel-lsp.worker", data=data))
+
+
+def _crash_hint(stderr: str) -> str:
+    lines = [ln.strip() for ln in stderr.splitlines() if ln.strip()]
+    for ln in reversed(lines):
+        if any(s in ln for s in ("malloc", "free()", "corrupted", "tcache", "double free")):
+            return f": heap corruption ({ln[:160]}), typically an out-of-bounds store"
+        if "illegal memory access" in ln or "CUDA error" in ln:
+            return f": {ln[:200]}"
+    return f": {lines[-1][:200]}" if lines else ""
+
+
+def _finish(report: FileReport, source: str) -> FileReport:
+    ignores = ignored_codes(source)
+    if ignores:
+        report.findings = [f for f in report.findings if f.code not in ignores.get(f.span.line, set())]
+    report.findings.sort(key=Finding.sort_key)
+    return report

@@ -1,0 +1,108 @@
+"""Compile captured specializations for GPU targets with `triton.compile`; no GPU needed.
+
+Runs in a worker. For each (spec, target): the compile error mapped to the kernel file's line and column, or
+the resources: registers and local-memory (spill) bytes per thread from the cubin (read with the cuobjdump in
+Triton's wheel), and shared memory from the compiled metadata, judged against the target's limits.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from typing import Any
+
+from .capture import Spec
+from .targets import Target
+
+_RESOURCE_RE = re.compile(r"Function (?P<name>\S+):\s*\n\s*REG:(?P<reg>\d+) STACK:(?P<stack>\d+) SHARED:(?P<shared>\d+) "
+                          r"LOCAL:(?P<local>\d+)")
+
+
+@dataclass
+class CompileResult:
+    target: str
+    spec: Spec
+    ok: bool
+    shared: int = 0
+    registers: int | None = None
+    local_bytes: int | None = None  # per thread: spills and local arrays
+    stack_bytes: int | None = None
+    seconds: float = 0.0
+    error: BaseException | None = None
+
+    def facts(self) -> dict[str, Any]:
+        return {"target": self.target, "config": self.spec.describe(), "ok": self.ok, "shared": self.shared,
+                "registers": self.registers, "spill_bytes": self.local_bytes, "stack_bytes": self.stack_bytes,
+                "num_warps": self.spec.num_warps, "seconds": round(self.seconds, 3)}
+
+
+def cuobjdump_path() -> str | None:
+    try:
+        import triton
+        candidate = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin", "cuobjdump")
+        if os.access(candidate, os.X_OK):
+            return candidate
+    except ImportError:
+        pass
+    return shutil.which("cuobjdump")
+
+
+def cubin_resources(cubin: bytes) -> dict[str, dict[str, int]]:
+    """Per function: REG, STACK, SHARED and LOCAL as `cuobjdump --dump-resource-usage` prints them."""
+    tool = cuobjdump_path()
+    if tool is None:
+        return {}
+    with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
+        f.write(cubin)
+        f.flush()
+        try:
+            out = subprocess.run([tool, "--dump-resource-usage", f.name], capture_output=True, text=True, timeout=60).stdout
+        except (OSError, subprocess.TimeoutExpired):
+            return {}
+    return {m["name"]: {k: int(m[k]) for k in ("reg", "stack", "shared", "local")} for m in _RESOURCE_RE.finditer(out)}
+
+
+def gpu_target(target: Target):
+    from triton.backends.compiler import GPUTarget
+    return GPUTarget(target.backend, target.arch, target.warp_size)
+
+
+def compile_spec(jit_fn: Any, spec: Spec, target: Target) -> CompileResult:
+    import time
+
+    import triton
+    from triton.compiler import ASTSource
+
+    start = time.monotonic()
+    signature = dict(spec.signature)
+    constexprs = {k: v for k, v in spec.constexprs.items()}
+    attrs = {}
+    arg_names = list(signature)
+    for name, a in spec.attrs.items():
+        if name in arg_names:
+            attrs[(arg_names.index(name),)] = a
+    try:
+        src = ASTSource(fn=jit_fn, signature=signature, constexprs=constexprs, attrs=attrs)
+        options = {"num_warps": spec.num_warps, "num_stages": spec.num_stages}
+        kernel = triton.compile(src, target=gpu_target(target), options=options)
+    except Exception as e:  # a compile failure is a finding, reported by the caller with its position
+        return CompileResult(target.name, spec, False, error=e, seconds=time.monotonic() - start)
+    result = CompileResult(target.name, spec, True, shared=int(getattr(kernel.metadata, "shared", 0) or 0),
+                           seconds=time.monotonic() - start)
+    cubin = kernel.asm.get("cubin") if hasattr(kernel, "asm") else None
+    if cubin:
+        res = cubin_resources(cubin)
+        entry = res.get(kernel.metadata.name) or (next(iter(res.values())) if res else None)
+        if entry:
+            result.registers, result.local_bytes, result.stack_bytes = entry["reg"], entry["local"], entry["stack"]
+    return result
+
+
+def jit_function_for(fn: Any):
+    """A compilable `JITFunction` for a Python function, also when the module was imported interpreted."""
+    from triton.runtime.jit import JITFunction
+    return fn if isinstance(fn, JITFunction) else JITFunction(fn)

@@ -1,0 +1,150 @@
+"""Import user modules and build the two callables the verifier compares. Runs in a worker only.
+
+`Problem` hides the linking form: `reference(*inputs)`, `implementation(*inputs)`, `make_inputs()`, and
+`size_knobs` (module-level integers the input factory reads, which the verifier scales to try other sizes).
+KernelBench's own rule is kept: each model is built right after the same `torch.manual_seed`, so parameters
+created in `__init__` match.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import linecache
+import sys
+import traceback
+import types
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+_counter = 0
+
+
+class UserCodeError(Exception):
+    """User code raised; `line` is the 0-based line in `path` where it happened (deepest frame there)."""
+
+    def __init__(self, what: str, exc: BaseException, path: str | None):
+        self.exc = exc
+        self.path = path
+        self.line = deepest_line(exc, path) if path else None
+        super().__init__(f"{what}: {type(exc).__name__}: {exc}")
+
+
+def deepest_line(exc: BaseException, path: str) -> int | None:
+    """0-based line of the deepest traceback frame in `path`, following the cause chain."""
+    target = str(Path(path).resolve())
+    best = None
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        for frame in traceback.extract_tb(exc.__traceback__):
+            try:
+                if str(Path(frame.filename).resolve()) == target and frame.lineno:
+                    best = frame.lineno - 1
+            except OSError:
+                continue
+        if best is not None:
+            break
+        exc = exc.__cause__ or exc.__context__
+    return best
+
+
+def import_path(path: str, tag: str, source: str | None = None) -> types.ModuleType:
+    """Import a file as a fresh module (a new name each time, so two imports never share state).
+
+    With `source`, the editor's unsaved text is run instead of the file's bytes; linecache is primed with it
+    so that Triton, which reads kernel source through `inspect`, sees the same text.
+    """
+    global _counter
+    _counter += 1
+    name = f"_kernel_lsp_{tag}_{_counter}"
+    directory = str(Path(path).resolve().parent)
+    if directory not in sys.path:
+        sys.path.insert(0, directory)
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot import {path}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    if source is None:
+        spec.loader.exec_module(module)
+    else:
+        linecache.cache[spec.origin] = (len(source), None, source.splitlines(True), spec.origin)
+        exec(compile(source, spec.origin, "exec"), module.__dict__)
+    return module
+
+
+@dataclass
+class Problem:
+    reference: Callable[..., Any]
+    implementation: Callable[..., Any]
+    input_factory: Callable[[], list]
+    input_module: types.ModuleType
+    size_knobs: dict[str, int] = field(default_factory=dict)
+    reference_module: types.ModuleType | None = None
+
+    def make_inputs(self, seed: int, knobs: dict[str, int] | None = None) -> list:
+        import torch
+        saved = {k: getattr(self.input_module, k) for k in (knobs or {})}
+        try:
+            for k, v in (knobs or {}).items():
+                setattr(self.input_module, k, v)
+            torch.manual_seed(seed)
+            inputs = self.input_factory()
+        finally:
+            for k, v in saved.items():
+                setattr(self.input_module, k, v)
+        return list(inputs) if isinstance(inputs, (list, tuple)) else [inputs]
+
+
+def _size_knobs(module: types.ModuleType, factory: Callable) -> dict[str, int]:
+    """Module-level ints the factory reads by name: KernelBench's `batch_size = 16`, `dim = 16384`."""
+    code = getattr(factory, "__code__", None)
+    names = set(code.co_names) if code else set()
+    return {n: getattr(module, n) for n in sorted(names)
+            if isinstance(getattr(module, n, None), int) and not isinstance(getattr(module, n), bool)}
+
+
+def load_problem(link: dict[str, Any], impl_path: str, seed: int, source: str | None = None) -> Problem:
+    """Import both sides and build the callables; raises UserCodeError naming which side failed."""
+    import torch
+
+    try:
+        impl = import_path(impl_path, "impl", source)
+    except BaseException as e:
+        raise UserCodeError("the implementation failed to import", e, impl_path) from e
+    ref_path = link["reference"]
+    try:
+        ref = impl if Path(ref_path).resolve() == Path(impl_path).resolve() else import_path(ref_path, "ref")
+    except BaseException as e:
+        raise UserCodeError("the reference failed to import", e, ref_path) from e
+    inputs_path = link.get("inputs_path") or ref_path
+    inputs_mod = {str(Path(impl_path).resolve()): impl, str(Path(ref_path).resolve()): ref}.get(
+        str(Path(inputs_path).resolve()))
+    if inputs_mod is None:
+        try:
+            inputs_mod = import_path(inputs_path, "inputs")
+        except BaseException as e:
+            raise UserCodeError("the input factory failed to import", e, inputs_path) from e
+
+    if link["kind"] == "kernelbench":
+        try:
+            init = list(ref.get_init_inputs())
+            torch.manual_seed(seed)
+            ref_model = ref.Model(*init)
+        except BaseException as e:
+            raise UserCodeError("the reference Model could not be built", e, ref_path) from e
+        try:
+            torch.manual_seed(seed)
+            impl_model = impl.ModelNew(*init)
+        except BaseException as e:
+            raise UserCodeError("ModelNew could not be built", e, impl_path) from e
+        for m in (ref_model, impl_model):
+            if isinstance(m, torch.nn.Module):
+                m.eval()
+        factory = ref.get_inputs
+        return Problem(ref_model, impl_model, factory, ref, _size_knobs(ref, factory), ref)
+    reference = getattr(ref, link["reference_name"])
+    factory = getattr(inputs_mod, link["inputs_name"])
+    entry = getattr(impl, link["entry"])
+    return Problem(reference, entry, factory, inputs_mod, _size_knobs(inputs_mod, factory), ref)

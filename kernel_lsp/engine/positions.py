@@ -1,0 +1,90 @@
+"""Map Triton's compile errors to positions in the user's file, with a readable message.
+
+Triton reports an error's position relative to the kernel's `def` line (line 1) in the dedented source. A
+kernel that calls a helper gets a chain of errors: the outer one points at the call, the inner one
+(`__cause__`) into the helper. We report at the innermost position that lies in the user's file, with the
+innermost message, so the squiggle lands on the expression that is actually wrong.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+_REPR_RE = re.compile(r"^(?P<cls>[A-Za-z_][\w.]*)\((?P<q>['\"])(?P<msg>.*)(?P=q)\)$", re.S)
+_DEF_RE = re.compile(r"^\s*def\s+(\w+)", re.M)
+
+
+@dataclass
+class Position:
+    line: int  # 0-based, in the user's file
+    col: int
+    end_col: int
+    message: str
+
+
+def readable(message: str) -> str:
+    """`NameError('x is not defined')` -> `NameError: x is not defined`; drops Triton's source excerpt."""
+    message = (message or "").strip()
+    m = _REPR_RE.match(message)
+    if m:
+        msg = m["msg"].encode().decode("unicode_escape", errors="replace") if "\\n" in m["msg"] else m["msg"]
+        return f"{m['cls']}: {msg}".strip()
+    return message
+
+
+def _chain(exc: BaseException) -> list[BaseException]:
+    out, seen = [], set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        out.append(exc)
+        exc = exc.__cause__ or exc.__context__
+    return out
+
+
+def _kernel_for(src: str, kernels: list[dict[str, Any]]) -> dict[str, Any] | None:
+    m = _DEF_RE.search(src or "")
+    if not m:
+        return None
+    matches = [k for k in kernels if k["name"] == m.group(1)]
+    if len(matches) > 1:  # the same name twice in a file: prefer the one whose text matches
+        matches = [k for k in matches if k.get("source", "").strip() == (src or "").strip()] or matches
+    return matches[0] if matches else None
+
+
+def _message_of(exc: BaseException) -> str:
+    msg = getattr(exc, "error_message", None)
+    if msg:
+        return readable(msg)
+    text = str(exc).strip()
+    if not text:
+        return type(exc).__name__
+    last = [ln for ln in text.splitlines() if ln.strip()]
+    return readable(last[-1]) if last else type(exc).__name__
+
+
+def map_compile_error(exc: BaseException, kernel: dict[str, Any], kernels: list[dict[str, Any]]) -> Position:
+    """Position and message for a compile failure of `kernel` (discovery facts incl. def line and col)."""
+    chain = _chain(exc)
+    message = next((readable(e.error_message) for e in chain if getattr(e, "error_message", None)), None)
+    if message is None:
+        message = _message_of(chain[-1])
+    best = None
+    for e in chain:
+        node = getattr(e, "node", None)
+        src = getattr(e, "src", None)
+        if node is None or getattr(node, "lineno", None) is None:
+            continue
+        owner = _kernel_for(src, kernels) if src else kernel
+        if owner is None:
+            continue
+        line = owner["def_line"] + node.lineno - 1
+        col = owner["def_col"] + (node.col_offset or 0)
+        end_col = col + 1
+        if getattr(node, "end_lineno", None) == node.lineno and getattr(node, "end_col_offset", None) is not None:
+            end_col = owner["def_col"] + node.end_col_offset
+        best = Position(line, col, end_col, message)  # later in the chain = deeper = better
+    if best is None:
+        best = Position(kernel["def_line"], kernel["def_col"], kernel["def_col"] + 3, message)
+    return best

@@ -1,0 +1,1 @@
+"""Output formats for `kernel-lsp check`: text (like ruff), JSON and SARIF 2.1.0."""

@@ -1,0 +1,1 @@
+"""Worker subprocesses: the only place user code and LLM code run."""

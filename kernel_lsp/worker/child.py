@@ -1,0 +1,57 @@
+"""A worker child: `python -m kernel_lsp.worker.child JOB.json EVENTS.jsonl`.
+
+Reads one job, runs it, appends events. A fault of kernel-lsp itself becomes a KL900 finding, never a silent
+exit; a fault of the user's code that kills the process (segfault, abort) is diagnosed by the parent.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import traceback
+
+from .protocol import EventWriter
+
+
+def choose_device(requested: str) -> str:
+    """Pick where kernels run, before triton is imported: TRITON_INTERPRET is read at import time."""
+    if requested == "cpu":
+        os.environ["TRITON_INTERPRET"] = "1"
+        return "cpu"
+    import torch
+    if torch.cuda.is_available():
+        os.environ.pop("TRITON_INTERPRET", None)
+        return "cuda"
+    if requested == "cuda":
+        raise RuntimeError("device = cuda was requested but no CUDA GPU is visible to torch")
+    os.environ["TRITON_INTERPRET"] = "1"
+    return "cpu"
+
+
+def main(argv: list[str]) -> int:
+    job_path, out_path = argv[1], argv[2]
+    with open(job_path, encoding="utf-8") as f:
+        job = json.load(f)
+    with open(out_path, "a", encoding="utf-8") as out:
+        w = EventWriter(out)
+        try:
+            job["device"] = choose_device(job.get("device", "auto"))
+            w.emit("device", device=job["device"])
+            if job["kind"] == "check":
+                from ..engine.pipeline import run_check
+                run_check(job, w)
+            else:
+                raise ValueError(f"unknown job kind {job['kind']!r}")
+        except Exception:
+            w.finding({"path": job.get("path", ""), "range": {"line": 0, "col": 0, "end_line": 0, "end_col": 1},
+                       "severity": "error", "code": "KL900", "source": "kernel-lsp",
+                       "message": "kernel-lsp failed while checking this file: "
+                                  + traceback.format_exc(limit=-3).strip().splitlines()[-1],
+                       "data": {"traceback": traceback.format_exc()}})
+        w.emit("done")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

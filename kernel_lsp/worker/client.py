@@ -1,0 +1,111 @@
+"""The parent's side of a worker: start a child, enforce the timeout, turn its death into a typed outcome.
+
+Each job runs in its own process group so that a timeout or a cancel kills the child and anything it
+started. The child's stderr goes to a file (no pipe to fill up); its tail is kept for crash messages such as
+glibc's "malloc(): unaligned tcache chunk detected".
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from .protocol import read_events
+
+
+@dataclass
+class WorkerOutcome:
+    events: list[dict[str, Any]] = field(default_factory=list)
+    returncode: int | None = None
+    timed_out: bool = False
+    cancelled: bool = False
+    stderr_tail: str = ""
+    seconds: float = 0.0
+
+    @property
+    def completed(self) -> bool:
+        return any(e.get("event") == "done" for e in self.events)
+
+    @property
+    def signal_name(self) -> str | None:
+        if self.returncode is not None and self.returncode < 0:
+            try:
+                return signal.Signals(-self.returncode).name
+            except ValueError:
+                return f"signal {-self.returncode}"
+        return None
+
+    def last_stage(self) -> dict[str, Any] | None:
+        stages = [e for e in self.events if e.get("event") == "stage"]
+        return stages[-1] if stages else None
+
+
+class WorkerJob:
+    """One job in one child process; `cancel()` from any thread kills it."""
+
+    def __init__(self, job: dict[str, Any], timeout: float, env: dict[str, str] | None = None):
+        self.job, self.timeout = job, timeout
+        self.env = env
+        self._proc: subprocess.Popen | None = None
+        self._cancelled = threading.Event()
+
+    def cancel(self) -> None:
+        self._cancelled.set()
+        self._kill()
+
+    def _kill(self) -> None:
+        proc = self._proc
+        if proc is not None and proc.poll() is None:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+
+    def run(self) -> WorkerOutcome:
+        with tempfile.TemporaryDirectory(prefix="kernel-lsp-") as tmp:
+            job_path, out_path, err_path = (os.path.join(tmp, n) for n in ("job.json", "events.jsonl", "stderr"))
+            with open(job_path, "w", encoding="utf-8") as f:
+                json.dump(self.job, f)
+            env = dict(os.environ if self.env is None else self.env)
+            env.setdefault("PYTHONUNBUFFERED", "1")
+            start = time.monotonic()
+            outcome = WorkerOutcome()
+            with open(err_path, "wb") as err:
+                if self._cancelled.is_set():
+                    outcome.cancelled = True
+                    return outcome
+                self._proc = subprocess.Popen(
+                    [sys.executable, "-m", "kernel_lsp.worker.child", job_path, out_path],
+                    stdin=subprocess.DEVNULL, stdout=err, stderr=err, env=env, start_new_session=True,
+                )
+                try:
+                    outcome.returncode = self._proc.wait(timeout=self.timeout)
+                except subprocess.TimeoutExpired:
+                    outcome.timed_out = True
+                    self._kill()
+                    outcome.returncode = self._proc.wait()
+                # The child may have started processes of its own: they die with its group.
+                self._kill_group_leftovers()
+            outcome.cancelled = self._cancelled.is_set()
+            outcome.seconds = time.monotonic() - start
+            outcome.events = read_events(out_path)
+            with open(err_path, "rb") as f:
+                f.seek(0, os.SEEK_END)
+                f.seek(max(0, f.tell() - 4000))
+                outcome.stderr_tail = f.read().decode("utf-8", "replace")
+            return outcome
+
+    def _kill_group_leftovers(self) -> None:
+        if self._proc is not None:
+            try:
+                os.killpg(self._proc.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
