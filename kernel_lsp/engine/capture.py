@@ -54,6 +54,7 @@ class LaunchRecorder:
     functions: dict[str, Callable] = field(default_factory=dict)  # qualname -> Python function
     count: int = 0
     current: str | None = None
+    dry: bool = False  # record launches without executing them
     notes: list[str] = field(default_factory=list)
     on_launch: list[Callable[[Launch], None]] = field(default_factory=list)
     _local: threading.local = field(default_factory=threading.local)
@@ -79,6 +80,8 @@ class LaunchRecorder:
         def run(self_fn, *args, **kwargs):
             if not kwargs.get("warmup", False):
                 recorder.record(self_fn.fn, args, kwargs)
+                if recorder.dry:
+                    return None
             return original(self_fn, *args, **kwargs)
 
         run.__wrapped__ = original

@@ -8,6 +8,7 @@ created in `__init__` match.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import linecache
 import sys
@@ -76,31 +77,55 @@ def import_path(path: str, tag: str, source: str | None = None) -> types.ModuleT
 
 @dataclass
 class Problem:
-    reference: Callable[..., Any]
-    implementation: Callable[..., Any]
+    """The two callables to compare, built for given size knobs (KernelBench models depend on them)."""
+
+    build: Callable[[dict[str, int]], tuple[Callable, Callable]]
     input_factory: Callable[[], list]
     input_module: types.ModuleType
     size_knobs: dict[str, int] = field(default_factory=dict)
-    reference_module: types.ModuleType | None = None
+    _built: dict[tuple, tuple[Callable, Callable]] = field(default_factory=dict)
 
-    def make_inputs(self, seed: int, knobs: dict[str, int] | None = None) -> list:
-        import torch
+    @contextlib.contextmanager
+    def knobs_set(self, knobs: dict[str, int] | None):
         saved = {k: getattr(self.input_module, k) for k in (knobs or {})}
         try:
             for k, v in (knobs or {}).items():
                 setattr(self.input_module, k, v)
-            torch.manual_seed(seed)
-            inputs = self.input_factory()
+            yield
         finally:
             for k, v in saved.items():
                 setattr(self.input_module, k, v)
+
+    def callables(self, knobs: dict[str, int] | None = None) -> tuple[Callable, Callable]:
+        """(reference, implementation) for these knobs; raises UserCodeError when building fails."""
+        key = tuple(sorted((knobs or {}).items()))
+        if key not in self._built:
+            with self.knobs_set(knobs):
+                self._built[key] = self.build(knobs or {})
+        return self._built[key]
+
+    @property
+    def reference(self) -> Callable:
+        return self.callables()[0]
+
+    @property
+    def implementation(self) -> Callable:
+        return self.callables()[1]
+
+    def make_inputs(self, seed: int, knobs: dict[str, int] | None = None) -> list:
+        import torch
+        with self.knobs_set(knobs):
+            torch.manual_seed(seed)
+            inputs = self.input_factory()
         return list(inputs) if isinstance(inputs, (list, tuple)) else [inputs]
 
 
-def _size_knobs(module: types.ModuleType, factory: Callable) -> dict[str, int]:
-    """Module-level ints the factory reads by name: KernelBench's `batch_size = 16`, `dim = 16384`."""
-    code = getattr(factory, "__code__", None)
-    names = set(code.co_names) if code else set()
+def _size_knobs(module: types.ModuleType, *factories: Callable) -> dict[str, int]:
+    """Module-level ints the factories read by name: KernelBench's `batch_size = 16`, `dim = 16384`."""
+    names = set()
+    for factory in factories:
+        code = getattr(factory, "__code__", None)
+        names |= set(code.co_names) if code else set()
     return {n: getattr(module, n) for n in sorted(names)
             if isinstance(getattr(module, n, None), int) and not isinstance(getattr(module, n), bool)}
 
@@ -128,23 +153,30 @@ def load_problem(link: dict[str, Any], impl_path: str, seed: int, source: str | 
             raise UserCodeError("the input factory failed to import", e, inputs_path) from e
 
     if link["kind"] == "kernelbench":
-        try:
-            init = list(ref.get_init_inputs())
-            torch.manual_seed(seed)
-            ref_model = ref.Model(*init)
-        except BaseException as e:
-            raise UserCodeError("the reference Model could not be built", e, ref_path) from e
-        try:
-            torch.manual_seed(seed)
-            impl_model = impl.ModelNew(*init)
-        except BaseException as e:
-            raise UserCodeError("ModelNew could not be built", e, impl_path) from e
-        for m in (ref_model, impl_model):
-            if isinstance(m, torch.nn.Module):
-                m.eval()
-        factory = ref.get_inputs
-        return Problem(ref_model, impl_model, factory, ref, _size_knobs(ref, factory), ref)
-    reference = getattr(ref, link["reference_name"])
-    factory = getattr(inputs_mod, link["inputs_name"])
-    entry = getattr(impl, link["entry"])
-    return Problem(reference, entry, factory, inputs_mod, _size_knobs(inputs_mod, factory), ref)
+        def build(knobs: dict[str, int]) -> tuple[Callable, Callable]:
+            try:
+                init = list(ref.get_init_inputs())
+                torch.manual_seed(seed)
+                ref_model = ref.Model(*init)
+            except BaseException as e:
+                raise UserCodeError("the reference Model could not be built", e, ref_path) from e
+            try:
+                torch.manual_seed(seed)
+                impl_model = impl.ModelNew(*init)
+            except BaseException as e:
+                raise UserCodeError("ModelNew could not be built", e, impl_path) from e
+            for m in (ref_model, impl_model):
+                if isinstance(m, torch.nn.Module):
+                    m.eval()
+            return ref_model, impl_model
+
+        problem = Problem(build, ref.get_inputs, ref, _size_knobs(ref, ref.get_inputs, ref.get_init_inputs))
+        problem.callables()  # build once now, so a broken model is reported as a load failure
+        return problem
+    try:
+        reference = getattr(ref, link["reference_name"])
+        factory = getattr(inputs_mod, link["inputs_name"])
+        entry = getattr(impl, link["entry"])
+    except AttributeError as e:
+        raise UserCodeError("a linked name is missing", e, None) from e
+    return Problem(lambda knobs: (reference, entry), factory, inputs_mod, _size_knobs(inputs_mod, factory))

@@ -174,7 +174,11 @@ def run_check(job: dict[str, Any], w: EventWriter) -> None:
         return
 
     w.stage("capture", "the problem's own inputs")
+    # Under the interpreter the capture is dry: launches are recorded, not executed, so the problem's own
+    # (possibly large) sizes cost only the PyTorch glue. Verification runs kernels at CPU-sized inputs.
+    recorder.dry = interpreted
     launch_error = _capture(problem, job.get("seed", 0))
+    recorder.dry = False
     w.stat("launches", recorder.count)
     failed = compile_stage(rep, recorder, targets)
 

@@ -1,0 +1,138 @@
+"""Judge an implementation's output against the float64 truth, with PyTorch's own error as the yardstick.
+
+The rule (docs/verification.md has the measurements behind it): with t the float64 truth, r PyTorch's
+reference in the task's dtype, y the implementation, u the unit roundoff of the output dtype (2^-24 fp32,
+2^-11 fp16, 2^-8 bf16), S = max |t| over the tensor, and E_ref = max |r - t| over the tensor,
+
+    element i is within budget  iff  |y_i - t_i| <= 3 * E_ref + 2u * |t_i| + u * S
+
+That is: the implementation may be three times worse than PyTorch's worst element, plus one ulp of the
+element and half an ulp at the tensor's scale. Integer and boolean outputs are exact. NaN and infinities
+must sit where the truth has them, with the same sign.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+K_REF = 3.0
+UNIT_ROUNDOFF = {"torch.float64": 2.0**-53, "torch.float32": 2.0**-24, "torch.float16": 2.0**-11,
+                 "torch.bfloat16": 2.0**-8, "torch.float8_e4m3fn": 2.0**-4, "torch.float8_e5m2": 2.0**-3}
+
+
+@dataclass
+class Comparison:
+    ok: bool
+    code: str | None = None  # KL200, KL201, KL202, KL203 when not ok
+    message: str = ""
+    max_abs: float = 0.0
+    max_rel: float = 0.0
+    ref_max_abs: float = 0.0
+    worst_index: tuple[int, ...] | None = None
+    worst_value: float | None = None
+    worst_truth: float | None = None
+    bad_fraction: float = 0.0
+    bad_count: int = 0
+    numel: int = 0
+    data: dict[str, Any] = field(default_factory=dict)
+
+    def summary(self) -> dict[str, Any]:
+        return {"max_abs": self.max_abs, "max_rel": self.max_rel,
+                "ref_max_abs": self.ref_max_abs, "worst_index": list(self.worst_index) if self.worst_index else None,
+                "bad_fraction": self.bad_fraction, "bad_count": self.bad_count}
+
+
+def _fmt(x: float) -> str:
+    return f"{x:.3g}"
+
+
+def unravel(flat: int, shape: tuple[int, ...]) -> tuple[int, ...]:
+    out = []
+    for d in reversed(shape):
+        out.append(flat % d if d else 0)
+        flat = flat // d if d else 0
+    return tuple(reversed(out))
+
+
+def compare_tensor(y, r, t, name: str = "output", unwritten=None) -> Comparison:
+    """Compare one output tensor y (implementation) to r (PyTorch, task dtype) and t (float64 truth).
+
+    `unwritten`, when given, is a boolean mask of elements the implementation never wrote.
+    """
+    import torch
+
+    if not isinstance(y, torch.Tensor):
+        return Comparison(False, "KL202", f"{name} is a {type(y).__name__}, the reference returns a tensor")
+    if tuple(y.shape) != tuple(r.shape):
+        return Comparison(False, "KL202", f"{name} has shape {tuple(y.shape)}, the reference's has {tuple(r.shape)}")
+    if y.dtype != r.dtype:
+        return Comparison(False, "KL202", f"{name} has dtype {y.dtype}, the reference's is {r.dtype}")
+    n = y.numel()
+    if n == 0:
+        return Comparison(True, numel=0)
+    if unwritten is not None and bool(unwritten.any()):
+        count = int(unwritten.sum())
+        first = unravel(int(unwritten.reshape(-1).nonzero()[0]), tuple(y.shape))
+        return Comparison(False, "KL203", f"{count} of {n} elements of {name} were never written "
+                          f"(first at index {first})", worst_index=first, bad_count=count, bad_fraction=count / n,
+                          numel=n)
+    if not (y.is_floating_point() or y.is_complex()):
+        diff = y.ne(r)
+        if bool(diff.any()):
+            count = int(diff.sum())
+            i = int(diff.reshape(-1).nonzero()[0])
+            idx = unravel(i, tuple(y.shape))
+            return Comparison(False, "KL200", f"{count} of {n} elements of {name} differ (exact {y.dtype} required); "
+                              f"first at {idx}: got {y.reshape(-1)[i].item()}, expected {r.reshape(-1)[i].item()}",
+                              worst_index=idx, bad_count=count, bad_fraction=count / n, numel=n,
+                              worst_value=float(y.reshape(-1)[i].item()), worst_truth=float(r.reshape(-1)[i].item()))
+        return Comparison(True, numel=n)
+
+    y64, t64, r64 = y.detach().double().reshape(-1), t.detach().double().reshape(-1), r.detach().double().reshape(-1)
+    fin_t = torch.isfinite(t64)
+    # Non-finite positions: NaN where the truth is NaN, infinities of the same sign.
+    nan_bad = torch.isnan(y64) != torch.isnan(t64)
+    inf_bad = (torch.isinf(y64) | torch.isinf(t64)) & ~(y64 == t64) & ~torch.isnan(t64)
+    nonfinite_bad = nan_bad | inf_bad
+    if bool(nonfinite_bad.any()):
+        i = int(nonfinite_bad.nonzero()[0])
+        idx = unravel(i, tuple(y.shape))
+        count = int(nonfinite_bad.sum())
+        return Comparison(False, "KL201", f"{count} of {n} elements of {name} disagree on NaN/inf; first at {idx}: "
+                          f"got {y64[i].item()}, expected {t64[i].item()}", worst_index=idx, bad_count=count,
+                          bad_fraction=count / n, numel=n, worst_value=y64[i].item(), worst_truth=t64[i].item())
+    u = UNIT_ROUNDOFF.get(str(y.dtype), 2.0**-24)
+    err = torch.where(fin_t, (y64 - t64).abs(), torch.zeros_like(t64))
+    ref_err = torch.where(fin_t, (r64 - t64).abs(), torch.zeros_like(t64))
+    ref_err = torch.nan_to_num(ref_err, nan=0.0, posinf=0.0)
+    tabs = torch.where(fin_t, t64.abs(), torch.zeros_like(t64))
+    scale = float(tabs.max()) if n else 0.0
+    e_ref = float(ref_err.max())
+    budget = K_REF * e_ref + 2 * u * tabs + u * scale
+    bad = err > budget
+    i = int(err.argmax())
+    max_abs = float(err[i])
+    rel = err / tabs.clamp_min(u * max(scale, 1e-300))
+    comp = Comparison(True, max_abs=max_abs, max_rel=float(rel.max()), ref_max_abs=e_ref,
+                      worst_index=unravel(i, tuple(y.shape)), worst_value=y64[i].item(), worst_truth=t64[i].item(),
+                      numel=n)
+    if bool(bad.any()):
+        comp.ok = False
+        comp.code = "KL200"
+        comp.bad_count = int(bad.sum())
+        comp.bad_fraction = comp.bad_count / n
+        j = int(torch.where(bad, err, torch.zeros_like(err)).argmax())
+        comp.worst_index = unravel(j, tuple(y.shape))
+        comp.worst_value, comp.worst_truth = y64[j].item(), t64[j].item()
+        comp.message = (f"{name}[{', '.join(map(str, comp.worst_index))}] = {_fmt(comp.worst_value)}, truth "
+                        f"{_fmt(comp.worst_truth)} (abs error {_fmt(max_abs)}, rel {_fmt(comp.max_rel)}); "
+                        f"PyTorch's own {str(y.dtype).replace('torch.', '')} error is at most {_fmt(e_ref)}; "
+                        f"{comp.bad_count} of {n} elements ({100 * comp.bad_fraction:.3g}%) out of budget")
+    return comp
+
+
+def flatten_outputs(out) -> list:
+    if isinstance(out, (list, tuple)):
+        return [x for o in out for x in flatten_outputs(o)]
+    return [out]

@@ -1,0 +1,189 @@
+"""Runtime evidence collectors for the verifier, installed in the worker only.
+
+- `MemoryGuard` checks, under the Triton interpreter, every address a masked load, store or atomic touches
+  against the extents of the tensors passed to the current launch. Out-of-bounds lanes are reported with the
+  kernel line and then masked off, so the access cannot corrupt the heap and the run goes on. It wraps the
+  interpreter builder's memory methods by name (`create_masked_load`, `create_masked_store`,
+  `create_atomic_rmw`, `create_atomic_cas`), which all Triton 3.x interpreters have; where one is missing the
+  guard says it is unavailable instead of failing. It also records which line stored to which address, so a
+  wrong element can be traced to the `tl.store` that wrote it.
+- `poisoned_allocations(value)` makes `torch.empty`-style allocations start filled with a sentinel, so that
+  elements an implementation never writes can be told apart from elements it wrote.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass
+class OutOfBounds:
+    line: int | None  # 0-based line in the user's file
+    kind: str  # load, store, atomic
+    kernel: str
+    count: int
+    example: int  # an offending address
+    detail: str
+
+
+@dataclass
+class MemoryGuard:
+    user_file: str
+    ranges: list[tuple[int, int, str]] = field(default_factory=list)  # [lo, hi) and a label per launch tensor
+    kernel: str = ""
+    events: dict[tuple, OutOfBounds] = field(default_factory=dict)
+    stores: list[tuple[int | None, Any]] = field(default_factory=list)  # (line, numpy address array) per store
+    track_stores: bool = False
+    available: bool = False
+    reason: str = ""
+
+    def set_launch(self, launch) -> None:
+        self.kernel = launch.spec.name
+        self.ranges = []
+        for i, t in enumerate(launch.tensors):
+            lo = t.data_ptr()
+            span = 1 + sum((s - 1) * st for s, st in zip(t.shape, t.stride()) if s > 0) if t.numel() else 0
+            self.ranges.append((lo, lo + span * t.element_size(), f"tensor argument {i} {tuple(t.shape)}"))
+
+    def install(self) -> bool:
+        try:
+            import triton.runtime.interpreter as interp
+            builder = interp.interpreter_builder
+        except (ImportError, AttributeError) as e:
+            self.reason = f"no interpreter builder ({e})"
+            return False
+        names = ["create_masked_load", "create_masked_store", "create_atomic_rmw", "create_atomic_cas"]
+        missing = [n for n in names[:2] if not hasattr(builder, n)]
+        if missing:
+            self.reason = f"this Triton's interpreter lacks {', '.join(missing)}"
+            return False
+        import numpy as np
+        guard = self
+
+        def wrap(name, kind, ptr_index, mask_index):
+            original = getattr(builder, name)
+
+            def guarded(*args, **kwargs):
+                args = list(args)
+                ptrs = args[ptr_index]
+                mask = args[mask_index] if mask_index is not None and mask_index < len(args) else None
+                new_mask = guard._check(kind, ptrs, mask, np)
+                if new_mask is not None:
+                    if mask is None:
+                        return None if kind != "load" else original(*args, **kwargs)
+                    args[mask_index] = type(mask)(new_mask, mask.dtype)
+                if kind == "store" and guard.track_stores:
+                    m = args[mask_index].data if mask_index is not None else None
+                    addrs = ptrs.data if m is None else ptrs.data[np.broadcast_to(m, ptrs.data.shape)]
+                    guard.stores.append((guard._line(), np.array(addrs, copy=True).reshape(-1)))
+                return original(*args, **kwargs)
+
+            setattr(builder, name, guarded)
+
+        wrap("create_masked_load", "load", 0, 1)
+        wrap("create_masked_store", "store", 0, 2)
+        if hasattr(builder, "create_atomic_rmw"):
+            wrap("create_atomic_rmw", "atomic", 1, 3)
+        self.available = True
+        return True
+
+    def _line(self) -> int | None:
+        frame = sys._getframe(2)
+        while frame is not None:
+            if frame.f_code.co_filename == self.user_file:
+                return frame.f_lineno - 1
+            frame = frame.f_back
+        return None
+
+    def _check(self, kind: str, ptrs, mask, np):
+        """The mask with out-of-bounds lanes cleared, or None when every active lane is in bounds."""
+        if not self.ranges:
+            return None
+        addrs = ptrs.data
+        try:
+            elt = max(1, ptrs.get_element_ty().primitive_bitwidth // 8)
+        except Exception:
+            elt = 1
+        active = np.ones(addrs.shape, dtype=bool) if mask is None else np.broadcast_to(mask.data.astype(bool), addrs.shape)
+        if not active.any():
+            return None
+        a = addrs.astype(np.uint64)
+        inside = np.zeros(addrs.shape, dtype=bool)
+        for lo, hi, _ in self.ranges:
+            inside |= (a >= np.uint64(lo)) & (a + np.uint64(elt) <= np.uint64(hi))
+        bad = active & ~inside
+        if not bad.any():
+            return None
+        line = self._line()
+        example = int(a[bad].reshape(-1)[0])
+        detail = self._describe(example)
+        key = (line, kind)
+        ev = self.events.get(key)
+        if ev is None:
+            self.events[key] = OutOfBounds(line, kind, self.kernel, int(bad.sum()), example, detail)
+        else:
+            ev.count += int(bad.sum())
+        return active & inside
+
+    def _describe(self, addr: int) -> str:
+        best = None
+        for lo, hi, label in self.ranges:
+            d = addr - hi if addr >= hi else lo - addr
+            if best is None or d < best[0]:
+                where = f"{addr - hi} bytes past the end of" if addr >= hi else f"{lo - addr} bytes before"
+                best = (d, f"{where} {label}")
+        return best[1] if best else "outside every tensor of the launch"
+
+    def writer_of(self, addr: int) -> int | None:
+        """The line of the last store that wrote `addr`, if stores were tracked."""
+        for line, addrs in reversed(self.stores):
+            if (addrs == addr).any():
+                return line
+        return None
+
+    def store_lines_into(self, lo: int, hi: int) -> list[int]:
+        lines = []
+        for line, addrs in self.stores:
+            if line is not None and line not in lines and ((addrs >= lo) & (addrs < hi)).any():
+                lines.append(line)
+        return lines
+
+
+_ALLOCATORS = ("empty", "empty_like", "empty_strided")
+
+
+@contextlib.contextmanager
+def poisoned_allocations(value: float):
+    """Within the block, torch.empty / empty_like / empty_strided / Tensor.new_empty return filled tensors."""
+    import torch
+    saved = {name: getattr(torch, name) for name in _ALLOCATORS}
+    saved_new_empty = torch.Tensor.new_empty
+
+    def fill(t):
+        if isinstance(t, torch.Tensor):
+            with torch.no_grad():
+                if t.is_floating_point():
+                    t.fill_(value)
+                elif t.dtype == torch.bool:
+                    t.fill_(True)
+                else:
+                    info = torch.iinfo(t.dtype)
+                    t.fill_(info.max if value != value or value > 0 else info.min)
+        return t
+
+    def make(name):
+        original = saved[name]
+        return lambda *a, **k: fill(original(*a, **k))
+
+    try:
+        for name in _ALLOCATORS:
+            setattr(torch, name, make(name))
+        torch.Tensor.new_empty = lambda self, *a, **k: fill(saved_new_empty(self, *a, **k))
+        yield
+    finally:
+        for name, fn in saved.items():
+            setattr(torch, name, fn)
+        torch.Tensor.new_empty = saved_new_empty

@@ -1,0 +1,197 @@
+"""Input variants for verification: each a named, reproducible way to call the implementation.
+
+Value variants keep the problem's shapes and change the numbers: fresh seeds of the problem's own
+distribution, signed normal, heavy-tailed (Student t, 2 degrees of freedom), large and tiny magnitudes, and
+special values (NaN, +-inf, -0.0). Size variants change the module-level size knobs (`batch_size = 16`) to
+odd values that are not multiples of any block size. Layout variants keep the values and change the strides
+(transposed storage, every second element). Only floating-point tensors are changed; integer inputs (indices,
+labels) keep the problem's own values, since their valid range is the problem's business.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+# Elements of all inputs together that the CPU interpreter handles in about a second.
+CPU_ELEMENT_BUDGET = 1 << 16
+
+LARGE = {"torch.float16": 2.0e2, "torch.bfloat16": 1.0e3, "torch.float32": 1.0e3, "torch.float64": 1.0e3}
+TINY = {"torch.float16": 1.0e-3, "torch.bfloat16": 1.0e-4, "torch.float32": 1.0e-4, "torch.float64": 1.0e-4}
+
+
+@dataclass
+class Variant:
+    name: str
+    kind: str  # values, size, layout
+    seed: int
+    knobs: dict[str, int] = field(default_factory=dict)
+    transform: Callable[[list], list] | None = None
+    description: str = ""
+
+
+def _floats(inputs: list, fn: Callable) -> list:
+    import torch
+    return [fn(i, x) if isinstance(x, torch.Tensor) and x.is_floating_point() else x for i, x in enumerate(inputs)]
+
+
+def signed(inputs: list) -> list:
+    import torch
+    return _floats(inputs, lambda i, x: torch.randn(x.shape, dtype=torch.float32).to(x.dtype))
+
+
+def heavy_tailed(inputs: list) -> list:
+    import torch
+    def draw(i, x):
+        t = torch.distributions.StudentT(torch.tensor(2.0)).sample(x.shape)
+        limit = 1e4 if x.dtype != torch.float16 else 1e3
+        return t.clamp(-limit, limit).to(x.dtype)
+    return _floats(inputs, draw)
+
+
+def scaled(factor_by_dtype: dict[str, float]) -> Callable[[list], list]:
+    import torch
+    return lambda inputs: _floats(inputs, lambda i, x: (torch.randn(x.shape, dtype=torch.float32)
+                                                        * factor_by_dtype.get(str(x.dtype), 1.0)).to(x.dtype))
+
+
+def special_values(inputs: list) -> list:
+    import torch
+    specials = [float("nan"), float("inf"), float("-inf"), -0.0]
+
+    def inject(i, x):
+        y = x.clone()
+        flat = y.view(-1) if y.is_contiguous() else y.reshape(-1)
+        n = flat.numel()
+        if n == 0:
+            return y
+        g = torch.Generator().manual_seed(1234 + i)
+        positions = torch.randperm(n, generator=g)[: min(n, 4)]
+        for p, v in zip(positions.tolist(), specials):
+            flat[p] = v
+        return flat.view(x.shape) if y.is_contiguous() else flat.reshape(x.shape)
+    return _floats(inputs, inject)
+
+
+def transposed(inputs: list) -> list:
+    """Same values, reversed strides (column-major); 1-D tensors get a stride of 2 instead."""
+    import torch
+
+    def t(i, x):
+        if x.dim() >= 2:
+            return x.permute(*reversed(range(x.dim()))).contiguous().permute(*reversed(range(x.dim())))
+        return strided_one(x)
+    return _floats(inputs, t)
+
+
+def strided_one(x):
+    import torch
+    if x.dim() == 0:
+        return x
+    shape = list(x.shape)
+    shape[-1] *= 2
+    big = torch.zeros(shape, dtype=x.dtype)
+    view = big[..., ::2]
+    view.copy_(x)
+    return view
+
+
+def strided(inputs: list) -> list:
+    return _floats(inputs, lambda i, x: strided_one(x))
+
+
+def numel_of(inputs: list) -> int:
+    import torch
+    return sum(x.numel() for x in inputs if isinstance(x, torch.Tensor))
+
+
+def _odd(v: int) -> int:
+    """An odd size near v, not a multiple of any power of two above 1 (so every tail is exercised)."""
+    if v <= 2:
+        return v
+    return v - 1 if v % 2 == 0 else v
+
+
+def shrink_knobs(knobs: dict[str, int], measure: Callable[[dict[str, int]], int], budget: int) -> dict[str, int]:
+    """Halve the largest size knob (values >= 16 only) until the inputs fit the element budget, then make odd."""
+    current = {k: v for k, v in knobs.items()}
+    sizes = [k for k, v in knobs.items() if v >= 16]
+    if not sizes:
+        return {}
+    for _ in range(64):
+        if measure(current) <= budget:
+            break
+        biggest = max(sizes, key=lambda k: current[k])
+        if current[biggest] <= 8:
+            break
+        current[biggest] = max(8, current[biggest] // 2)
+    return {k: _odd(current[k]) for k in sizes if current[k] != knobs[k] or knobs[k] % 2 == 0}
+
+
+def plan(knobs: dict[str, int], own_numel: int, measure: Callable[[dict[str, int]], int],
+         interpreted: bool) -> tuple[dict[str, int], list[Variant]]:
+    """Base knobs for value variants, and the full ordered variant list."""
+    base: dict[str, int] = {}
+    if interpreted and own_numel > CPU_ELEMENT_BUDGET and knobs:
+        base = shrink_knobs(knobs, measure, CPU_ELEMENT_BUDGET)
+    variants = [
+        Variant("seed-1", "values", 1, base, None, "the problem's own distribution, seed 1"),
+        Variant("seed-2", "values", 2, base, None, "the problem's own distribution, seed 2"),
+        Variant("signed", "values", 3, base, signed, "signed normal values"),
+        Variant("heavy-tailed", "values", 4, base, heavy_tailed, "Student-t (2 d.o.f.) values"),
+        Variant("large", "values", 5, base, scaled(LARGE), "large magnitudes"),
+        Variant("tiny", "values", 6, base, scaled(TINY), "tiny magnitudes"),
+        Variant("special", "values", 7, base, special_values, "NaN, +-inf and -0.0 among the values"),
+    ]
+    sizes = [k for k, v in knobs.items() if v >= 16]
+    if sizes:
+        small_budget = CPU_ELEMENT_BUDGET // 4 if interpreted else 1 << 22
+        odd = shrink_knobs(knobs, measure, small_budget)
+        if not odd:
+            odd = {k: _odd(knobs[k]) for k in sizes}
+        variants.append(Variant("odd-size", "size", 8, odd, None, "odd sizes"))
+        tiny = {k: 3 + 2 * i for i, k in enumerate(sizes)}
+        variants.append(Variant("small-size", "size", 9, tiny, None, "very small odd sizes"))
+    variants.append(Variant("transposed", "layout", 10, base, transposed, "column-major (transposed) strides"))
+    variants.append(Variant("strided", "layout", 11, base, strided, "every second element (stride 2)"))
+    return base, variants
+
+
+def describe_inputs(inputs: list) -> str:
+    import torch
+    parts = []
+    for x in inputs:
+        if isinstance(x, torch.Tensor):
+            s = f"{tuple(x.shape)}"
+            if not x.is_contiguous():
+                s += f" strides {tuple(x.stride())}"
+            parts.append(s)
+    return ", ".join(parts)
+
+
+def clone_inputs(inputs: list) -> list:
+    import torch
+    return [x.clone() if isinstance(x, torch.Tensor) and x.is_contiguous() else
+            (_clone_strided(x) if isinstance(x, torch.Tensor) else x) for x in inputs]
+
+
+def _clone_strided(x):
+    import torch
+    y = torch.empty_strided(x.shape, x.stride(), dtype=x.dtype)
+    # empty_strided over a non-dense stride pattern leaves gaps; copying fills the view's elements only.
+    y.copy_(x)
+    return y
+
+
+def upcast(inputs: list) -> list:
+    import torch
+    return [x.detach().to(torch.float64) if isinstance(x, torch.Tensor) and x.is_floating_point() else x
+            for x in inputs]
+
+
+def input_dtype(inputs: list) -> Any:
+    import torch
+    for x in inputs:
+        if isinstance(x, torch.Tensor) and x.is_floating_point():
+            return x.dtype
+    return None

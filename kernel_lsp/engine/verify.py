@@ -1,0 +1,320 @@
+"""Adversarial verification of an implementation against its PyTorch reference. Runs in a worker only.
+
+For each input variant (see variants.py): the truth is the reference in float64; PyTorch's own error is the
+reference in the task's dtype; the implementation runs twice, its allocations poisoned first with NaN and
+then with a finite sentinel, so unwritten elements are identified and repeatability is checked. Inputs are
+compared with the reference's inputs after the call (mutation), launches are counted (fallback), consecutive
+seeds are compared (stale results), and under the interpreter every memory access is bounds-checked.
+
+Findings are aggregated per (code, line): the first failing variant gives the message, the others are
+listed. The per-variant table goes to the kernel facts for hover and JSON.
+"""
+
+from __future__ import annotations
+
+import copy
+import inspect
+import math
+import os
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..model import Severity, Span
+from .compare import Comparison, compare_tensor, flatten_outputs
+from .guards import MemoryGuard, poisoned_allocations
+from .loader import UserCodeError, deepest_line
+from .positions import readable
+from .variants import (Variant, clone_inputs, describe_inputs, input_dtype, numel_of, plan, upcast)
+
+SENTINEL = -1.2345e4  # finite in fp16/bf16/fp32; an implementation writing exactly this everywhere is unlikely
+
+
+@dataclass
+class Failure:
+    code: str
+    variant: Variant
+    message: str
+    line: int | None
+    data: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class VerifyState:
+    failures: list[Failure] = field(default_factory=list)
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    previous: tuple | None = None  # (truth, impl output) of the last values variant, for the stale check
+
+
+def _to_float64_model(ref):
+    import torch
+    if isinstance(ref, torch.nn.Module):
+        return copy.deepcopy(ref).double()
+    return ref
+
+
+def _call(fn, inputs):
+    import torch
+    with torch.no_grad():
+        return fn(*inputs)
+
+
+def _same(a, b) -> bool:
+    import torch
+    if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor):
+        if a.shape != b.shape or a.dtype != b.dtype:
+            return False
+        if a.is_floating_point():
+            return bool(((a == b) | (a.isnan() & b.isnan())).all())
+        return bool(torch.equal(a, b))
+    return a == b if not isinstance(a, torch.Tensor) and not isinstance(b, torch.Tensor) else False
+
+
+def _address_of(t, index) -> int:
+    return t.data_ptr() + sum(i * s for i, s in zip(index, t.stride())) * t.element_size()
+
+
+class Verifier:
+    def __init__(self, problem, recorder, rep, job):
+        self.problem, self.recorder, self.rep, self.job = problem, recorder, rep, job
+        self.interpreted = os.environ.get("TRITON_INTERPRET") == "1"
+        self.guard = MemoryGuard(user_file=os.path.realpath(job["path"]))
+        if self.interpreted and self.guard.install():
+            recorder.on_launch.append(self.guard.set_launch)
+        self.state = VerifyState()
+        self.skipped: list[tuple[str, str]] = []
+
+    # Placement: the tl.store that wrote the bad element, else the launch site, else the kernel def.
+    def launch_line(self) -> int | None:
+        for launch in self.recorder.launches:
+            k = self.rep.kernel(launch.spec.qualname)
+            if k and k.get("launches"):
+                return k["launches"][0]["line"]
+        for launch in self.recorder.launches:
+            k = self.rep.kernel(launch.spec.qualname)
+            if k:
+                return k["def_line"]
+        return None
+
+    def run(self) -> None:
+        import torch
+        p = self.problem
+        own = p.make_inputs(0)
+
+        def measure(knobs):
+            try:
+                return numel_of(p.make_inputs(0, knobs))
+            except Exception:
+                return 1 << 62
+
+        base, variants = plan(p.size_knobs, numel_of(own), measure, self.interpreted)
+        self.base = base
+        start = time.monotonic()
+        for v in variants:
+            t0 = time.monotonic()
+            self.rep.w.stage("verify", f"variant {v.name}: {v.description}")
+            try:
+                self.run_variant(v)
+            except UserCodeError as e:
+                self.skipped.append((v.name, str(e)))
+            self.rep.w.stat("variant_seconds", time.monotonic() - t0)
+        self.report(time.monotonic() - start)
+
+    def run_variant(self, v: Variant) -> None:
+        import torch
+        p = self.problem
+        try:
+            ref, impl = p.callables(v.knobs)
+        except UserCodeError as e:
+            if "reference" in str(e):
+                self.skipped.append((v.name, "the reference cannot be built at these sizes"))
+                return
+            self.fail("KL209", v, f"{self.where(v, None)}: {e}", deepest_line(e.exc, self.job["path"]))
+            return
+        try:
+            inputs = p.make_inputs(v.seed, v.knobs)
+            if v.transform is not None:
+                torch.manual_seed(v.seed)
+                inputs = v.transform(inputs)
+        except Exception as e:
+            self.skipped.append((v.name, f"the input factory rejects these sizes ({type(e).__name__})"))
+            return
+        if v.name == "transposed" and not any(isinstance(x, torch.Tensor) and x.dim() >= 2 for x in inputs):
+            return  # for 1-D inputs this is the same as the strided variant
+        shapes = describe_inputs(inputs)
+        ref_inputs = clone_inputs(inputs)
+        try:
+            r = _call(ref, ref_inputs)
+        except Exception as e:
+            self.skipped.append((v.name, f"the reference rejects {shapes}: {type(e).__name__}"))
+            return
+        try:
+            truth = _call(_to_float64_model(ref), upcast(clone_inputs(inputs)))
+            truth_dtype = "float64"
+        except Exception:
+            truth, truth_dtype = r, str(input_dtype(inputs))
+        r_flat, t_flat = flatten_outputs(r), flatten_outputs(truth)
+        if v.name != "special" and any(isinstance(x, torch.Tensor) and x.is_floating_point() and not bool(torch.isfinite(x).all())
+                                       for x in r_flat + t_flat):
+            self.skipped.append((v.name, "the reference itself overflows or returns NaN/inf here"))
+            return
+        if v.name == "special" and any(isinstance(a, torch.Tensor) and a.is_floating_point() and
+                                       bool((torch.isfinite(b) & ~torch.isfinite(a.double())).any())
+                                       for a, b in zip(r_flat, t_flat) if isinstance(b, torch.Tensor)):
+            self.skipped.append((v.name, "the reference overflows in its own dtype here"))
+            return
+
+        # Implementation, run 1: allocations poisoned with NaN; stores tracked for placement.
+        impl_inputs = clone_inputs(inputs)
+        self.guard.stores.clear()
+        self.guard.track_stores = self.guard.available
+        before = self.recorder.count
+        try:
+            with poisoned_allocations(float("nan")):
+                y1 = _call(impl, impl_inputs)
+        except Exception as e:
+            line = deepest_line(e, self.job["path"])
+            self.fail("KL209", v, f"{self.where(v, shapes)}: the implementation raised "
+                      f"{type(e).__name__}: {readable(str(e))[:300]}", line)
+            self.row(v, shapes, "raised", None)
+            return
+        finally:
+            self.guard.track_stores = False
+        launches = self.recorder.count - before
+        self.collect_oob(v)
+        if launches == 0:
+            self.fail("KL205", v, "the implementation returned a result without launching any Triton kernel "
+                      "(a PyTorch fallback?)", None)
+        # Run 2: allocations poisoned with a finite sentinel; same inputs.
+        try:
+            with poisoned_allocations(SENTINEL):
+                y2 = _call(impl, clone_inputs(inputs))
+        except Exception:
+            y2 = None
+        self.collect_oob(v)
+
+        for i, (a, b) in enumerate(zip(impl_inputs, ref_inputs)):
+            if isinstance(a, torch.Tensor) and not _same(a, b):
+                self.fail("KL204", v, f"input {i} {tuple(a.shape)} was modified by the implementation "
+                          "(the reference leaves it as it was)", self.launch_line(), input=i)
+                break
+
+        y1_flat = flatten_outputs(y1)
+        y2_flat = flatten_outputs(y2) if y2 is not None else [None] * len(y1_flat)
+        if len(y1_flat) != len(r_flat):
+            self.fail("KL202", v, f"the implementation returns {len(y1_flat)} outputs, the reference "
+                      f"{len(r_flat)}", self.launch_line())
+            self.row(v, shapes, "structure", None)
+            return
+
+        if v.kind == "values" and self.state.previous is not None:
+            prev_truth, prev_y = self.state.previous
+            if all(_same(a, b) for a, b in zip(y1_flat, prev_y)) and not all(
+                    _same(a, b) for a, b in zip(t_flat, prev_truth)):
+                self.fail("KL206", v, "the output is identical to the previous call's although the inputs "
+                          "changed: results are cached or do not depend on the inputs", self.launch_line())
+        if v.kind == "values":
+            self.state.previous = (t_flat, [x.clone() if isinstance(x, torch.Tensor) else x for x in y1_flat])
+
+        worst: Comparison | None = None
+        for j, (y, y_b, rr, tt) in enumerate(zip(y1_flat, y2_flat, r_flat, t_flat)):
+            name = "output" if len(y1_flat) == 1 else f"output {j}"
+            if not isinstance(rr, torch.Tensor):
+                continue
+            unwritten = None
+            if isinstance(y, torch.Tensor) and isinstance(y_b, torch.Tensor) and y.shape == y_b.shape and y.dtype == y_b.dtype:
+                if y.is_floating_point():
+                    unwritten = torch.isnan(y) & (y_b == torch.tensor(SENTINEL, dtype=y.dtype))
+            c = compare_tensor(y, rr, tt if isinstance(tt, torch.Tensor) else rr, name, unwritten)
+            if worst is None or (not c.ok and worst.ok) or c.max_abs > worst.max_abs:
+                worst = c
+            if not c.ok:
+                line = self.line_for(y, c)
+                msg = c.message
+                if c.code == "KL200" and truth_dtype != "float64":
+                    msg += f" (truth computed in {truth_dtype}: the reference does not run in float64)"
+                self.fail(c.code, v, f"{self.where(v, shapes)}: {msg}", line, **c.summary())
+            elif isinstance(y_b, torch.Tensor) and c.code is None:
+                c2 = compare_tensor(y_b, rr, tt if isinstance(tt, torch.Tensor) else rr, name)
+                if not c2.ok and c2.code in ("KL200", "KL201"):
+                    self.fail("KL207", v, f"{self.where(v, shapes)}: two runs on the same inputs differ beyond "
+                              f"rounding ({c2.message}): a likely race", self.line_for(y_b, c2))
+        self.row(v, shapes, "ok" if worst is None or worst.ok else worst.code, worst)
+
+    def line_for(self, y, c: Comparison) -> int | None:
+        import torch
+        if isinstance(y, torch.Tensor) and c.worst_index is not None and self.guard.stores:
+            if c.code == "KL203":
+                lines = self.guard.store_lines_into(y.data_ptr(), y.data_ptr() + y.numel() * y.element_size())
+                if lines:
+                    return lines[0]
+            else:
+                line = self.guard.writer_of(_address_of(y, c.worst_index))
+                if line is not None:
+                    return line
+        return self.launch_line()
+
+    def where(self, v: Variant, shapes: str | None) -> str:
+        if v.kind == "size":
+            return f"fails at shape {shapes}, which the reference accepts" if shapes else f"fails at {v.description}"
+        if v.kind == "layout":
+            return f"fails with non-contiguous inputs ({v.description}; {shapes}), which the reference accepts"
+        return f"variant {v.name} ({v.description}, inputs {shapes})"
+
+    def collect_oob(self, v: Variant) -> None:
+        for ev in list(self.guard.events.values()):
+            what = {"load": "reads", "store": "writes", "atomic": "updates"}[ev.kind]
+            self.fail("KL208", v, f"{ev.kernel} {what} out of bounds: {ev.count} access(es), e.g. {ev.detail} "
+                      f"(variant {v.name})", ev.line, kind=ev.kind, count=ev.count)
+        self.guard.events.clear()
+
+    def fail(self, code: str, v: Variant, message: str, line: int | None, **data: Any) -> None:
+        self.state.failures.append(Failure(code, v, message, line, data))
+
+    def row(self, v: Variant, shapes: str, verdict: str, c: Comparison | None) -> None:
+        self.state.rows.append({"variant": v.name, "description": v.description, "inputs": shapes,
+                                "verdict": verdict, "max_abs": c.max_abs if c else None,
+                                "ref_max_abs": c.ref_max_abs if c else None})
+
+    def report(self, seconds: float) -> None:
+        groups: dict[tuple, list[Failure]] = {}
+        for f in self.state.failures:
+            groups.setdefault((f.code, f.line), []).append(f)
+        fallback = self.launch_line()
+        for (code, line), fs in groups.items():
+            first = fs[0]
+            others = sorted({f.variant.name for f in fs[1:]} - {first.variant.name})
+            msg = first.message + (f" (also on: {', '.join(others)})" if others else "")
+            ln = line if line is not None else fallback
+            self.rep.add(code, msg, Span(ln, 0) if ln is not None else None, source="kernel-lsp.verify",
+                         variant=first.variant.name, variants=[f.variant.name for f in fs], **first.data)
+        self.interpreter_limits()
+        summary = {"variants": self.state.rows, "skipped": [{"variant": n, "reason": r} for n, r in self.skipped],
+                   "device": "cpu-interpreter" if self.interpreted else "cuda", "seconds": round(seconds, 3),
+                   "cpu_sizes": self.base, "bounds_checked": self.guard.available}
+        for qual in {l.spec.qualname for l in self.recorder.launches}:
+            self.rep.w.kernel(qual.rsplit(".", 1)[-1], verification=summary)
+
+    def interpreter_limits(self) -> None:
+        if not self.interpreted:
+            return
+        for qual, fn in self.recorder.functions.items():
+            try:
+                src = inspect.getsource(fn)
+            except (OSError, TypeError):
+                continue
+            if "tl.dot" not in src:
+                continue
+            dtypes = {t for l in self.recorder.launches if l.spec.qualname == qual for t in l.spec.signature.values()}
+            span = self.rep.kernel_span(qual)
+            if "*bf16" in dtypes:
+                self.rep.add("KL210", f"{fn.__name__}: tl.dot on bf16 is unreliable in the CPU interpreter of this "
+                             "Triton; verify it on a GPU", span, source="kernel-lsp.verify")
+            if "*fp32" in dtypes and "ieee" not in src and "allow_tf32=False" not in src:
+                self.rep.add("KL210", f"{fn.__name__}: tl.dot on fp32 uses TF32 on the GPU by default (about 1e-3 "
+                             "relative error) while the CPU interpreter computes it exactly; pass "
+                             "input_precision=\"ieee\" if fp32 accuracy is intended", span, source="kernel-lsp.verify")
+
+
+def verify_problem(problem, recorder, rep, job) -> None:
+    Verifier(problem, recorder, rep, job).run()
