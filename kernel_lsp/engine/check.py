@@ -167,7 +167,20 @@ def _crash_hint(stderr: str) -> str:
     return f": {lines[-1][:200]}" if lines else ""
 
 
+def _widen(findings: list[Finding], source: str) -> None:
+    """Findings placed on a whole line (column 0, width 1) cover the line's text, for a visible squiggle."""
+    lines = source.splitlines()
+    for f in findings:
+        s = f.span
+        if s.col == 0 and (s.end_col in (None, 1)) and (s.end_line in (None, s.line)) and 0 <= s.line < len(lines):
+            text = lines[s.line]
+            indent = len(text) - len(text.lstrip())
+            if text.strip():
+                f.span = Span(s.line, indent, s.line, len(text.rstrip()))
+
+
 def _finish(report: FileReport, source: str) -> FileReport:
+    _widen(report.findings, source)
     ignores = ignored_codes(source)
     if ignores:
         report.findings = [f for f in report.findings if f.code not in ignores.get(f.span.line, set())]

@@ -102,7 +102,9 @@ def compile_spec(jit_fn: Any, spec: Spec, target: Target) -> CompileResult:
     return result
 
 
-def jit_function_for(fn: Any):
+def jit_function_for(fn: Any, options: dict | None = None):
     """A compilable `JITFunction` for a Python function, also when the module was imported interpreted."""
     from triton.runtime.jit import JITFunction
-    return fn if isinstance(fn, JITFunction) else JITFunction(fn)
+    if isinstance(fn, JITFunction):
+        return fn
+    return JITFunction(fn, **(options or {}))

@@ -111,15 +111,22 @@ class MemoryGuard:
         if not active.any():
             return None
         a = addrs.astype(np.uint64)
-        inside = np.zeros(addrs.shape, dtype=bool)
-        for lo, hi, _ in self.ranges:
-            inside |= (a >= np.uint64(lo)) & (a + np.uint64(elt) <= np.uint64(hi))
+        # A block of pointers derives from one base tensor. Its first active lane (the tile's origin) is
+        # taken to lie in it; failing that, the tensor holding most active lanes. Lanes outside the base are
+        # out of bounds even when they land in another tensor that happens to sit next to it in memory.
+        spans = [((a >= np.uint64(lo)) & (a + np.uint64(elt) <= np.uint64(hi)), (lo, hi, label))
+                 for lo, hi, label in self.ranges]
+        first = int(np.flatnonzero(active.reshape(-1))[0])
+        base = next((sp for sp in spans if sp[0].reshape(-1)[first]), None)
+        if base is None:
+            base = max(spans, key=lambda sp: int((sp[0] & active).sum()))
+        inside, base_range = base
         bad = active & ~inside
         if not bad.any():
             return None
         line = self._line()
         example = int(a[bad].reshape(-1)[0])
-        detail = self._describe(example)
+        detail = self._describe(example, elt, base_range if bool((inside & active).any()) else None)
         key = (line, kind)
         ev = self.events.get(key)
         if ev is None:
@@ -128,12 +135,16 @@ class MemoryGuard:
             ev.count += int(bad.sum())
         return active & inside
 
-    def _describe(self, addr: int) -> str:
+    def _describe(self, addr: int, elt: int, base: tuple | None) -> str:
         best = None
-        for lo, hi, label in self.ranges:
+        for lo, hi, label in ([base] if base else self.ranges):
             d = addr - hi if addr >= hi else lo - addr
             if best is None or d < best[0]:
-                where = f"{addr - hi} bytes past the end of" if addr >= hi else f"{lo - addr} bytes before"
+                if addr >= hi:
+                    k = (addr - hi) // elt
+                    where = "the first element past the end of" if k == 0 else f"{k + 1} elements past the end of"
+                else:
+                    where = f"{-(-(lo - addr) // elt)} element(s) before the start of"
                 best = (d, f"{where} {label}")
         return best[1] if best else "outside every tensor of the launch"
 

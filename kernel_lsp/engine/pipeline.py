@@ -46,40 +46,53 @@ class Reporter:
 
 
 @contextlib.contextmanager
-def compilable(fn: Any):
-    """Make a function compilable while its module was imported under the interpreter.
+def compile_mode(functions: list[Any]):
+    """Make user functions compilable while the process runs under the interpreter.
 
-    Under TRITON_INTERPRET=1 the module's helpers are InterpretedFunction objects, which the code generator
-    does not know; for the duration of the compile they are swapped for JITFunctions, then restored.
+    Under TRITON_INTERPRET=1 every `@triton.jit` function, Triton's own library (`tl.max`, `tl.sum`, ...)
+    included, is an InterpretedFunction, which the code generator does not know. For the duration of the
+    compile stage they are swapped for JITFunctions, in Triton's language modules and in the user's globals
+    (followed through helpers), then restored for verification.
     """
+    import sys as _sys
+
     import triton
     try:
         from triton.runtime.interpreter import InterpretedFunction
     except ImportError:
-        InterpretedFunction = ()
+        InterpretedFunction = None
     swapped: list[tuple[dict, str, Any]] = []
     seen: set[int] = set()
+    made: dict[int, Any] = {}
 
-    def visit(f):
-        g = getattr(f, "__globals__", None)
-        if g is None or id(g) in seen:
+    def jit_of(value):
+        if id(value) not in made:
+            made[id(value)] = jit_function_for(value.fn, getattr(value, "kwargs", {}))
+        return made[id(value)]
+
+    def visit(namespace: dict | None):
+        if namespace is None or id(namespace) in seen or InterpretedFunction is None:
             return
-        seen.add(id(g))
-        for name, value in list(g.items()):
-            if InterpretedFunction and isinstance(value, InterpretedFunction):
-                swapped.append((g, name, value))
-                g[name] = jit_function_for(value.fn)
-                visit(value.fn)
+        seen.add(id(namespace))
+        for name, value in list(namespace.items()):
+            if isinstance(value, InterpretedFunction):
+                swapped.append((namespace, name, value))
+                namespace[name] = jit_of(value)
+                visit(getattr(value.fn, "__globals__", None))
 
-    visit(fn)
+    for mod_name, mod in list(_sys.modules.items()):
+        if mod_name.startswith("triton.language") and mod is not None:
+            visit(getattr(mod, "__dict__", None))
+    for fn in functions:
+        visit(getattr(fn, "__globals__", None))
     previous = triton.knobs.runtime.interpret
     triton.knobs.runtime.interpret = False
     try:
-        yield jit_function_for(fn)
+        yield lambda fn: made.get(id(fn)) or jit_function_for(fn)
     finally:
         triton.knobs.runtime.interpret = previous
-        for g, name, value in swapped:
-            g[name] = value
+        for namespace, name, value in reversed(swapped):
+            namespace[name] = value
 
 
 def _kib(n: int) -> str:
@@ -91,14 +104,23 @@ def compile_stage(rep: Reporter, recorder: LaunchRecorder, targets: list[Target]
     failed: set[str] = set()
     errors: dict[tuple, dict[str, Any]] = {}
     launched_keys = {l.spec.key() for l in recorder.launches}
+    with compile_mode(list(recorder.functions.values())) as to_jit:
+        _compile_all(rep, recorder, targets, failed, errors, launched_keys, to_jit)
+    for (line, col, end_col, message), info in errors.items():
+        rep.add("KL100", f"compile error ({', '.join(info['targets'])}): {message}",
+                Span(line, col, line, end_col), source="kernel-lsp.compile",
+                kernel=info["kernel"], targets=info["targets"], config=info["config"])
+    return failed
+
+
+def _compile_all(rep, recorder, targets, failed, errors, launched_keys, to_jit) -> None:
     for spec in recorder.specs.values():
         fn = recorder.functions[spec.qualname]
         kernel = rep.kernel(spec.qualname)
         facts = []
         for target in targets:
             rep.w.stage("compile", f"{spec.qualname} for {target.name} ({spec.describe()})")
-            with compilable(fn) as jit_fn:
-                result = compile_spec(jit_fn, spec, target)
+            result = compile_spec(to_jit(fn), spec, target)
             rep.w.stat("compiles")
             if not result.ok:
                 failed.add(spec.qualname)
@@ -107,11 +129,6 @@ def compile_stage(rep: Reporter, recorder: LaunchRecorder, targets: list[Target]
             facts.append(result.facts())
             _judge_resources(rep, spec, target, result, from_config_only=spec.key() not in launched_keys)
         rep.w.kernel(spec.qualname.rsplit(".", 1)[-1], compile=facts)
-    for (line, col, end_col, message), info in errors.items():
-        rep.add("KL100", f"compile error ({', '.join(info['targets'])}): {message}",
-                Span(line, col, line, end_col), source="kernel-lsp.compile",
-                kernel=info["kernel"], targets=info["targets"], config=info["config"])
-    return failed
 
 
 def _collect_error(rep, errors, kernel, spec: Spec, target: Target, result: CompileResult) -> None:
@@ -177,7 +194,7 @@ def run_check(job: dict[str, Any], w: EventWriter) -> None:
     # Under the interpreter the capture is dry: launches are recorded, not executed, so the problem's own
     # (possibly large) sizes cost only the PyTorch glue. Verification runs kernels at CPU-sized inputs.
     recorder.dry = interpreted
-    launch_error = _capture(problem, job.get("seed", 0))
+    launch_error, captured_output = _capture(problem, job.get("seed", 0))
     recorder.dry = False
     w.stat("launches", recorder.count)
     failed = compile_stage(rep, recorder, targets)
@@ -197,21 +214,21 @@ def run_check(job: dict[str, Any], w: EventWriter) -> None:
                     Span.from_dict(k["name_span"]), source="kernel-lsp.compile", kernel=k["qualname"])
     if job.get("verify", True):
         from .verify import verify_problem
-        verify_problem(problem, recorder, rep, job)
+        verify_problem(problem, recorder, rep, job, captured_output)
 
 
-def _capture(problem: Problem, seed: int) -> UserCodeError | None:
+def _capture(problem: Problem, seed: int) -> tuple[UserCodeError | None, Any]:
+    """Run the implementation once on the problem's own inputs; returns (error, output)."""
     import torch
     try:
         inputs = problem.make_inputs(seed)
-    except BaseException as e:
-        return UserCodeError("the input factory raised", e, None)
+    except Exception as e:
+        return UserCodeError("the input factory raised", e, None), None
     try:
         with torch.no_grad():
-            problem.implementation(*inputs)
-    except BaseException as e:
-        return UserCodeError("the implementation raised", e, _impl_file(problem))
-    return None
+            return None, problem.implementation(*inputs)
+    except Exception as e:
+        return UserCodeError("the implementation raised", e, _impl_file(problem)), None
 
 
 def _impl_file(problem: Problem) -> str | None:

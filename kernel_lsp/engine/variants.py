@@ -152,6 +152,10 @@ def plan(knobs: dict[str, int], own_numel: int, measure: Callable[[dict[str, int
         variants.append(Variant("odd-size", "size", 8, odd, None, "odd sizes"))
         tiny = {k: 3 + 2 * i for i, k in enumerate(sizes)}
         variants.append(Variant("small-size", "size", 9, tiny, None, "very small odd sizes"))
+        # Beyond the problem's own sizes, where that stays cheap: catches shapes hard-coded to the problem.
+        larger = {k: (base or knobs).get(k, knobs[k]) * 2 + 1 for k in sizes}
+        if measure(larger) <= (4 * CPU_ELEMENT_BUDGET if interpreted else 1 << 24):
+            variants.append(Variant("larger-size", "size", 12, larger, None, "sizes beyond the problem's own"))
     variants.append(Variant("transposed", "layout", 10, base, transposed, "column-major (transposed) strides"))
     variants.append(Variant("strided", "layout", 11, base, strided, "every second element (stride 2)"))
     return base, variants

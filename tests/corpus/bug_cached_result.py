@@ -1,0 +1,34 @@
+# expect: KL206
+# class: result cached across calls
+# kernel-lsp: entry=scale reference=ref inputs=make_inputs
+import torch
+import triton
+import triton.language as tl
+
+N = 1000
+_CACHE = {}
+
+
+@triton.jit
+def _scale_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask) * 3.0, mask=mask)
+
+
+def scale(x):
+    key = (tuple(x.shape), x.dtype)
+    if key not in _CACHE:
+        xc = x.contiguous()
+        out = torch.empty_like(xc)
+        _scale_kernel[(triton.cdiv(xc.numel(), 256),)](xc, out, xc.numel(), BLOCK=256)
+        _CACHE[key] = out
+    return _CACHE[key].clone()
+
+
+def ref(x):
+    return x * 3.0
+
+
+def make_inputs():
+    return [torch.randn(N)]
