@@ -1,0 +1,60 @@
+"""Exit codes and error messages of `kernel-lsp check`: 0 clean, 1 findings, 2 usage or configuration."""
+
+from tests.conftest import CORPUS, run_cli, write
+
+
+def test_cli_exit_zero_when_clean():
+    proc = run_cli("check", str(CORPUS / "ok_add_fp32.py"))
+    assert proc.returncode == 0 and "All checks passed!" in proc.stdout
+
+
+def test_cli_exit_one_on_findings():
+    proc = run_cli("check", str(CORPUS / "bug_grid_too_small.py"))
+    assert proc.returncode == 1 and "KL203" in proc.stdout
+
+
+def test_cli_exit_two_for_missing_path(tmp_path):
+    proc = run_cli("check", str(tmp_path / "nope"))
+    assert proc.returncode == 2 and "path does not exist" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_cli_exit_two_for_bad_flag_and_bad_target(tmp_path):
+    assert run_cli("check", ".", "--format", "xml").returncode == 2
+    proc = run_cli("check", str(CORPUS / "ok_add_fp32.py"), "--target", "sm_42")
+    assert proc.returncode == 2 and "unknown target 'sm_42'" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_cli_exit_two_for_broken_config(tmp_path):
+    write(tmp_path / "pyproject.toml", "[tool.kernel-lsp]\nverify = \"sometimes\"\n")
+    write(tmp_path / "k.py", "import triton\n")
+    proc = run_cli("check", str(tmp_path))
+    assert proc.returncode == 2
+    assert "pyproject.toml:1" in proc.stderr and "verify" in proc.stderr and "Traceback" not in proc.stderr
+    write(tmp_path / "pyproject.toml", "[tool.kernel-lsp\n")
+    proc = run_cli("check", str(tmp_path))
+    assert proc.returncode == 2 and "not valid TOML" in proc.stderr
+
+
+def test_cli_reference_flag_links_kernelbench(tmp_path):
+    impl = write(tmp_path / "impl.py", (CORPUS / "kb_softmax_ok" / "impl.py").read_text()
+                 .replace("# kernel-lsp: reference=problem.py\n", ""))
+    proc = run_cli("check", str(impl), "--reference", str(CORPUS / "kb_softmax_ok" / "problem.py"))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    proc = run_cli("check", str(impl))
+    assert proc.returncode == 0 and "KL004" in proc.stdout  # unlinked: a hint, not a failure
+
+
+def test_cli_syntax_error_and_non_utf8_are_findings(tmp_path):
+    write(tmp_path / "broken.py", "import triton\n@triton.jit\ndef k(:\n")
+    (tmp_path / "latin1.py").write_bytes(b"import triton\n# caf\xe9\n")
+    proc = run_cli("check", str(tmp_path / "broken.py"), str(tmp_path / "latin1.py"))
+    assert proc.returncode == 1 and "Traceback" not in proc.stdout + proc.stderr
+    assert "broken.py:3:7: KL001" in proc.stdout and "latin1.py:2:1: KL001" in proc.stdout
+
+
+def test_cli_ignore_pragma_suppresses_a_finding(tmp_path):
+    text = (CORPUS / "bug_never_launched.py").read_text().replace(
+        "def _scale_kernel_v2(", "def _scale_kernel_v2(  # kernel-lsp: ignore[KL104]\n    ")
+    write(tmp_path / "k.py", text)
+    proc = run_cli("check", str(tmp_path / "k.py"))
+    assert proc.returncode == 0, proc.stdout

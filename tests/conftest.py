@@ -1,0 +1,63 @@
+"""Shared test helpers: run the real CLI in a subprocess, write kernel files, and skip GPU tests on CPUs."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+CORPUS = ROOT / "tests" / "corpus"
+FIXTURES = ROOT / "tests" / "fixtures"
+
+
+def run_cli(*args: str, cwd: Path | None = None, env: dict | None = None, timeout: float = 600):
+    """Run `kernel-lsp ARGS` as a user would; returns the CompletedProcess."""
+    full_env = dict(os.environ)
+    full_env.update(env or {})
+    return subprocess.run([sys.executable, "-m", "kernel_lsp.cli", *args], cwd=cwd, env=full_env,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def check_json(*paths: str | Path, extra: tuple[str, ...] = (), cwd: Path | None = None) -> tuple[int, dict]:
+    proc = run_cli("check", *map(str, paths), "--format", "json", *extra, cwd=cwd)
+    assert proc.returncode in (0, 1), proc.stderr
+    return proc.returncode, json.loads(proc.stdout)
+
+
+def write(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(textwrap.dedent(text).lstrip("\n"), encoding="utf-8")
+    return path
+
+
+def codes_of(doc: dict, severities=("error", "warning")) -> set[str]:
+    return {d["code"] for d in doc["diagnostics"] if d["severity"] in severities}
+
+
+def copy_case(name: str, dest: Path) -> Path:
+    src = CORPUS / name
+    if src.is_dir():
+        shutil.copytree(src, dest / name)
+        return dest / name
+    shutil.copy(src, dest / name)
+    return dest / name
+
+
+def pytest_collection_modifyitems(config, items):
+    try:
+        import torch
+        has_cuda = torch.cuda.is_available()
+    except Exception:
+        has_cuda = False
+    if not has_cuda:
+        skip = pytest.mark.skip(reason="needs a CUDA GPU")
+        for item in items:
+            if "gpu" in item.keywords:
+                item.add_marker(skip)

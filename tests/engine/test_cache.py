@@ -1,0 +1,30 @@
+"""A second check of unchanged code compiles nothing; a change invalidates exactly that file."""
+
+import json
+import shutil
+
+from tests.conftest import CORPUS, run_cli
+
+
+def _check(path, cache):
+    proc = run_cli("check", str(path), "--format", "json", "--no-verify")
+    assert proc.returncode in (0, 1), proc.stderr
+    return json.loads(proc.stdout)
+
+
+def test_cache_second_run_compiles_nothing(tmp_path):
+    (tmp_path / "pyproject.toml").write_text("[tool.kernel-lsp]\ntargets = [\"sm_80\", \"sm_90\"]\n")
+    shutil.copy(CORPUS / "ok_add_fp32.py", tmp_path / "a.py")
+    shutil.copy(CORPUS / "ok_relu_fp16.py", tmp_path / "b.py")
+    first = _check(tmp_path, None)
+    assert first["stats"]["compiles"] == 4 and first["stats"]["workers_spawned"] == 2
+    second = _check(tmp_path, None)
+    assert second["stats"] == {**second["stats"], "compiles": 0, "workers_spawned": 0, "cache_hits": 2}
+    assert [f["findings"] for f in second["files"]] == [f["findings"] for f in first["files"]]
+    assert all(f["cached"] for f in second["files"])
+    # Editing one file re-checks that file only.
+    text = (tmp_path / "b.py").read_text().replace("BLOCK=1024", "BLOCK=512")
+    (tmp_path / "b.py").write_text(text)
+    third = _check(tmp_path, None)
+    assert third["stats"]["compiles"] == 2 and third["stats"]["cache_hits"] == 1
+    assert (tmp_path / ".kernel_lsp_cache").is_dir()

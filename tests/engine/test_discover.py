@@ -1,0 +1,67 @@
+from kernel_lsp.engine.discover import discover_source, has_triton_kernels
+
+
+def test_discover_stacked_decorators_and_nesting():
+    src = '''
+import triton
+import triton.language as tl
+from triton import jit as tjit
+
+
+@triton.autotune(configs=[triton.Config({"B": 32})], key=["n"])
+@triton.heuristics({"EVEN": lambda a: a["n"] % 32 == 0})
+@triton.jit
+def tuned(x, n, B: tl.constexpr, EVEN: tl.constexpr):
+    pass
+
+
+class Ops:
+    @staticmethod
+    @triton.jit
+    def in_class(x):
+        pass
+
+
+def factory():
+    @tjit
+    def nested(x):
+        helper(x)
+    return nested
+
+
+@triton.jit
+def helper(x):
+    pass
+
+
+def launch(x):
+    tuned[(1,)](x, 4)
+    Ops.in_class[(2,)](x)
+'''
+    found = discover_source(src)
+    lines = src.splitlines()
+    line_of = lambda text: next(i for i, ln in enumerate(lines) if text in ln)  # noqa: E731
+    names = {k.qualname: k for k in found.kernels}
+    assert set(names) == {"tuned", "Ops.in_class", "factory.nested", "helper"}
+    tuned = names["tuned"]
+    assert tuned.def_span.line == line_of("def tuned")
+    assert tuned.name_span.col == 4 and tuned.decorators[0] == "triton.autotune"
+    assert [s.span.line for s in tuned.launches] == [line_of("tuned[(1,)]")]
+    assert [s.span.line for s in names["Ops.in_class"].launches] == [line_of("Ops.in_class[(2,)]")]
+    assert names["helper"].is_helper and not tuned.is_helper
+
+
+def test_discover_syntax_error_is_reported_not_raised():
+    found = discover_source("import triton\n@triton.jit\ndef k(x:\n    pass\n")
+    assert found.kernels == [] and found.syntax_error is not None and found.syntax_error.lineno == 3
+
+
+def test_discover_no_kernels_and_plain_python():
+    assert discover_source("def f():\n    return 1\n").kernels == []
+    assert not has_triton_kernels("import numpy\n")
+    assert not has_triton_kernels("import triton  # but no kernels\n")
+
+
+def test_discover_ignores_other_jit_decorators():
+    src = "import numba\n@numba.jit\ndef f(x):\n    return x\n"
+    assert discover_source(src).kernels == []

@@ -1,0 +1,24 @@
+"""User code that crashes or hangs becomes a diagnostic; the check goes on with the other files."""
+
+import shutil
+
+from tests.conftest import CORPUS, FIXTURES, run_cli
+import json
+
+
+def test_crashing_and_hanging_files_become_diagnostics(tmp_path):
+    for name in ("segfault.py", "abort.py", "hang.py"):
+        shutil.copy(FIXTURES / "faults" / name, tmp_path / name)
+    shutil.copy(CORPUS / "ok_add_fp32.py", tmp_path / "good.py")
+    proc = run_cli("check", str(tmp_path), "--format", "json", "--no-cache", "--timeout", "20")
+    assert proc.returncode == 1, proc.stderr
+    doc = json.loads(proc.stdout)
+    by_file = {f["path"].rsplit("/", 1)[-1]: f["findings"] for f in doc["files"]}
+    (seg,) = by_file["segfault.py"]
+    assert seg["code"] == "KL300" and "SIGSEGV" in seg["message"] and "capture" in seg["message"]
+    assert seg["range"]["line"] == 0  # the pragma line that links the file
+    (abort,) = by_file["abort.py"]
+    assert abort["code"] == "KL300" and "SIGABRT" in abort["message"]
+    (hang,) = by_file["hang.py"]
+    assert hang["code"] == "KL301" and "timed out" in hang["message"]
+    assert by_file["good.py"] == []  # the other file was still checked, and is clean

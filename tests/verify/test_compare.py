@@ -1,0 +1,67 @@
+"""The error-budget rule on hand-made tensors: PyTorch's own error sets the yardstick."""
+
+import torch
+
+from kernel_lsp.engine.compare import compare_tensor
+
+
+def _truth_and_ref(dtype, n=4096, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    t = torch.randn(n, generator=g, dtype=torch.float64)
+    return t, t.to(dtype)
+
+
+def test_compare_accepts_round_to_nearest_in_each_dtype():
+    for dtype in (torch.float32, torch.float16, torch.bfloat16):
+        t, r = _truth_and_ref(dtype)
+        assert compare_tensor(r.clone(), r, t).ok
+
+
+def test_compare_accepts_one_ulp_truncation_in_bf16():
+    t, r = _truth_and_ref(torch.bfloat16)
+    truncated = (t.float().view(torch.int32) & ~0xFFFF).view(torch.float32).to(torch.bfloat16)
+    assert compare_tensor(truncated, r, t).ok
+
+
+def test_compare_rejects_fp16_rounding_in_an_fp32_task():
+    t, r = _truth_and_ref(torch.float32)
+    c = compare_tensor(r.half().float(), r, t)
+    assert not c.ok and c.code == "KL200" and c.bad_fraction > 0.5
+
+
+def test_compare_reports_worst_index_and_pytorch_error():
+    t, r = _truth_and_ref(torch.float32, n=100)
+    y = r.clone()
+    y[37] += 1.0
+    c = compare_tensor(y, r, t)
+    assert not c.ok and c.worst_index == (37,) and c.bad_count == 1 and c.ref_max_abs > 0
+    assert "output[37]" in c.message and "PyTorch's own float32 error" in c.message
+
+
+def test_compare_nan_positions_must_match():
+    t, r = _truth_and_ref(torch.float32, n=10)
+    t[3] = float("nan")
+    r[3] = float("nan")
+    y = r.clone()
+    assert compare_tensor(y, r, t).ok
+    y[3] = 0.0
+    c = compare_tensor(y, r, t)
+    assert not c.ok and c.code == "KL201" and c.worst_index == (3,)
+
+
+def test_compare_integers_are_exact_and_shapes_checked():
+    a = torch.arange(10, dtype=torch.int8)
+    b = a.clone()
+    b[4] += 1
+    assert compare_tensor(a.clone(), a, a).ok
+    assert compare_tensor(b, a, a).code == "KL200"
+    assert compare_tensor(a[:5], a, a).code == "KL202"
+    assert compare_tensor(a.float(), a, a).code == "KL202"
+
+
+def test_compare_unwritten_mask_wins():
+    t, r = _truth_and_ref(torch.float32, n=10)
+    unwritten = torch.zeros(10, dtype=torch.bool)
+    unwritten[7:] = True
+    c = compare_tensor(r.clone(), r, t, unwritten=unwritten)
+    assert c.code == "KL203" and c.bad_count == 3 and c.worst_index == (7,)

@@ -1,0 +1,41 @@
+"""Every corpus case gets exactly the error and warning codes its `# expect:` line names; clean ones get none."""
+
+import json
+import re
+
+import pytest
+
+from tests.conftest import CORPUS, run_cli
+
+
+def expected_codes(path) -> set[str]:
+    m = re.search(r"^# expect: (.+)$", path.read_text(), re.M)
+    assert m, f"{path} has no # expect: line"
+    return set() if m.group(1).strip() == "clean" else set(m.group(1).split())
+
+
+CASES = sorted([p for p in CORPUS.glob("*.py") if p.name != "report.py"] + list(CORPUS.glob("*/impl.py"))
+               + list(CORPUS.glob("sibling_ref/*_impl.py")))
+
+
+@pytest.fixture(scope="module")
+def corpus_report():
+    proc = run_cli("check", *map(str, CASES), "--format", "json", "--no-cache", "--jobs", "2", cwd=CORPUS)
+    assert proc.returncode in (0, 1), proc.stderr
+    return {f["path"]: f for f in json.loads(proc.stdout)["files"]}
+
+
+def test_corpus_is_large_and_mixed():
+    assert len(CASES) >= 30
+    clean = [p for p in CASES if not expected_codes(p)]
+    assert len(clean) >= 10 and len(CASES) - len(clean) >= 15
+
+
+@pytest.mark.parametrize("case", CASES, ids=[str(p.relative_to(CORPUS)) for p in CASES])
+def test_corpus_case(corpus_report, case):
+    report = corpus_report[str(case.resolve())]
+    got = {f["code"] for f in report["findings"] if f["severity"] in ("error", "warning")}
+    assert got == expected_codes(case), [f["message"] for f in report["findings"]]
+    if not got and "verification" in next(iter(report["kernels"].values()), {}):
+        rows = next(k for k in report["kernels"].values() if "verification" in k)["verification"]["variants"]
+        assert len(rows) >= 8  # a clean verdict rests on many variants, not one
