@@ -46,7 +46,6 @@ _ALL = [
     Code("KL208", "out-of-bounds", Severity.ERROR, "A load or store touches memory outside the tensors passed to the launch."),
     Code("KL209", "variant-failed", Severity.ERROR, "The implementation fails on an input the reference accepts."),
     Code("KL210", "interpreter-limit", Severity.INFO, "The CPU interpreter cannot judge this part faithfully."),
-    Code("KL211", "verified", Severity.HINT, "Summary of a clean verification: variants, sizes and worst error."),
     # Faults of the user's code (KL3xx)
     Code("KL300", "worker-crashed", Severity.ERROR, "The worker running the user's code died (signal or abort)."),
     Code("KL301", "worker-timeout", Severity.ERROR, "The worker running the user's code exceeded its time limit."),

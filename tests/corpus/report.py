@@ -1,0 +1,67 @@
+"""Print the corpus table per bug class: caught, missed, false alarms. `python tests/corpus/report.py`.
+
+Also prints, for the clean cases, how close each came to its error budget (max error / PyTorch's own error).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+
+
+def cases() -> list[Path]:
+    return sorted([p for p in HERE.glob("*.py") if p.name != "report.py"] + list(HERE.glob("*/impl.py"))
+                  + list(HERE.glob("sibling_ref/*_impl.py")))
+
+
+def label(path: Path) -> tuple[set[str], str]:
+    text = path.read_text()
+    exp = re.search(r"^# expect: (.+)$", text, re.M).group(1).strip()
+    cls = re.search(r"^# class: (.+)$", text, re.M).group(1).strip()
+    return (set() if exp == "clean" else set(exp.split())), cls
+
+
+def main() -> int:
+    files = cases()
+    proc = subprocess.run([sys.executable, "-m", "kernel_lsp.cli", "check", *map(str, files), "--format", "json",
+                           "--no-cache", "--jobs", "2"], capture_output=True, text=True, cwd=HERE)
+    doc = json.loads(proc.stdout)
+    by_path = {f["path"]: f for f in doc["files"]}
+    table = defaultdict(lambda: [0, 0, 0, 0])  # cases, caught, missed, false alarms
+    margins = []
+    for p in files:
+        expected, cls = label(p)
+        report = by_path[str(p.resolve())]
+        got = {f["code"] for f in report["findings"] if f["severity"] in ("error", "warning")}
+        row = table["correct kernels" if not expected else cls]
+        row[0] += 1
+        if expected:
+            row[1 if expected <= got else 2] += 1
+        elif got:
+            row[3] += 1
+        for k in report["kernels"].values():
+            for v in k.get("verification", {}).get("variants", []):
+                if not expected and v["max_abs"] and v["ref_max_abs"]:
+                    margins.append(v["max_abs"] / v["ref_max_abs"])
+    print("| bug class | cases | caught | missed | false alarms |")
+    print("| --- | --- | --- | --- | --- |")
+    for cls in sorted(table, key=lambda c: (c == "correct kernels", c)):
+        n, caught, missed, fa = table[cls]
+        print(f"| {cls} | {n} | {caught if cls != 'correct kernels' else '-'} | "
+              f"{missed if cls != 'correct kernels' else '-'} | {fa} |")
+    if margins:
+        margins.sort()
+        print(f"\nclean cases: {len(margins)} variant results; max error / PyTorch's own error: median "
+              f"{margins[len(margins) // 2]:.2f}, max {margins[-1]:.2f} (the budget allows 3 plus ulp floors)")
+    print(f"wall time: {doc['stats']['seconds']} s for {len(files)} cases")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
