@@ -83,6 +83,9 @@ class Problem:
     input_factory: Callable[[], list]
     input_module: types.ModuleType
     size_knobs: dict[str, int] = field(default_factory=dict)
+    make_reference: Callable[[], Callable] | None = None  # a fresh reference (for shape-only runs on meta)
+    random: bool = False  # the reference draws random numbers: judge distributions, not elements
+    sample_check: Callable[[list, Any], str | None] | None = None  # per-sample invariant from the reference
     _built: dict[tuple, tuple[Callable, Callable]] = field(default_factory=dict)
 
     @contextlib.contextmanager
@@ -111,6 +114,25 @@ class Problem:
     @property
     def implementation(self) -> Callable:
         return self.callables()[1]
+
+    def elements(self, knobs: dict[str, int] | None = None) -> int:
+        """Input plus output elements at these sizes, found on the meta device: no memory, no compute."""
+        import torch
+        from .variants import numel_of
+        with self.knobs_set(knobs), torch.device("meta"):
+            inputs = self.input_factory()
+            inputs = list(inputs) if isinstance(inputs, (list, tuple)) else [inputs]
+            total = numel_of(inputs)
+            try:
+                reference = self.make_reference() if self.make_reference else None
+                if reference is not None:
+                    with torch.no_grad():
+                        out = reference(*inputs)
+                    outs = out if isinstance(out, (list, tuple)) else [out]
+                    total += numel_of([o for o in outs if isinstance(o, torch.Tensor)])
+            except Exception:
+                pass  # an op without a meta kernel: inputs alone must do
+        return total
 
     def make_inputs(self, seed: int, knobs: dict[str, int] | None = None) -> list:
         import torch
@@ -170,7 +192,8 @@ def load_problem(link: dict[str, Any], impl_path: str, seed: int, source: str | 
                     m.eval()
             return ref_model, impl_model
 
-        problem = Problem(build, ref.get_inputs, ref, _size_knobs(ref, ref.get_inputs, ref.get_init_inputs))
+        problem = Problem(build, ref.get_inputs, ref, _size_knobs(ref, ref.get_inputs, ref.get_init_inputs),
+                          lambda: ref.Model(*ref.get_init_inputs()), **_random_contract(ref))
         problem.callables()  # build once now, so a broken model is reported as a load failure
         return problem
     try:
@@ -179,4 +202,12 @@ def load_problem(link: dict[str, Any], impl_path: str, seed: int, source: str | 
         entry = getattr(impl, link["entry"])
     except AttributeError as e:
         raise UserCodeError("a linked name is missing", e, None) from e
-    return Problem(lambda knobs: (reference, entry), factory, inputs_mod, _size_knobs(inputs_mod, factory))
+    return Problem(lambda knobs: (reference, entry), factory, inputs_mod, _size_knobs(inputs_mod, factory),
+                   lambda: reference, **_random_contract(ref))
+
+
+def _random_contract(ref: types.ModuleType) -> dict[str, Any]:
+    """`KERNEL_LSP_RANDOM = True` in the reference's module marks a random op (docs/verification.md); an optional
+    `kernel_lsp_check_sample(inputs, output)` there returns a message when one sample breaks an invariant."""
+    return {"random": bool(getattr(ref, "KERNEL_LSP_RANDOM", False)),
+            "sample_check": getattr(ref, "kernel_lsp_check_sample", None)}
