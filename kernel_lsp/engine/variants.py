@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 # Elements of all inputs and outputs together that the CPU interpreter handles in about a second.
-CPU_ELEMENT_BUDGET = 1 << 16
+CPU_ELEMENT_BUDGET = 1 << 15
 
 LARGE = {"torch.float16": 2.0e2, "torch.bfloat16": 1.0e3, "torch.float32": 1.0e3, "torch.float64": 1.0e3}
 TINY = {"torch.float16": 1.0e-3, "torch.bfloat16": 1.0e-4, "torch.float32": 1.0e-4, "torch.float64": 1.0e-4}

@@ -27,6 +27,7 @@ from .loader import UserCodeError, deepest_line
 from .positions import readable
 from .variants import (Variant, clone_inputs, describe_inputs, input_dtype, plan, upcast)
 
+VARIANT_SECONDS = 1.5  # CPU time one variant should take; sizes shrink after a slow first variant
 SENTINEL = -1.2345e4  # finite in fp16/bf16/fp32; an implementation writing exactly this everywhere is unlikely
 
 
@@ -123,7 +124,9 @@ class Verifier:
         base, variants = plan(p.size_knobs, measure({}), measure, self.interpreted)
         self.base = base
         start = time.monotonic()
-        for v in variants:
+        for i, v in enumerate(variants):
+            if i == 1 and self.interpreted and p.size_knobs:
+                self.adapt_sizes(variants, measure, time.monotonic() - start)
             t0 = time.monotonic()
             rows = len(self.state.rows)
             self.rep.w.stage("verify", f"variant {v.name}: {v.description}")
@@ -134,6 +137,23 @@ class Verifier:
             if len(self.state.rows) > rows:
                 self.state.rows[-1]["seconds"] = round(time.monotonic() - t0, 4)
         self.report(time.monotonic() - start)
+
+    def adapt_sizes(self, variants: list[Variant], measure, first_seconds: float) -> None:
+        """The interpreter's cost grows with programs, not elements: when the first variant was slow, shrink
+        the sizes of the value and layout variants until one should take about VARIANT_SECONDS."""
+        if first_seconds <= VARIANT_SECONDS:
+            return
+        from .variants import shrink_knobs
+        current = measure(self.base or {})
+        budget = max(64, int(current * VARIANT_SECONDS / first_seconds))
+        smaller = shrink_knobs({**self.problem.size_knobs, **self.base}, measure, budget)
+        if not smaller:
+            return
+        new_base = {**self.base, **smaller}
+        for v in variants[1:]:
+            if v.kind in ("values", "layout") and v.knobs == self.base:
+                v.knobs = new_base
+        self.base = new_base
 
     def run_variant(self, v: Variant) -> None:
         import torch

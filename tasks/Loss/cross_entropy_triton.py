@@ -42,7 +42,7 @@ class ModelNew(nn.Module):
         rows, cols = logits.shape
         losses = torch.empty((rows,), dtype=torch.float32, device=logits.device)
         _ce_row_kernel[(rows,)](logits, target.contiguous(), losses, cols, logits.stride(0), logits.stride(1),
-                                BLOCK=1024, num_warps=4)
+                                BLOCK=min(1024, triton.next_power_of_2(cols)), num_warps=4)
         out = torch.empty((), dtype=logits.dtype, device=logits.device)
         _mean_kernel[(1,)](losses, out, rows, BLOCK=1024)
         return out

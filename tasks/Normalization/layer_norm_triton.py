@@ -45,5 +45,5 @@ class ModelNew(nn.Module):
         w = self.norm.weight.to(x.dtype).contiguous()
         b = self.norm.bias.to(x.dtype).contiguous()
         _layer_norm_kernel[(rows,)](x, w, b, out, cols, x.stride(0), x.stride(1), self.norm.eps,
-                                    BLOCK=1024, num_warps=4)
+                                    BLOCK=min(1024, triton.next_power_of_2(cols)), num_warps=4)
         return out
