@@ -11,8 +11,9 @@ element and half an ulp at the tensor's scale. A_i is the reference applied (in 
 values of its float inputs and parameters: for sums, scans, products and convolutions it is the sum of the
 absolute terms, which bounds the error of any fp32 accumulation order (Higham, Accuracy and Stability of
 Numerical Algorithms, ch. 3-4). It keeps kernels that accumulate in fp32 in another order than PyTorch's CPU
-code (which accumulates some reductions in float64) from being flagged. Integer and boolean outputs are
-exact. NaN and infinities must sit where the truth has them, with the same sign.
+code (which accumulates some reductions in float64) from being flagged. Integer, boolean and fp8 outputs
+are exact (fp8 bit for bit with PyTorch's own cast). NaN and infinities must sit where the truth has them, with
+the same sign.
 """
 
 from __future__ import annotations
@@ -84,7 +85,11 @@ def compare_tensor(y, r, t, name: str = "output", unwritten=None, abs_terms=None
         return Comparison(False, "KL203", f"{count} of {n} elements of {name} were never written "
                           f"(first at index {first})", worst_index=first, bad_count=count, bad_fraction=count / n,
                           numel=n)
-    if not (y.is_floating_point() or y.is_complex()):
+    exact = not (y.is_floating_point() or y.is_complex()) or "float8" in str(y.dtype)
+    if exact and "float8" in str(y.dtype):
+        # An fp8 output is a cast: it must match PyTorch's cast bit for bit (NaN matching NaN).
+        y, r = y.view(torch.uint8), r.view(torch.uint8)
+    if exact:
         diff = y.ne(r)
         if bool(diff.any()):
             count = int(diff.sum())
