@@ -138,7 +138,12 @@ def _is_constexpr_annotation(ann: Any) -> bool:
 
 def _type_and_attrs(value: Any) -> tuple[str, list]:
     from triton.runtime.jit import mangle_type
-    ty = mangle_type(value, specialize=True) if isinstance(value, int) and not isinstance(value, bool) else mangle_type(value)
+    ty = mangle_type(value)
+    if isinstance(value, int) and not isinstance(value, bool):
+        try:  # the JIT specializes an integer equal to 1 into a constant; older Tritons lack the flag
+            ty = mangle_type(value, specialize=True)
+        except TypeError:
+            ty = "constexpr" if value == 1 else ty
     attrs: list = []
     try:  # divisibility by 16, as the JIT would specialize it; absent on some versions, then no attrs
         from triton.backends.compiler import BaseBackend

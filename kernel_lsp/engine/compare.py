@@ -79,6 +79,11 @@ def compare_tensor(y, r, t, name: str = "output", unwritten=None, abs_terms=None
     n = y.numel()
     if n == 0:
         return Comparison(True, numel=0)
+    r, t = r.to(y.device), t.to(y.device)
+    if abs_terms is not None:
+        abs_terms = abs_terms.to(y.device)
+    if unwritten is not None:
+        unwritten = unwritten.to(y.device)
     if unwritten is not None and bool(unwritten.any()):
         count = int(unwritten.sum())
         first = unravel(int(unwritten.reshape(-1).nonzero()[0]), tuple(y.shape))

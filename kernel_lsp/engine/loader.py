@@ -84,6 +84,7 @@ class Problem:
     input_module: types.ModuleType
     size_knobs: dict[str, int] = field(default_factory=dict)
     make_reference: Callable[[], Callable] | None = None  # a fresh reference (for shape-only runs on meta)
+    device: str = "cpu"  # where inputs and models live: "cuda" when kernels run on a GPU
     random: bool = False  # the reference draws random numbers: judge distributions, not elements
     sample_check: Callable[[list, Any], str | None] | None = None  # per-sample invariant from the reference
     _built: dict[tuple, tuple[Callable, Callable]] = field(default_factory=dict)
@@ -139,7 +140,8 @@ class Problem:
         with self.knobs_set(knobs):
             torch.manual_seed(seed)
             inputs = self.input_factory()
-        return list(inputs) if isinstance(inputs, (list, tuple)) else [inputs]
+        inputs = list(inputs) if isinstance(inputs, (list, tuple)) else [inputs]
+        return [x.to(self.device) if isinstance(x, torch.Tensor) else x for x in inputs]
 
 
 def _size_knobs(module: types.ModuleType, *factories: Callable) -> dict[str, int]:
@@ -152,7 +154,8 @@ def _size_knobs(module: types.ModuleType, *factories: Callable) -> dict[str, int
             if isinstance(getattr(module, n, None), int) and not isinstance(getattr(module, n), bool)}
 
 
-def load_problem(link: dict[str, Any], impl_path: str, seed: int, source: str | None = None) -> Problem:
+def load_problem(link: dict[str, Any], impl_path: str, seed: int, source: str | None = None,
+                 device: str = "cpu") -> Problem:
     """Import both sides and build the callables; raises UserCodeError naming which side failed."""
     import torch
 
@@ -189,11 +192,11 @@ def load_problem(link: dict[str, Any], impl_path: str, seed: int, source: str | 
                 raise UserCodeError("ModelNew could not be built", e, impl_path) from e
             for m in (ref_model, impl_model):
                 if isinstance(m, torch.nn.Module):
-                    m.eval()
+                    m.eval().to(device)
             return ref_model, impl_model
 
         problem = Problem(build, ref.get_inputs, ref, _size_knobs(ref, ref.get_inputs, ref.get_init_inputs),
-                          lambda: ref.Model(*ref.get_init_inputs()), **_random_contract(ref))
+                          lambda: ref.Model(*ref.get_init_inputs()), device, **_random_contract(ref))
         problem.callables()  # build once now, so a broken model is reported as a load failure
         return problem
     try:
@@ -203,7 +206,7 @@ def load_problem(link: dict[str, Any], impl_path: str, seed: int, source: str | 
     except AttributeError as e:
         raise UserCodeError("a linked name is missing", e, None) from e
     return Problem(lambda knobs: (reference, entry), factory, inputs_mod, _size_knobs(inputs_mod, factory),
-                   lambda: reference, **_random_contract(ref))
+                   lambda: reference, device, **_random_contract(ref))
 
 
 def _random_contract(ref: types.ModuleType) -> dict[str, Any]:

@@ -168,7 +168,7 @@ def _judge_resources(rep: Reporter, spec: Spec, target: Target, r: CompileResult
 
 def run_check(job: dict[str, Any], w: EventWriter) -> None:
     warnings.filterwarnings("ignore")
-    import torch  # noqa: F401  (imported before user code so its import cost is not blamed on it)
+    import torch  # imported before user code so its import cost is not blamed on it
     import triton  # noqa: F401
 
     path = job["path"]
@@ -179,10 +179,20 @@ def run_check(job: dict[str, Any], w: EventWriter) -> None:
     if interpreted:
         recorder.interpret_autotune_without_benchmarks()
     targets = parse_targets(job["targets"])
+    if not interpreted:
+        # On a GPU, also compile for the GPU's own architecture.
+        major, minor = torch.cuda.get_device_capability()
+        local = f"sm_{major}{minor}"
+        try:
+            if local not in {t.name for t in targets}:
+                targets.append(parse_targets([local])[0])
+        except ValueError:
+            pass
 
     w.stage("load")
     try:
-        problem = load_problem(job["link"], path, job.get("seed", 0), job.get("source_override"))
+        problem = load_problem(job["link"], path, job.get("seed", 0), job.get("source_override"),
+                               "cpu" if interpreted else "cuda")
     except UserCodeError as e:
         same_file = e.path and os.path.realpath(e.path) == os.path.realpath(path)
         code = "KL005" if same_file and "reference" not in str(e) else "KL003"

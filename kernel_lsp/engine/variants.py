@@ -37,7 +37,7 @@ def _floats(inputs: list, fn: Callable) -> list:
 
 def signed(inputs: list) -> list:
     import torch
-    return _floats(inputs, lambda i, x: torch.randn(x.shape, dtype=torch.float32).to(x.dtype))
+    return _floats(inputs, lambda i, x: torch.randn(x.shape, dtype=torch.float32).to(x.device, x.dtype))
 
 
 def heavy_tailed(inputs: list) -> list:
@@ -45,14 +45,14 @@ def heavy_tailed(inputs: list) -> list:
     def draw(i, x):
         t = torch.distributions.StudentT(torch.tensor(2.0)).sample(x.shape)
         limit = 1e4 if x.dtype != torch.float16 else 1e3
-        return t.clamp(-limit, limit).to(x.dtype)
+        return t.clamp(-limit, limit).to(x.device, x.dtype)
     return _floats(inputs, draw)
 
 
 def scaled(factor_by_dtype: dict[str, float]) -> Callable[[list], list]:
     import torch
     return lambda inputs: _floats(inputs, lambda i, x: (torch.randn(x.shape, dtype=torch.float32)
-                                                        * factor_by_dtype.get(str(x.dtype), 1.0)).to(x.dtype))
+                                                        * factor_by_dtype.get(str(x.dtype), 1.0)).to(x.device, x.dtype))
 
 
 def special_values(inputs: list) -> list:
@@ -90,7 +90,7 @@ def strided_one(x):
         return x
     shape = list(x.shape)
     shape[-1] *= 2
-    big = torch.zeros(shape, dtype=x.dtype)
+    big = torch.zeros(shape, dtype=x.dtype, device=x.device)
     view = big[..., ::2]
     view.copy_(x)
     return view
@@ -181,7 +181,7 @@ def clone_inputs(inputs: list) -> list:
 
 def _clone_strided(x):
     import torch
-    y = torch.empty_strided(x.shape, x.stride(), dtype=x.dtype)
+    y = torch.empty_strided(x.shape, x.stride(), dtype=x.dtype, device=x.device)
     # empty_strided over a non-dense stride pattern leaves gaps; copying fills the view's elements only.
     y.copy_(x)
     return y

@@ -375,6 +375,12 @@ class Verifier:
                                 "ref_max_abs": c.ref_max_abs if c else None})
 
     def report(self, seconds: float) -> None:
+        if not self.state.rows and self.skipped:
+            # Nothing was judged: saying nothing would read as a clean bill of health.
+            name, reason = self.skipped[0]
+            self.rep.add("KL003", f"no input variant could be verified: the reference failed on every one "
+                         f"(first, {name}: {reason})", None, source="kernel-lsp.verify",
+                         skipped=[n for n, _ in self.skipped])
         groups: dict[tuple, list[Failure]] = {}
         for f in self.state.failures:
             groups.setdefault((f.code, f.line), []).append(f)
@@ -439,7 +445,7 @@ def ks_statistic(a, b) -> tuple[float, float]:
     """Two-sample Kolmogorov-Smirnov statistic of two tensors' values, and its critical value at alpha 1e-6."""
     import torch
     x = torch.sort(a.detach().double().reshape(-1)).values
-    y = torch.sort(b.detach().double().reshape(-1)).values
+    y = torch.sort(b.detach().to(a.device).double().reshape(-1)).values
     n, m = x.numel(), y.numel()
     if n == 0 or m == 0:
         return 0.0, 1.0

@@ -24,9 +24,9 @@ def _quant_blockwise_kernel(x_ptr, q_ptr, s_ptr, n_cols, n_groups, sxr, sxc, GRO
     a = tl.abs(x)
     m = tl.max(a, axis=0)
     m = tl.where(tl.max((a != a).to(tl.int32), axis=0) > 0, float("nan"), m)
-    scale = tl.where(m < 1e-8, 1e-8, m) / 127.0
+    scale = tl.math.div_rn(tl.where(m < 1e-8, 1e-8, m), 127.0)
     tl.store(s_ptr + row * n_groups + g, scale)
-    q = tl.minimum(tl.maximum(_round_half_even(x / scale), -128.0), 127.0)
+    q = tl.minimum(tl.maximum(_round_half_even(tl.math.div_rn(x, scale)), -128.0), 127.0)
     tl.store(q_ptr + row * n_cols + cols, q.to(tl.int8))
 
 

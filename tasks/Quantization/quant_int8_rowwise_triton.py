@@ -25,12 +25,12 @@ def _quant_rowwise_kernel(x_ptr, q_ptr, s_ptr, n_cols, sxr, sxc, BLOCK: tl.const
         amax = tl.where((a > amax) | (a != a), a, amax)
     m = tl.max(amax, axis=0)
     m = tl.where(tl.max((amax != amax).to(tl.int32), axis=0) > 0, float("nan"), m)
-    scale = tl.where(m < 1e-8, 1e-8, m) / 127.0
+    scale = tl.math.div_rn(tl.where(m < 1e-8, 1e-8, m), 127.0)
     tl.store(s_ptr + row, scale)
     for start in range(0, n_cols, BLOCK):
         cols = start + tl.arange(0, BLOCK)
         x = tl.load(x_ptr + row * sxr + cols * sxc, mask=cols < n_cols, other=0.0)
-        q = _round_half_even(x / scale)
+        q = _round_half_even(tl.math.div_rn(x, scale))
         q = tl.minimum(tl.maximum(q, -128.0), 127.0)
         tl.store(q_ptr + row * n_cols + cols, q.to(tl.int8), mask=cols < n_cols)
 

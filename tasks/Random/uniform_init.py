@@ -10,11 +10,13 @@ class Model(nn.Module):
     def __init__(self, rows: int, cols: int):
         super().__init__()
         self.rows, self.cols = rows, cols
+        self.register_buffer("anchor", torch.empty(0))  # follows .to(device): where to draw the numbers
 
     def forward(self, seed: int) -> torch.Tensor:
-        g = torch.Generator().manual_seed(int(seed))
+        device = self.anchor.device
+        g = None if device.type == "meta" else torch.Generator(device=device).manual_seed(int(seed))
         bound = (6.0 / self.cols) ** 0.5
-        return (torch.rand(self.rows, self.cols, generator=g) * 2 - 1) * bound
+        return (torch.rand(self.rows, self.cols, generator=g, device=device) * 2 - 1) * bound
 
 
 def kernel_lsp_check_sample(inputs, output):

@@ -22,7 +22,7 @@ def _row_sum_kernel(x_ptr, out_ptr, n_cols, stride_row, BLOCK: tl.constexpr):
 def row_sum(x):
     x = x.contiguous()
     m, n = x.shape
-    out = torch.empty((m,), dtype=x.dtype)
+    out = torch.empty((m,), dtype=x.dtype, device=x.device)
     _row_sum_kernel[(m,)](x, out, n, x.stride(0), BLOCK=64)
     return out
 

@@ -25,7 +25,7 @@ def matmul(a, b):
     a, b = a.contiguous(), b.contiguous()
     m, k = a.shape
     n = b.shape[1]
-    c = torch.empty((m, n), dtype=a.dtype)
+    c = torch.empty((m, n), dtype=a.dtype, device=a.device)
     grid = (triton.cdiv(m, 256), triton.cdiv(n, 256))
     _matmul_kernel[grid](a, b, c, m, n, k, BM=256, BN=256, BK=128, num_warps=8, num_stages=3)
     return c

@@ -22,7 +22,7 @@ def _softmax_kernel(x_ptr, out_ptr, n_cols, BLOCK: tl.constexpr):
 
 def softmax(x):
     m, n = x.shape
-    out = torch.empty((m, n), dtype=x.dtype)
+    out = torch.empty((m, n), dtype=x.dtype, device=x.device)
     _softmax_kernel[(m,)](x, out, n, BLOCK=triton.next_power_of_2(n))
     return out
 

@@ -21,7 +21,7 @@ def _softmax_kernel(x_ptr, out_ptr, n_cols, x_row_stride, x_col_stride, out_row_
 
 def softmax(x):
     m, n = x.shape
-    out = torch.empty((m, n), dtype=x.dtype)
+    out = torch.empty((m, n), dtype=x.dtype, device=x.device)
     _softmax_kernel[(m,)](x, out, n, x.stride(0), x.stride(1), out.stride(0), BLOCK=triton.next_power_of_2(n))
     return out
 

@@ -18,7 +18,7 @@ def _scale_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
 
 def scale(x):
     xc = x.contiguous()
-    out = torch.empty(xc.shape, dtype=torch.float32)
+    out = torch.empty(xc.shape, dtype=torch.float32, device=xc.device)
     _scale_kernel[(triton.cdiv(xc.numel(), 256),)](xc, out, xc.numel(), BLOCK=256)
     return out
 

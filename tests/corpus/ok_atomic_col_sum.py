@@ -20,7 +20,7 @@ def _col_sum_kernel(x_ptr, out_ptr, n_rows, n_cols, stride_row, stride_col, ROWS
 
 def col_sum(x):
     m, n = x.shape
-    out = torch.zeros((n,), dtype=torch.float32)
+    out = torch.zeros((n,), dtype=torch.float32, device=x.device)
     _col_sum_kernel[(triton.cdiv(m, 16),)](x, out, m, n, x.stride(0), x.stride(1), ROWS=16, BLOCK=triton.next_power_of_2(n))
     return out
 

@@ -26,8 +26,8 @@ def dropout(x, seed):
 
 
 def ref(x, seed):
-    g = torch.Generator().manual_seed(seed)
-    return torch.where(torch.rand(x.shape, generator=g) >= P, x / (1 - P), torch.zeros_like(x))
+    g = torch.Generator(device=x.device).manual_seed(seed)
+    return torch.where(torch.rand(x.shape, generator=g, device=x.device) >= P, x / (1 - P), torch.zeros_like(x))
 
 
 def make_inputs():

@@ -29,7 +29,7 @@ def _matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, sam, sak, sbk, sbn, scm, scn,
 def matmul(a, b):
     m, k = a.shape
     _, n = b.shape
-    c = torch.empty((m, n), dtype=a.dtype)
+    c = torch.empty((m, n), dtype=a.dtype, device=a.device)
     grid = (triton.cdiv(m, 32), triton.cdiv(n, 32))
     _matmul_kernel[grid](a, b, c, m, n, k, a.stride(0), a.stride(1), b.stride(0), b.stride(1),
                          c.stride(0), c.stride(1), BM=32, BN=32, BK=32)

@@ -24,7 +24,7 @@ def _quantize_kernel(x_ptr, s_ptr, q_ptr, n_cols, stride_row, BLOCK: tl.constexp
 def quantize(x, scale):
     x = x.contiguous()
     m, n = x.shape
-    q = torch.empty((m, n), dtype=torch.int8)
+    q = torch.empty((m, n), dtype=torch.int8, device=x.device)
     _quantize_kernel[(m,)](x, scale.contiguous(), q, n, x.stride(0), BLOCK=triton.next_power_of_2(n))
     return q
 

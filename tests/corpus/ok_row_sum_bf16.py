@@ -21,7 +21,7 @@ def _row_sum_kernel(x_ptr, out_ptr, n_cols, stride_row, stride_col, BLOCK: tl.co
 
 def row_sum(x):
     m, n = x.shape
-    out = torch.empty((m,), dtype=x.dtype)
+    out = torch.empty((m,), dtype=x.dtype, device=x.device)
     _row_sum_kernel[(m,)](x, out, n, x.stride(0), x.stride(1), BLOCK=512)
     return out
 

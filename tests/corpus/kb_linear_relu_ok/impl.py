@@ -34,7 +34,7 @@ class ModelNew(nn.Module):
     def forward(self, x):
         m, k = x.shape
         n = self.linear.weight.shape[0]
-        out = torch.empty((m, n), dtype=x.dtype)
+        out = torch.empty((m, n), dtype=x.dtype, device=x.device)
         w = self.linear.weight
         grid = (triton.cdiv(m, 32), triton.cdiv(n, 32))
         _linear_relu_kernel[grid](x, w, self.linear.bias, out, m, n, k, x.stride(0), x.stride(1),

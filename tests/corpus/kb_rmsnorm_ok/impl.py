@@ -26,7 +26,7 @@ class ModelNew(nn.Module):
 
     def forward(self, x):
         rows, cols = x.shape
-        out = torch.empty((rows, cols), dtype=x.dtype)
+        out = torch.empty((rows, cols), dtype=x.dtype, device=x.device)
         _rmsnorm_kernel[(rows,)](x, self.weight, out, cols, x.stride(0), x.stride(1), self.eps,
                                  BLOCK=triton.next_power_of_2(cols))
         return out
