@@ -14,7 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from . import __version__
-from .cache import Cache
+from .cache import Cache, gpu_present
 from .config import ConfigError, Settings, apply_overrides, find_pyproject, load_pyproject
 from .model import FileReport, Severity
 
@@ -83,7 +83,10 @@ def cmd_check(args: argparse.Namespace) -> int:
     def one(path: Path) -> FileReport:
         return check_file(CheckRequest(path.resolve(), settings, root, reference, cache=cache))
 
-    with ThreadPoolExecutor(max_workers=max(1, settings.workers)) as pool:
+    jobs = max(1, settings.workers)
+    if settings.device != "cpu" and gpu_present() and args.jobs is None:
+        jobs = 1  # files on one GPU at a time: parallel workers would share (and exhaust) its memory
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
         reports = list(pool.map(one, files))
     stats = {"files": len(reports), "cache_hits": sum(1 for r in reports if r.cached),
              "workers_spawned": sum(r.stats.get("workers", 0) for r in reports),

@@ -49,6 +49,7 @@ _ALL = [
     # Faults of the user's code (KL3xx)
     Code("KL300", "worker-crashed", Severity.ERROR, "The worker running the user's code died (signal or abort)."),
     Code("KL301", "worker-timeout", Severity.ERROR, "The worker running the user's code exceeded its time limit."),
+    Code("KL302", "out-of-memory", Severity.ERROR, "The user's code ran out of GPU or host memory."),
     # Faults of the tool itself (KL9xx)
     Code("KL900", "internal-error", Severity.ERROR, "kernel-lsp itself failed; please report it."),
 ]

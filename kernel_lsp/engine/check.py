@@ -113,7 +113,7 @@ def _run_worker(req: CheckRequest, job: dict[str, Any], source: str) -> WorkerOu
         # The editor's unsaved text is what the user sees: the worker must run exactly that.
         job["source_override"] = source
     env = dict(os.environ)
-    worker = WorkerJob(job, timeout=req.settings.timeout, env=env)
+    worker = WorkerJob(job, timeout=req.settings.timeout, env=env, on_stage=req.on_event)
     req.jobs.append(worker)
     if req.cancel is not None and req.cancel.is_set():
         worker.cancel()

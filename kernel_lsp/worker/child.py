@@ -43,7 +43,13 @@ def main(argv: list[str]) -> int:
                 run_check(job, w)
             else:
                 raise ValueError(f"unknown job kind {job['kind']!r}")
-        except Exception:
+        except MemoryError as e:
+            w.finding(_oom_finding(job, f"host memory ran out: {e}"))
+        except Exception as e:
+            if type(e).__name__ == "OutOfMemoryError":  # torch.OutOfMemoryError, without importing torch here
+                w.finding(_oom_finding(job, str(e).splitlines()[0]))
+                w.emit("done")
+                return 0
             w.finding({"path": job.get("path", ""), "range": {"line": 0, "col": 0, "end_line": 0, "end_col": 1},
                        "severity": "error", "code": "KL900", "source": "kernel-lsp",
                        "message": "kernel-lsp failed while checking this file: "
@@ -51,6 +57,13 @@ def main(argv: list[str]) -> int:
                        "data": {"traceback": traceback.format_exc()}})
         w.emit("done")
     return 0
+
+
+def _oom_finding(job: dict, detail: str) -> dict:
+    return {"path": job.get("path", ""), "range": job.get("anchor") or {"line": 0, "col": 0, "end_line": 0, "end_col": 1},
+            "severity": "error", "code": "KL302", "source": "kernel-lsp.worker",
+            "message": f"out of memory while checking this file ({detail[:200]}); on a GPU, check one file at a "
+                       "time (--jobs 1) or lower the problem's sizes", "data": {}}
 
 
 if __name__ == "__main__":

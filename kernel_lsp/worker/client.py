@@ -51,9 +51,11 @@ class WorkerOutcome:
 class WorkerJob:
     """One job in one child process; `cancel()` from any thread kills it."""
 
-    def __init__(self, job: dict[str, Any], timeout: float, env: dict[str, str] | None = None):
+    def __init__(self, job: dict[str, Any], timeout: float, env: dict[str, str] | None = None,
+                 on_stage=None):
         self.job, self.timeout = job, timeout
         self.env = env
+        self.on_stage = on_stage  # called (from this thread) with each "stage" event as the child starts it
         self._proc: subprocess.Popen | None = None
         self._cancelled = threading.Event()
 
@@ -86,9 +88,8 @@ class WorkerJob:
                     [sys.executable, "-m", "kernel_lsp.worker.child", job_path, out_path],
                     stdin=subprocess.DEVNULL, stdout=err, stderr=err, env=env, start_new_session=True,
                 )
-                try:
-                    outcome.returncode = self._proc.wait(timeout=self.timeout)
-                except subprocess.TimeoutExpired:
+                outcome.returncode = self._wait(out_path, start)
+                if outcome.returncode is None:
                     outcome.timed_out = True
                     self._kill()
                     outcome.returncode = self._proc.wait()
@@ -102,6 +103,39 @@ class WorkerJob:
                 f.seek(max(0, f.tell() - 4000))
                 outcome.stderr_tail = f.read().decode("utf-8", "replace")
             return outcome
+
+    def _wait(self, out_path: str, start: float) -> int | None:
+        """Wait for the child, forwarding its stage events; None when the timeout passed."""
+        offset = 0
+        while True:
+            try:
+                return self._proc.wait(timeout=0.1)
+            except subprocess.TimeoutExpired:
+                pass
+            if self.on_stage is not None:
+                offset = self._forward_stages(out_path, offset)
+            if time.monotonic() - start > self.timeout:
+                return None
+
+    def _forward_stages(self, out_path: str, offset: int) -> int:
+        try:
+            with open(out_path, encoding="utf-8") as f:
+                f.seek(offset)
+                chunk = f.read()
+        except FileNotFoundError:
+            return offset
+        complete = chunk[: chunk.rfind("\n") + 1]
+        for line in complete.splitlines():
+            try:
+                event = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            if event.get("event") == "stage":
+                try:
+                    self.on_stage(event)
+                except Exception:
+                    pass
+        return offset + len(complete.encode("utf-8"))
 
     def _kill_group_leftovers(self) -> None:
         if self._proc is not None:

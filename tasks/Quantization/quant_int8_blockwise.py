@@ -13,7 +13,7 @@ class Model(nn.Module):
     def forward(self, x: torch.Tensor):
         rows, cols = x.shape
         g = x.reshape(rows, cols // self.group, self.group)
-        scale = g.abs().amax(dim=-1, keepdim=True).clamp_min(1e-8) / 127.0
+        scale = g.abs().amax(dim=-1, keepdim=True).clamp_min(1e-8) * (1.0 / 127.0)
         q = torch.round(g / scale).clamp(-128, 127).to(torch.int8)
         return q.reshape(rows, cols), scale.squeeze(-1)
 

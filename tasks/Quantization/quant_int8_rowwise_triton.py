@@ -7,11 +7,12 @@ import triton.language as tl
 
 @triton.jit
 def _round_half_even(v):
-    """Round to nearest, ties to even, exactly as torch.round does (floor-based, exact in fp32)."""
-    r = tl.floor(v + 0.5)
-    tie = (r - v) == 0.5
+    """Round to nearest, ties to even, exactly as torch.round does. floor(v + 0.5) would be wrong: for
+    v = 0.49999997 the sum rounds up to 1.0 in fp32. Here r = floor(v) and d = v - r are exact."""
+    r = tl.floor(v)
+    d = v - r
     odd = (r - 2.0 * tl.floor(r * 0.5)) != 0.0
-    return tl.where(tie & odd, r - 1.0, r)
+    return tl.where((d > 0.5) | ((d == 0.5) & odd), r + 1.0, r)
 
 
 @triton.jit
@@ -25,7 +26,9 @@ def _quant_rowwise_kernel(x_ptr, q_ptr, s_ptr, n_cols, sxr, sxc, BLOCK: tl.const
         amax = tl.where((a > amax) | (a != a), a, amax)
     m = tl.max(amax, axis=0)
     m = tl.where(tl.max((amax != amax).to(tl.int32), axis=0) > 0, float("nan"), m)
-    scale = tl.math.div_rn(tl.where(m < 1e-8, 1e-8, m), 127.0)
+    # Multiply by fp32(1/127) as the reference does: PyTorch divides by a Python scalar through its
+    # reciprocal on the GPU but exactly on the CPU, so the reference is written to be the same on both.
+    scale = tl.where(m < 1e-8, 1e-8, m) * (1.0 / 127.0)
     tl.store(s_ptr + row, scale)
     for start in range(0, n_cols, BLOCK):
         cols = start + tl.arange(0, BLOCK)

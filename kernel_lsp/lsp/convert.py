@@ -1,0 +1,38 @@
+"""Conversions between engine types and LSP types. Both sides are 0-based for lines and characters."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from urllib.parse import unquote, urlparse
+
+from lsprotocol import types
+
+from ..model import Finding
+
+
+def lsp_range(f: Finding) -> types.Range:
+    s = f.span.to_dict()
+    return types.Range(types.Position(s["line"], s["col"]), types.Position(s["end_line"], s["end_col"]))
+
+
+def lsp_diagnostic(f: Finding) -> types.Diagnostic:
+    """An engine finding as an LSP diagnostic; `data` carries the evidence a code action needs."""
+    return types.Diagnostic(
+        range=lsp_range(f),
+        message=f.message,
+        severity=types.DiagnosticSeverity(int(f.severity)),
+        code=f.code,
+        source=f.source,
+        code_description=types.CodeDescription(
+            href=f"https://github.com/kernel-lsp/kernel-lsp/blob/main/docs/diagnostics.md#{f.code.lower()}"),
+        data={"code": f.code, **{k: v for k, v in f.data.items() if isinstance(v, (str, int, float, bool, list))}},
+    )
+
+
+def path_of(uri: str) -> Path:
+    parsed = urlparse(uri)
+    return Path(unquote(parsed.path))
+
+
+def uri_of(path: Path) -> str:
+    return path.resolve().as_uri()

@@ -1,0 +1,119 @@
+"""Hover and code actions, computed from what the last check of a document learned (no engine run here)."""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+from lsprotocol import types
+
+from ..engine.discover import discover_source
+from ..engine.link import KERNELBENCH_NAMES, IGNORE_RE
+from ..scheduler import Document
+
+VERIFY_NOW = "kernel-lsp.verifyNow"
+
+
+def kernel_at(doc: Document, line: int, character: int) -> str | None:
+    """The kernel whose name (at its def) or launch site covers the position."""
+    found = discover_source(doc.text)
+    for k in found.kernels:
+        s = k.name_span
+        if s.line == line and s.col <= character <= (s.end_col or s.col):
+            return k.name
+        for launch in k.launches:
+            ls = launch.span
+            if ls.line <= line <= (ls.end_line or ls.line):
+                return k.name
+    return None
+
+
+def _fmt(x) -> str:
+    return "-" if x is None else (f"{x:.3g}" if isinstance(x, float) else str(x))
+
+
+def hover_markdown(doc: Document, kernel: str) -> str:
+    facts = (doc.report.kernels.get(kernel, {}) if doc.report else {})
+    lines = [f"**{kernel}**"]
+    compiled = facts.get("compile", [])
+    if compiled:
+        lines += ["", "| target | config | registers | spills (B) | shared (KiB) |", "| --- | --- | --- | --- | --- |"]
+        for c in compiled:
+            lines.append(f"| {c['target']} | {c['config']} | {_fmt(c.get('registers'))} | {_fmt(c.get('spill_bytes'))} "
+                         f"| {c['shared'] / 1024:.1f} |")
+    ver = facts.get("verification")
+    if ver:
+        lines += ["", f"Verified on {ver['device']}" + (f", CPU sizes {ver['cpu_sizes']}" if ver.get("cpu_sizes") else ""),
+                  "", "| variant | inputs | verdict | max error | PyTorch's error |", "| --- | --- | --- | --- | --- |"]
+        for r in ver["variants"]:
+            lines.append(f"| {r['variant']} | {r['inputs']} | {r['verdict']} | {_fmt(r.get('max_abs'))} | "
+                         f"{_fmt(r.get('ref_max_abs'))} |")
+        if ver.get("skipped"):
+            lines.append("")
+            lines.append("Skipped: " + "; ".join(f"{s['variant']} ({s['reason']})" for s in ver["skipped"]))
+    if not compiled and not ver:
+        lines += ["", "Not checked yet (or not linked to a reference)."]
+    lines += ["", "Time vs PyTorch: measured on a GPU only (see docs/benchmarks.md)."]
+    return "\n".join(lines)
+
+
+def _ignore_edit(doc: Document, line: int, code: str) -> types.TextEdit:
+    text = doc.text.splitlines()[line] if line < len(doc.text.splitlines()) else ""
+    m = IGNORE_RE.search(text)
+    if m:
+        codes = sorted({c.strip() for c in m["codes"].split(",") if c.strip()} | {code})
+        start, end = m.span()
+        return types.TextEdit(types.Range(types.Position(line, start), types.Position(line, end)),
+                              f"# kernel-lsp: ignore[{', '.join(codes)}]")
+    end = len(text.rstrip())
+    return types.TextEdit(types.Range(types.Position(line, end), types.Position(line, len(text))),
+                          f"  # kernel-lsp: ignore[{code}]")
+
+
+def reference_candidates(path: Path, limit: int = 5) -> list[Path]:
+    """KernelBench problem files near the implementation: its folder, its parent, and their subfolders."""
+    seen, out = set(), []
+    roots = [path.parent, path.parent.parent]
+    for root in roots:
+        for p in sorted(root.glob("*.py")) + sorted(root.glob("*/*.py")):
+            if p == path or p in seen or len(out) >= limit:
+                continue
+            seen.add(p)
+            try:
+                text = p.read_text(encoding="utf-8")
+                if not all(re.search(rf"^(def|class) {n}\b", text, re.M) for n in KERNELBENCH_NAMES):
+                    continue
+                ast.parse(text)
+            except (OSError, UnicodeDecodeError, SyntaxError):
+                continue
+            out.append(p)
+    return out
+
+
+def code_actions(doc: Document, params: types.CodeActionParams) -> list[types.CodeAction]:
+    actions: list[types.CodeAction] = []
+    for d in params.context.diagnostics:
+        if not (d.source or "").startswith("kernel-lsp") or not d.code:
+            continue
+        code = str(d.code)
+        if code == "KL004":
+            for cand in reference_candidates(doc.path):
+                rel = Path(_relpath(cand, doc.path.parent)).as_posix()
+                edit = types.TextEdit(types.Range(types.Position(0, 0), types.Position(0, 0)),
+                                      f"# kernel-lsp: reference={rel}\n")
+                actions.append(types.CodeAction(
+                    title=f"Link a PyTorch reference: {rel}", kind=types.CodeActionKind.QuickFix, diagnostics=[d],
+                    edit=types.WorkspaceEdit(changes={doc.uri: [edit]})))
+            continue
+        actions.append(types.CodeAction(
+            title=f"Ignore {code} on this line", kind=types.CodeActionKind.QuickFix, diagnostics=[d],
+            edit=types.WorkspaceEdit(changes={doc.uri: [_ignore_edit(doc, d.range.start.line, code)]})))
+    actions.append(types.CodeAction(title="Verify again now", kind=types.CodeActionKind.Source,
+                                    command=types.Command(title="Verify again now", command=VERIFY_NOW, arguments=[doc.uri])))
+    return actions
+
+
+def _relpath(target: Path, start: Path) -> str:
+    import os
+    return os.path.relpath(target, start)

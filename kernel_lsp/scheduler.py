@@ -1,0 +1,160 @@
+"""Per-document scheduling of engine runs, after rust-analyzer's flycheck and clangd.
+
+Each document has a generation. A new version bumps it, cancels the pending debounce and kills the worker of
+the running check; a result computed for an older generation is dropped, never published. Compile runs wait
+for an adaptive debounce (50 to 500 ms, tracking the last run's time, like clangd); verification runs on save
+(or change, per `verify`). Runs execute `check_file` in a thread pool: the work itself is in a worker process,
+the thread only waits for it, so the event loop never blocks.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Awaitable, Callable
+
+from .cache import Cache
+from .config import Settings, apply_overrides
+from .engine.check import CheckRequest, check_file
+from .model import FileReport, Finding
+
+log = logging.getLogger(__name__)
+
+MIN_DEBOUNCE, MAX_DEBOUNCE = 0.05, 0.5
+VERIFY_SOURCE = "kernel-lsp.verify"
+
+
+@dataclass
+class Run:
+    generation: int
+    verify: bool
+    cancel: threading.Event = field(default_factory=threading.Event)
+    request: CheckRequest | None = None
+
+    def kill(self) -> None:
+        self.cancel.set()
+        if self.request is not None:
+            for job in list(self.request.jobs):
+                job.cancel()
+
+
+@dataclass
+class Document:
+    uri: str
+    path: Path
+    version: int | None = None
+    text: str = ""
+    generation: int = 0
+    pending: asyncio.Task | None = None
+    running: Run | None = None
+    findings: dict[str, list[Finding]] = field(default_factory=dict)  # by stage source
+    report: FileReport | None = None
+    last_seconds: float = 0.2
+
+
+@dataclass
+class Hooks:
+    """What the scheduler needs from the front end; all called on the event loop."""
+
+    publish: Callable[[Document], None]
+    started: Callable[[Document, Run], Awaitable[object]]
+    finished: Callable[[Document, Run, object, FileReport | None], None]
+    stage: Callable[[Document, Run, object, dict], None]
+
+
+class Scheduler:
+    def __init__(self, hooks: Hooks, settings: Settings, root: Path | None, workers: int = 2):
+        self.hooks = hooks
+        self.settings = settings
+        self.root = root
+        self.docs: dict[str, Document] = {}
+        self.executor = ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="kernel-lsp-check")
+        self.cache = Cache(Path(settings.cache_dir) if settings.cache_dir else (root / ".kernel_lsp_cache" if root else None))
+        self._ids = itertools.count(1)
+
+    def configure(self, settings: Settings, root: Path | None) -> None:
+        self.settings, self.root = settings, root
+        self.cache = Cache(Path(settings.cache_dir) if settings.cache_dir else (root / ".kernel_lsp_cache" if root else None))
+
+    def document(self, uri: str, path: Path) -> Document:
+        doc = self.docs.get(uri)
+        if doc is None:
+            doc = self.docs[uri] = Document(uri, path)
+        return doc
+
+    def update(self, uri: str, path: Path, version: int | None, text: str, *, verify: bool, immediate: bool = False) -> Document:
+        """A new version of a document: cancel what runs for the old one and schedule a check of this one."""
+        doc = self.document(uri, path)
+        self.cancel(doc)
+        doc.version, doc.text = version, text
+        if doc.findings.pop(VERIFY_SOURCE, None) is not None:
+            self.hooks.publish(doc)  # verification results were for the old text: never show them as current
+        delay = 0.0 if immediate else min(MAX_DEBOUNCE, max(MIN_DEBOUNCE, doc.last_seconds / 4))
+        gen = doc.generation
+        doc.pending = asyncio.get_running_loop().create_task(self._run(doc, gen, verify, delay))
+        return doc
+
+    def cancel(self, doc: Document) -> None:
+        doc.generation += 1
+        if doc.pending is not None and not doc.pending.done():
+            doc.pending.cancel()
+        if doc.running is not None:
+            doc.running.kill()
+            doc.running = None
+
+    def close(self, uri: str) -> None:
+        doc = self.docs.pop(uri, None)
+        if doc is not None:
+            self.cancel(doc)
+            doc.findings.clear()
+            self.hooks.publish(doc)
+
+    def shutdown(self) -> None:
+        for doc in list(self.docs.values()):
+            self.cancel(doc)
+        self.executor.shutdown(wait=False, cancel_futures=True)
+
+    async def _run(self, doc: Document, gen: int, verify: bool, delay: float) -> None:
+        try:
+            await asyncio.sleep(delay)
+        except asyncio.CancelledError:
+            return
+        if gen != doc.generation:
+            return
+        run = Run(gen, verify)
+        settings = apply_overrides(self.settings, {"verification": verify})
+        run.request = CheckRequest(doc.path, settings, self.root, source=doc.text, cache=self.cache,
+                                   cancel=run.cancel)
+        doc.running = run
+        token = await self.hooks.started(doc, run)
+        loop = asyncio.get_running_loop()
+        run.request.on_event = lambda event: loop.call_soon_threadsafe(self.hooks.stage, doc, run, token, event)
+        start = time.monotonic()
+        report: FileReport | None = None
+        try:
+            report = await asyncio.get_running_loop().run_in_executor(self.executor, check_file, run.request)
+        except asyncio.CancelledError:
+            run.kill()
+            raise
+        except Exception:  # a fault of the tool: logged, the server lives on
+            log.exception("check of %s failed", doc.uri)
+        finally:
+            if doc.running is run:
+                doc.running = None
+        current = gen == doc.generation and not run.cancel.is_set()
+        if current and report is not None:
+            doc.last_seconds = time.monotonic() - start
+            doc.report = report
+            by_source: dict[str, list[Finding]] = {}
+            for f in report.findings:
+                by_source.setdefault(f.source, []).append(f)
+            keep = {VERIFY_SOURCE: doc.findings.get(VERIFY_SOURCE, [])} if not verify else {}
+            doc.findings = {**keep, **by_source}
+            self.hooks.publish(doc)
+        self.hooks.finished(doc, run, token, report if current else None)
