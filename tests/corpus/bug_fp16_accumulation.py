@@ -5,7 +5,7 @@ import torch
 import triton
 import triton.language as tl
 
-M, N = 8, 4096
+M, N = 7, 4096  # inputs and outputs fit the CPU budget: the rows keep their full length
 
 
 @triton.jit
