@@ -10,7 +10,6 @@ the thread only waits for it, so the event loop never blocks.
 from __future__ import annotations
 
 import asyncio
-import itertools
 import logging
 import threading
 import time
@@ -71,12 +70,9 @@ class Hooks:
 class Scheduler:
     def __init__(self, hooks: Hooks, settings: Settings, root: Path | None, workers: int = 2):
         self.hooks = hooks
-        self.settings = settings
-        self.root = root
         self.docs: dict[str, Document] = {}
         self.executor = ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="kernel-lsp-check")
-        self.cache = Cache(Path(settings.cache_dir) if settings.cache_dir else (root / ".kernel_lsp_cache" if root else None))
-        self._ids = itertools.count(1)
+        self.configure(settings, root)
 
     def configure(self, settings: Settings, root: Path | None) -> None:
         self.settings, self.root = settings, root

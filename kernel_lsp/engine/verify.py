@@ -95,6 +95,15 @@ class Verifier:
             recorder.on_launch.append(self.guard.set_launch)
         self.state = VerifyState()
         self.skipped: list[tuple[str, str]] = []
+        self._float64: dict[tuple[int, bool], Any] = {}
+
+    def float64_model(self, ref, absolute: bool = False):
+        """The reference upcast to float64 (parameters made absolute when asked), copied once per reference:
+        the problem keeps one reference object per size setting, so variants of one size share the copy."""
+        key = (id(ref), absolute)
+        if key not in self._float64:
+            self._float64[key] = _to_float64_model(ref, absolute)
+        return self._float64[key]
 
     # Placement: the tl.store that wrote the bad element, else the launch site, else the kernel def.
     def launch_line(self) -> int | None:
@@ -184,13 +193,13 @@ class Verifier:
             self.skipped.append((v.name, f"the reference rejects {shapes}: {type(e).__name__}"))
             return
         try:
-            truth = _call(_to_float64_model(ref), upcast(clone_inputs(inputs)))
+            truth = _call(self.float64_model(ref), upcast(clone_inputs(inputs)))
             truth_dtype = "float64"
         except Exception:
             truth, truth_dtype = r, str(input_dtype(inputs))
         r_flat, t_flat = flatten_outputs(r), flatten_outputs(truth)
         try:  # the reference on absolute values: the accumulation floor of the budget (compare.py)
-            a_flat = flatten_outputs(_call(_to_float64_model(ref, absolute=True), _absolute(upcast(clone_inputs(inputs)))))
+            a_flat = flatten_outputs(_call(self.float64_model(ref, absolute=True), _absolute(upcast(clone_inputs(inputs)))))
         except Exception:
             a_flat = [None] * len(r_flat)
         if len(a_flat) != len(r_flat):
@@ -292,8 +301,7 @@ class Verifier:
                     self.fail("KL207", v, f"{self.where(v, shapes)}: two runs on the same inputs differ beyond "
                               f"rounding ({c2.message}): a likely race", self.line_for(y_b, c2))
         if launches == 0 and not stale:
-            self.fail("KL205", v, "the implementation returned a result without launching any Triton kernel "
-                      "(a PyTorch fallback?)", None)
+            self.no_launch(v)
         self.row(v, shapes, "stale" if stale else ("ok" if worst is None or worst.ok else worst.code), worst)
 
     def judge_random(self, v: Variant, shapes: str, inputs: list, y1: list, y2: list, r: list, launches: int) -> None:
@@ -334,8 +342,7 @@ class Verifier:
                 self.fail("KL200", v, f"{self.where(v, shapes)}: {message}", self.launch_line())
                 verdict = "KL200"
         if launches == 0:
-            self.fail("KL205", v, "the implementation returned a result without launching any Triton kernel "
-                      "(a PyTorch fallback?)", None)
+            self.no_launch(v)
         self.state.rows.append({"variant": v.name, "description": v.description, "inputs": shapes,
                                 "verdict": verdict, "max_abs": None, "ref_max_abs": None})
 
@@ -365,6 +372,10 @@ class Verifier:
             self.fail("KL208", v, f"{ev.kernel} {what} out of bounds: {ev.count} access(es), e.g. {ev.detail} "
                       f"(variant {v.name})", ev.line, kind=ev.kind, count=ev.count)
         self.guard.events.clear()
+
+    def no_launch(self, v: Variant) -> None:
+        self.fail("KL205", v, "the implementation returned a result without launching any Triton kernel "
+                  "(a PyTorch fallback?)", None)
 
     def fail(self, code: str, v: Variant, message: str, line: int | None, **data: Any) -> None:
         self.state.failures.append(Failure(code, v, message, line, data))
@@ -399,6 +410,16 @@ class Verifier:
         for qual in {l.spec.qualname for l in self.recorder.launches}:
             self.rep.w.kernel(qual.rsplit(".", 1)[-1], verification=summary)
 
+    def launched_sources(self):
+        """(qualname, function, source, argument types) for each recorded kernel whose source is readable."""
+        for qual, fn in self.recorder.functions.items():
+            try:
+                src = inspect.getsource(fn)
+            except (OSError, TypeError):
+                continue
+            dtypes = {t for l in self.recorder.launches if l.spec.qualname == qual for t in l.spec.signature.values()}
+            yield qual, fn, src, dtypes
+
     def untrusted_kernels(self) -> dict[str, str]:
         """Kernels whose numbers the CPU interpreter gets wrong, with the reason (measured on Triton 3.9):
         bf16 tl.dot gives garbage (triton issue #11584); fp32 -> fp8 casts drop the mantissa carry
@@ -406,12 +427,7 @@ class Verifier:
         if not self.interpreted:
             return {}
         out = {}
-        for qual, fn in self.recorder.functions.items():
-            try:
-                src = inspect.getsource(fn)
-            except (OSError, TypeError):
-                continue
-            dtypes = {t for l in self.recorder.launches if l.spec.qualname == qual for t in l.spec.signature.values()}
+        for qual, _, src, dtypes in self.launched_sources():
             if "tl.dot" in src and "*bf16" in dtypes:
                 out[qual] = "tl.dot on bf16 gives wrong numbers in this Triton's CPU interpreter"
             elif any(t.startswith("*fp8") for t in dtypes):
@@ -422,20 +438,13 @@ class Verifier:
     def interpreter_limits(self) -> None:
         if not self.interpreted:
             return
-        for qual, fn in self.recorder.functions.items():
-            try:
-                src = inspect.getsource(fn)
-            except (OSError, TypeError):
-                continue
+        for qual, fn, src, dtypes in self.launched_sources():
+            span = self.rep.kernel_span(qual)
             if qual in self.untrusted:
                 self.rep.add("KL210", f"{fn.__name__}: {self.untrusted[qual]}, so values were not judged here "
                              "(bounds, unwritten outputs, launches and shapes were); verify the numbers on a GPU",
-                             self.rep.kernel_span(qual), source="kernel-lsp.verify")
-            if "tl.dot" not in src:
-                continue
-            dtypes = {t for l in self.recorder.launches if l.spec.qualname == qual for t in l.spec.signature.values()}
-            span = self.rep.kernel_span(qual)
-            if "*fp32" in dtypes and "ieee" not in src and "allow_tf32=False" not in src:
+                             span, source="kernel-lsp.verify")
+            if "tl.dot" in src and "*fp32" in dtypes and "ieee" not in src and "allow_tf32=False" not in src:
                 self.rep.add("KL210", f"{fn.__name__}: tl.dot on fp32 uses TF32 on the GPU by default (about 1e-3 "
                              "relative error) while the CPU interpreter computes it exactly; pass "
                              "input_precision=\"ieee\" if fp32 accuracy is intended", span, source="kernel-lsp.verify")
