@@ -44,7 +44,8 @@ def _file_digest(path: str | Path | None) -> str:
         return "unreadable"
 
 
-def cache_key(source: str, link: dict[str, Any] | None, fingerprint: dict[str, Any]) -> str:
+def cache_key(source: str, link: dict[str, Any] | None, fingerprint: dict[str, Any],
+              dependencies: list[str] = ()) -> str:
     parts = {
         "format": CACHE_FORMAT,
         "kernel_lsp": __version__,
@@ -56,6 +57,7 @@ def cache_key(source: str, link: dict[str, Any] | None, fingerprint: dict[str, A
         "reference": _file_digest(link and link.get("reference")),
         "inputs": _file_digest(link and link.get("inputs_path")),
         "settings": fingerprint,
+        "dependencies": {d: _file_digest(d) for d in dependencies},
     }
     return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()
 

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from . import __version__
 from .cache import Cache, gpu_present
+from .worker.pool import shared_pool
 from .config import ConfigError, Settings, apply_overrides, find_pyproject, load_pyproject
 from .model import FileReport, Severity
 
@@ -80,16 +81,23 @@ def cmd_check(args: argparse.Namespace) -> int:
 
     start = time.monotonic()
 
+    warm = shared_pool() if settings.device != "cuda" else None  # forks warm workers; started on first use
+
     def one(path: Path) -> FileReport:
-        return check_file(CheckRequest(path.resolve(), settings, root, reference, cache=cache))
+        return check_file(CheckRequest(path.resolve(), settings, root, reference, cache=cache, pool=warm))
 
     jobs = max(1, settings.workers)
     if settings.device != "cpu" and gpu_present() and args.jobs is None:
         jobs = 1  # files on one GPU at a time: parallel workers would share (and exhaust) its memory
-    with ThreadPoolExecutor(max_workers=jobs) as pool:
-        reports = list(pool.map(one, files))
+    try:
+        with ThreadPoolExecutor(max_workers=jobs) as pool:
+            reports = list(pool.map(one, files))
+    finally:
+        if warm is not None:
+            warm.close()
     stats = {"files": len(reports), "cache_hits": sum(1 for r in reports if r.cached),
              "workers_spawned": sum(r.stats.get("workers", 0) for r in reports),
+             "warm_workers": sum(r.stats.get("warm_workers", 0) for r in reports),
              "compiles": sum(r.stats.get("compiles", 0) for r in reports),
              "seconds": round(time.monotonic() - start, 3)}
     if args.format == "json":

@@ -129,6 +129,7 @@ class FileReport:
     kernels: dict[str, dict[str, Any]] = field(default_factory=dict)  # kernel name -> facts (resources, verdicts)
     cached: bool = False
     stats: dict[str, Any] = field(default_factory=dict)
+    dependencies: list[str] = field(default_factory=list)  # workspace files the result depends on
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -137,6 +138,7 @@ class FileReport:
             "kernels": self.kernels,
             "cached": self.cached,
             "stats": self.stats,
+            "dependencies": self.dependencies,
         }
 
     @classmethod
@@ -147,4 +149,5 @@ class FileReport:
             kernels=d.get("kernels", {}),
             cached=d.get("cached", False),
             stats=d.get("stats", {}),
+            dependencies=d.get("dependencies", []),
         )

@@ -22,6 +22,7 @@ from .cache import Cache
 from .config import Settings, apply_overrides
 from .engine.check import CheckRequest, check_file
 from .model import FileReport, Finding
+from .worker.pool import WarmPool
 
 log = logging.getLogger(__name__)
 
@@ -72,7 +73,13 @@ class Scheduler:
         self.hooks = hooks
         self.docs: dict[str, Document] = {}
         self.executor = ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="kernel-lsp-check")
+        self.pool = WarmPool()  # a zygote with torch and triton imported; workers fork from it
         self.configure(settings, root)
+
+    def warm_up(self) -> None:
+        """Start the warm worker now, so the first check does not pay for importing torch and triton."""
+        if self.settings.device != "cuda":
+            self.pool.start()
 
     def configure(self, settings: Settings, root: Path | None) -> None:
         self.settings, self.root = settings, root
@@ -115,6 +122,7 @@ class Scheduler:
         for doc in list(self.docs.values()):
             self.cancel(doc)
         self.executor.shutdown(wait=False, cancel_futures=True)
+        self.pool.close()
 
     async def _run(self, doc: Document, gen: int, verify: bool, delay: float) -> None:
         try:
@@ -126,7 +134,7 @@ class Scheduler:
         run = Run(gen, verify)
         settings = apply_overrides(self.settings, {"verification": verify})
         run.request = CheckRequest(doc.path, settings, self.root, source=doc.text, cache=self.cache,
-                                   cancel=run.cancel)
+                                   cancel=run.cancel, pool=self.pool if settings.device != "cuda" else None)
         doc.running = run
         token = await self.hooks.started(doc, run)
         loop = asyncio.get_running_loop()

@@ -17,6 +17,8 @@ from ..codes import severity_of
 from ..config import Settings
 from ..model import FileReport, Finding, Span
 from ..worker.client import WorkerJob, WorkerOutcome
+from ..worker.pool import WarmPool
+from .deps import dependencies
 from .discover import discover_source
 from .link import ignored_codes, link_file
 
@@ -32,6 +34,7 @@ class CheckRequest:
     on_event: Callable[[dict[str, Any]], None] | None = None  # progress from the worker
     cancel: threading.Event | None = None
     jobs: list[WorkerJob] = field(default_factory=list)  # running worker jobs, so a caller can kill them
+    pool: WarmPool | None = None  # warm workers (the zygote); cold processes when None
 
 
 def read_source(path: Path) -> tuple[str | None, Finding | None]:
@@ -84,7 +87,9 @@ def check_file(req: CheckRequest) -> FileReport:
         return _finish(report, source)
 
     link_job = linked.link.to_job()
-    key = cache_key(source, link_job, req.settings.fingerprint())
+    extra = [linked.link.reference] + ([linked.link.inputs_path] if linked.link.inputs_path else [])
+    report.dependencies = [str(p) for p in dependencies(source, path, req.root, extra)]
+    key = cache_key(source, link_job, req.settings.fingerprint(), report.dependencies)
     if req.cache is not None:
         hit = req.cache.get(key)
         if hit is not None:
@@ -92,6 +97,7 @@ def check_file(req: CheckRequest) -> FileReport:
             for f in hit.findings:
                 f.path = str(path)
             hit.stats = {"cache_hits": 1}
+            hit.dependencies = report.dependencies
             return hit
 
     job = {
@@ -100,7 +106,8 @@ def check_file(req: CheckRequest) -> FileReport:
         "verify": req.settings.verification, "device": req.settings.device,
     }
     outcome = _run_worker(req, job, source)
-    report.stats = {"workers": 1, "compiles": 0, "launches": 0, "seconds": round(outcome.seconds, 3)}
+    report.stats = {"workers": 1, "warm_workers": int(outcome.warm), "compiles": 0, "launches": 0,
+                    "seconds": round(outcome.seconds, 3)}
     _absorb(report, outcome, linked.link.anchor)
     _finish(report, source)
     if req.cache is not None and outcome.completed and not outcome.cancelled:
@@ -113,7 +120,7 @@ def _run_worker(req: CheckRequest, job: dict[str, Any], source: str) -> WorkerOu
         # The editor's unsaved text is what the user sees: the worker must run exactly that.
         job["source_override"] = source
     env = dict(os.environ)
-    worker = WorkerJob(job, timeout=req.settings.timeout, env=env, on_stage=req.on_event)
+    worker = WorkerJob(job, timeout=req.settings.timeout, env=env, on_stage=req.on_event, pool=req.pool)
     req.jobs.append(worker)
     if req.cancel is not None and req.cancel.is_set():
         worker.cancel()

@@ -42,6 +42,9 @@ class KernelLanguageServer(LanguageServer):
                                    self.settings, None)
         self.progress_tokens: dict[str, Document] = {}
         self.observer = None
+        # A save whose text the server has not seen yet (a client that sends didSave before its debounced
+        # didChange, like Neovim 0.7): verification waits until the document catches up with it.
+        self.saved_ahead: dict[str, str] = {}
 
     # Configuration ---------------------------------------------------------------------------------------
     def load_settings(self) -> None:
@@ -113,7 +116,7 @@ class KernelLanguageServer(LanguageServer):
                 counts[f.severity.label] = counts.get(f.severity.label, 0) + 1
             summary = {"kernels": len(report.kernels), "findings": counts, "cached": report.cached}
         self.protocol.notify(STATUS, {"state": "idle", "uri": doc.uri, "version": doc.version,
-                                      "cancelled": report is None, "last": summary})
+                                      "cancelled": report is None, "verified": run.verify, "last": summary})
 
     # Document events -------------------------------------------------------------------------------------
     def schedule(self, uri: str, *, save: bool, immediate: bool = False) -> None:
@@ -163,10 +166,13 @@ class KernelLanguageServer(LanguageServer):
             for uri in list(self.scheduler.docs):
                 self.schedule(uri, save=True)
             return
+        resolved = str(path.resolve())
         for uri, doc in list(self.scheduler.docs.items()):
             if doc.path == path:
                 continue  # the document itself: its editor events drive it
-            if path.stem in doc.text:
+            known = doc.report is not None and resolved in doc.report.dependencies
+            # A file the text names may be a reference or module that did not exist at the last check.
+            if known or path.stem in doc.text:
                 self.schedule(uri, save=True)
 
     def stop_everything(self) -> None:
@@ -211,6 +217,7 @@ def initialize(ls: KernelLanguageServer, params: types.InitializeParams):
 async def initialized(ls: KernelLanguageServer, params):
     await ls.fetch_client_settings()
     ls.load_settings()
+    ls.scheduler.warm_up()
     ls.watch_files()
 
 
@@ -223,19 +230,36 @@ def did_open(ls: KernelLanguageServer, params: types.DidOpenTextDocumentParams):
 @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
 @_guard
 def did_change(ls: KernelLanguageServer, params: types.DidChangeTextDocumentParams):
-    ls.schedule(params.text_document.uri, save=False)
+    uri = params.text_document.uri
+    saved = ls.saved_ahead.get(uri)
+    caught_up = saved is not None and ls.workspace.get_text_document(uri).source == saved
+    if caught_up:
+        del ls.saved_ahead[uri]
+    ls.schedule(uri, save=caught_up, immediate=caught_up)
 
 
-@server.feature(types.TEXT_DOCUMENT_DID_SAVE)
+@server.feature(types.TEXT_DOCUMENT_DID_SAVE, types.SaveOptions(include_text=True))
 @_guard
 def did_save(ls: KernelLanguageServer, params: types.DidSaveTextDocumentParams):
-    ls.schedule(params.text_document.uri, save=True, immediate=True)
+    uri = params.text_document.uri
+    saved = params.text
+    if saved is None:
+        try:
+            saved = path_of(uri).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            saved = None
+    if saved is not None and saved != ls.workspace.get_text_document(uri).source:
+        ls.saved_ahead[uri] = saved  # the matching didChange is still on its way
+        return
+    ls.saved_ahead.pop(uri, None)
+    ls.schedule(uri, save=True, immediate=True)
 
 
 @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
 @_guard
 def did_close(ls: KernelLanguageServer, params: types.DidCloseTextDocumentParams):
     uri = params.text_document.uri
+    ls.saved_ahead.pop(uri, None)
     if uri in ls.scheduler.docs:
         ls.scheduler.close(uri)
     else:

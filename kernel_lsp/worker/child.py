@@ -6,12 +6,32 @@ exit; a fault of the user's code that kills the process (segfault, abort) is dia
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
+import signal
 import sys
 import traceback
 
 from .protocol import EventWriter
+
+PR_SET_NAME, PR_SET_PDEATHSIG = 15, 1
+PARENT_ENV = "KERNEL_LSP_PARENT_PID"
+
+
+def prctl(option: int, value) -> None:
+    """Linux prctl(2); a no-op where it does not exist."""
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(option, value, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
+
+
+def die_with_parent(expected_parent: int | None) -> None:
+    """Ask the kernel for SIGKILL when the parent dies (even by SIGKILL); exit now if it already has."""
+    prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    if expected_parent and os.getppid() != expected_parent:
+        os._exit(1)
 
 
 def choose_device(requested: str) -> str:
@@ -31,6 +51,8 @@ def choose_device(requested: str) -> str:
 
 def main(argv: list[str]) -> int:
     job_path, out_path = argv[1], argv[2]
+    parent = os.environ.get(PARENT_ENV)
+    die_with_parent(int(parent) if parent and parent.isdigit() else None)
     with open(job_path, encoding="utf-8") as f:
         job = json.load(f)
     with open(out_path, "a", encoding="utf-8") as out:

@@ -18,6 +18,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from .child import PARENT_ENV
+from .pool import ForkedChild, WarmPool
 from .protocol import read_events
 
 
@@ -29,6 +31,7 @@ class WorkerOutcome:
     cancelled: bool = False
     stderr_tail: str = ""
     seconds: float = 0.0
+    warm: bool = False  # forked from the warm zygote rather than started cold
 
     @property
     def completed(self) -> bool:
@@ -52,11 +55,13 @@ class WorkerJob:
     """One job in one child process; `cancel()` from any thread kills it."""
 
     def __init__(self, job: dict[str, Any], timeout: float, env: dict[str, str] | None = None,
-                 on_stage=None):
+                 on_stage=None, pool: WarmPool | None = None):
         self.job, self.timeout = job, timeout
         self.env = env
         self.on_stage = on_stage  # called (from this thread) with each "stage" event as the child starts it
-        self._proc: subprocess.Popen | None = None
+        self.pool = pool  # a warm zygote to fork from; a cold process when None or unusable
+        self.warm = False
+        self._proc: subprocess.Popen | ForkedChild | None = None
         self._cancelled = threading.Event()
 
     def cancel(self) -> None:
@@ -78,16 +83,21 @@ class WorkerJob:
                 json.dump(self.job, f)
             env = dict(os.environ if self.env is None else self.env)
             env.setdefault("PYTHONUNBUFFERED", "1")
+            env[PARENT_ENV] = str(os.getpid())  # a cold child dies with us (PDEATHSIG), even if we are SIGKILLed
             start = time.monotonic()
             outcome = WorkerOutcome()
             with open(err_path, "wb") as err:
                 if self._cancelled.is_set():
                     outcome.cancelled = True
                     return outcome
-                self._proc = subprocess.Popen(
+                forked = self.pool.spawn(job_path, out_path, err_path, env) if self.pool is not None else None
+                self.warm = forked is not None
+                self._proc = forked or subprocess.Popen(
                     [sys.executable, "-m", "kernel_lsp.worker.child", job_path, out_path],
                     stdin=subprocess.DEVNULL, stdout=err, stderr=err, env=env, start_new_session=True,
                 )
+                if self._cancelled.is_set():  # cancelled while it was starting
+                    self._kill()
                 outcome.returncode = self._wait(out_path, start)
                 if outcome.returncode is None:
                     outcome.timed_out = True
@@ -96,6 +106,7 @@ class WorkerJob:
                 # The child may have started processes of its own: they die with its group.
                 self._kill_group_leftovers()
             outcome.cancelled = self._cancelled.is_set()
+            outcome.warm = self.warm
             outcome.seconds = time.monotonic() - start
             outcome.events = read_events(out_path)
             with open(err_path, "rb") as f:

@@ -126,9 +126,10 @@ def _worker_pids() -> set[int]:
         if entry.name.isdigit():
             try:
                 cmd = (entry / "cmdline").read_bytes()
+                comm = (entry / "comm").read_bytes().strip()
             except OSError:
                 continue
-            if b"kernel_lsp.worker.child" in cmd:
+            if b"kernel_lsp.worker.child" in cmd or comm == b"kernel-lsp-job":  # cold or forked from the zygote
                 pids.add(int(entry.name))
     return pids
 

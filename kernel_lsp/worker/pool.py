@@ -1,0 +1,166 @@
+"""The parent's side of the warm worker (see zygote.py): start it, hand it jobs, learn how they ended.
+
+`WarmPool.spawn()` returns a handle shaped like `subprocess.Popen` (pid, poll, wait), so `WorkerJob` kills
+and waits for a forked child exactly as for a cold one. When the pool cannot be used (a GPU is present, the
+zygote failed to start or died) `spawn()` returns None and the caller starts a cold process instead.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import logging
+import os
+import signal
+import subprocess
+import sys
+import threading
+
+log = logging.getLogger(__name__)
+
+READY_TIMEOUT = 60.0
+
+
+class ForkedChild:
+    """A child of the zygote, seen from the parent."""
+
+    def __init__(self, job_id: int):
+        self.id = job_id
+        self.pid = 0
+        self.returncode: int | None = None
+        self._started = threading.Event()
+        self._ended = threading.Event()
+
+    def poll(self) -> int | None:
+        return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int:
+        if not self._ended.wait(timeout):
+            raise subprocess.TimeoutExpired("kernel-lsp worker", timeout)
+        return self.returncode  # type: ignore[return-value]
+
+    def _end(self, returncode: int) -> None:
+        self.returncode = returncode
+        self._ended.set()
+        self._started.set()
+
+
+class WarmPool:
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._proc: subprocess.Popen | None = None
+        self._ready = threading.Event()
+        self._failed = False
+        self._children: dict[int, ForkedChild] = {}
+        self._ids = itertools.count(1)
+
+    @staticmethod
+    def usable() -> bool:
+        from ..cache import gpu_present
+        return not gpu_present() and os.environ.get("KERNEL_LSP_WARM", "1") != "0"
+
+    def start(self) -> bool:
+        """Start the zygote if it is not running (it warms up in the background); False when unusable."""
+        with self._lock:
+            return self._start_locked()
+
+    def _start_locked(self) -> bool:
+        if self._failed or not self.usable():
+            return False
+        if self._proc is not None and self._proc.poll() is None:
+            return True
+        self._ready.clear()
+        try:
+            self._proc = subprocess.Popen(
+                [sys.executable, "-m", "kernel_lsp.worker.zygote"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL, start_new_session=True,
+            )
+        except OSError as e:
+            log.warning("warm worker could not start: %s", e)
+            self._failed = True
+            return False
+        threading.Thread(target=self._read, args=(self._proc,), name="kernel-lsp-zygote", daemon=True).start()
+        return True
+
+    def _read(self, proc: subprocess.Popen) -> None:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            try:
+                msg = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            if "ready" in msg:
+                self._ready.set()
+                continue
+            child = self._children.get(msg.get("id"))
+            if child is None:
+                continue
+            if "pid" in msg:
+                child.pid = msg["pid"]
+                child._started.set()
+            elif "returncode" in msg:
+                self._children.pop(child.id, None)
+                child._end(msg["returncode"])
+        # The zygote is gone; its children die with it (PDEATHSIG). Nobody waits forever.
+        with self._lock:
+            if not self._ready.is_set():
+                log.warning("warm worker exited before it was ready; workers start cold from now on")
+                self._failed = True
+            self._ready.set()
+            for child in list(self._children.values()):
+                child._end(-signal.SIGKILL)
+            self._children.clear()
+
+    def spawn(self, job_path: str, out_path: str, err_path: str, env: dict[str, str]) -> ForkedChild | None:
+        with self._lock:
+            if not self._start_locked():
+                return None
+            proc = self._proc
+        if not self._ready.wait(READY_TIMEOUT) or proc.poll() is not None or self._failed:
+            return None
+        child = ForkedChild(next(self._ids))
+        with self._lock:
+            self._children[child.id] = child
+        cmd = {"id": child.id, "job": job_path, "out": out_path, "err": err_path, "env": env}
+        try:
+            assert proc.stdin is not None
+            proc.stdin.write((json.dumps(cmd) + "\n").encode())
+            proc.stdin.flush()
+        except (OSError, ValueError):
+            with self._lock:
+                self._children.pop(child.id, None)
+            return None
+        child._started.wait(READY_TIMEOUT)
+        if child.pid == 0:  # the zygote died before forking it
+            return None
+        return child
+
+    def close(self) -> None:
+        """Stop the zygote; it kills the children it still has."""
+        with self._lock:
+            proc, self._proc = self._proc, None
+        if proc is None:
+            return
+        try:
+            assert proc.stdin is not None
+            proc.stdin.close()
+        except OSError:
+            pass
+        try:
+            proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+_POOL: WarmPool | None = None
+_POOL_LOCK = threading.Lock()
+
+
+def shared_pool() -> WarmPool:
+    """The process's one warm pool (the language server and `check` each have one)."""
+    global _POOL
+    with _POOL_LOCK:
+        if _POOL is None:
+            _POOL = WarmPool()
+        return _POOL

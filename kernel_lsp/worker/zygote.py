@@ -1,0 +1,129 @@
+"""The warm worker: `python -m kernel_lsp.worker.zygote`, a fork server for worker children.
+
+Importing torch and triton costs seconds; the zygote pays it once, then forks one child per job, so a job
+starts in tens of milliseconds with both already imported. Each child is what `kernel_lsp.worker.child`
+would be as a fresh process: its own session (process group) that the parent kills by pid, stdout and
+stderr in the job's stderr file, and a copy of the zygote's memory in which no user code has ever run.
+
+Used only where kernels run under the interpreter (no GPU): CUDA cannot be used in a child forked after it
+was initialised, and the zygote never initialises it.
+
+Protocol, JSON lines. Parent to zygote on stdin: {"id", "job", "out", "err", "env"}. Zygote to parent on
+stdout: {"ready": pid}, {"id", "pid"} when a child started, {"id", "returncode"} when it ended (negative: the
+signal that killed it, as subprocess reports it). On EOF of stdin (the parent is gone) the zygote kills every
+child it started and exits; each child also asks the kernel for SIGKILL when the zygote dies.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import signal
+import sys
+import traceback
+
+from .child import PARENT_ENV, PR_SET_NAME, die_with_parent, prctl
+
+CHILD_NAME = b"kernel-lsp-job"  # what ps and /proc/PID/comm show for a forked worker
+ZYGOTE_NAME = b"kernel-lsp-warm"
+
+
+def _warm() -> None:
+    os.environ["TRITON_INTERPRET"] = "1"
+    import torch  # noqa: F401
+    import triton  # noqa: F401
+    from ..engine import pipeline  # noqa: F401  (imports the verifier, capture and compile modules too)
+
+
+def _child(zygote: int, cmd: dict) -> None:
+    """Runs in the forked child; never returns."""
+    code = 1
+    try:
+        os.setsid()
+        die_with_parent(zygote)  # and if the zygote died between fork and here, exit now
+        prctl(PR_SET_NAME, CHILD_NAME)
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        err = os.open(cmd["err"], os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        null = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(null, 0)
+        os.dup2(err, 1)
+        os.dup2(err, 2)
+        os.close(err)
+        os.close(null)
+        os.environ.clear()
+        os.environ.update(cmd.get("env") or {})
+        os.environ[PARENT_ENV] = str(zygote)
+        os.environ.setdefault("TRITON_INTERPRET", "1")
+        from .child import main
+        code = main(["child", cmd["job"], cmd["out"]])
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except SystemExit as e:
+        code = e.code if isinstance(e.code, int) else 1
+    except BaseException:
+        try:
+            traceback.print_exc()
+            sys.stderr.flush()
+        except BaseException:
+            pass
+    os._exit(code)
+
+
+def _send(message: dict) -> None:
+    data = (json.dumps(message) + "\n").encode()
+    while data:
+        data = data[os.write(1, data):]
+
+
+def _returncode(status: int) -> int:
+    if os.WIFSIGNALED(status):
+        return -os.WTERMSIG(status)
+    return os.WEXITSTATUS(status)
+
+
+def serve() -> int:
+    prctl(PR_SET_NAME, ZYGOTE_NAME)
+    _warm()
+    me = os.getpid()
+    children: dict[int, object] = {}  # pid -> job id
+    _send({"ready": me})
+    buf = b""
+    while True:
+        readable, _, _ = select.select([0], [], [], 0.05)
+        if readable:
+            chunk = os.read(0, 65536)
+            if not chunk:
+                break
+            buf += chunk
+            while b"\n" in buf:
+                line, buf = buf.split(b"\n", 1)
+                try:
+                    cmd = json.loads(line)
+                except json.JSONDecodeError:
+                    continue
+                pid = os.fork()
+                if pid == 0:
+                    _child(me, cmd)
+                children[pid] = cmd.get("id")
+                _send({"id": cmd.get("id"), "pid": pid})
+        while children:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                break
+            if pid == 0:
+                break
+            _send({"id": children.pop(pid, None), "returncode": _returncode(status)})
+    for pid in children:  # the parent is gone: no orphans
+        try:
+            os.killpg(pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+    return 0
+
+
+if __name__ == "__main__":
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C in a terminal reaches the parent, which decides
+    sys.exit(serve())

@@ -1,0 +1,118 @@
+"""A bare JSON-RPC peer over the server's pipes, for what a polite client never does: vanish mid-request,
+send bytes that are not UTF-8, or save before its changes arrive. Also the process census the tests use."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+
+def kernel_lsp_processes() -> dict[int, str]:
+    """pid -> kind for every worker ("job": cold or forked) and warm zygote ("warm") alive now."""
+    found = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmd = (entry / "cmdline").read_bytes()
+            comm = (entry / "comm").read_bytes().strip()
+            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            continue
+        if state == "Z":
+            continue  # a zombie is dead; only its parent has not reaped it yet
+        if comm == b"kernel-lsp-job" or b"kernel_lsp.worker.child" in cmd:
+            found[int(entry.name)] = "job"
+        elif comm == b"kernel-lsp-warm" or b"kernel_lsp.worker.zygote" in cmd:
+            found[int(entry.name)] = "warm"
+    return found
+
+
+def descendants(pid: int) -> set[int]:
+    """Every process below `pid` now (by walking /proc's parent links)."""
+    parent = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                parent[int(entry.name)] = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                pass
+    out, frontier = set(), {pid}
+    while frontier:
+        frontier = {p for p, pp in parent.items() if pp in frontier} - out
+        out |= frontier
+    return out
+
+
+class RawClient:
+    def __init__(self, root: Path, env: dict | None = None):
+        self.proc = subprocess.Popen([sys.executable, "-m", "kernel_lsp.cli", "serve"], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, cwd=root,
+                                     env=dict(os.environ, **(env or {})))
+        self.messages: list[dict] = []
+        self._lock = threading.Lock()
+        self._next = 1
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        out = self.proc.stdout
+        while True:
+            header = b""
+            while not header.endswith(b"\r\n\r\n"):
+                byte = out.read(1)
+                if not byte:
+                    return
+                header += byte
+            length = next(int(line.split(b":")[1]) for line in header.split(b"\r\n")
+                          if line.lower().startswith(b"content-length"))
+            body = json.loads(out.read(length))
+            if body.get("method") in ("workspace/configuration", "window/workDoneProgress/create",
+                                      "client/registerCapability") and "id" in body:
+                self.send_raw(json.dumps({"jsonrpc": "2.0", "id": body["id"],
+                                          "result": [None] if body["method"] == "workspace/configuration" else None}).encode())
+            with self._lock:
+                self.messages.append(body)
+
+    def send_raw(self, body: bytes) -> None:
+        self.proc.stdin.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+        self.proc.stdin.flush()
+
+    def notify(self, method: str, params: dict) -> None:
+        self.send_raw(json.dumps({"jsonrpc": "2.0", "method": method, "params": params}).encode())
+
+    def request(self, method: str, params: dict) -> int:
+        rid = self._next
+        self._next += 1
+        self.send_raw(json.dumps({"jsonrpc": "2.0", "id": rid, "method": method, "params": params}).encode())
+        return rid
+
+    def wait(self, match, timeout: float = 60.0) -> dict:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            with self._lock:
+                for m in self.messages:
+                    if match(m):
+                        return m
+            time.sleep(0.05)
+        raise AssertionError(f"no matching message in {timeout} s; got {[m.get('method', m.get('id')) for m in self.messages]}")
+
+    def response(self, rid: int, timeout: float = 60.0) -> dict:
+        return self.wait(lambda m: m.get("id") == rid and "method" not in m, timeout)
+
+    def initialize(self, root: Path, process_id: int | None = None) -> None:
+        rid = self.request("initialize", {"processId": process_id, "rootUri": root.as_uri(), "capabilities": {
+            "window": {"workDoneProgress": True}, "workspace": {"configuration": True}}})
+        self.response(rid, timeout=30)
+        self.notify("initialized", {})
+
+    def open(self, path: Path, text: str | None = None, version: int = 1) -> str:
+        uri = path.as_uri()
+        self.notify("textDocument/didOpen", {"textDocument": {
+            "uri": uri, "languageId": "python", "version": version,
+            "text": path.read_text() if text is None else text}})
+        return uri

@@ -1,0 +1,136 @@
+"""The server's life and death with a rude client, over raw pipes: no orphaned workers, ever; bad bytes and
+out-of-order saves handled. Process census: tests/lsp/rawclient.py."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import CORPUS, FIXTURES
+from tests.lsp.rawclient import RawClient, descendants, kernel_lsp_processes
+
+
+@pytest.fixture
+def workspace(tmp_path) -> Path:
+    (tmp_path / "pyproject.toml").write_text('[tool.kernel-lsp]\ntargets = ["sm_90"]\ntimeout = 120\n')
+    shutil.copy(FIXTURES / "faults" / "hang.py", tmp_path / "hang.py")
+    shutil.copy(CORPUS / "ok_add_fp32.py", tmp_path / "ok.py")
+    return tmp_path
+
+
+def _alive(pids: set[int]) -> set[int]:
+    return set(pids) & set(kernel_lsp_processes())
+
+
+WARM_AND_COLD = pytest.mark.parametrize("warm", ["1", "0"], ids=["warm-workers", "cold-workers"])
+
+
+def _busy_server(workspace: Path, process_id: int | None = None, warm: str = "1") -> tuple[RawClient, set[int]]:
+    """A server checking hang.py: returns it and its worker processes (the zygote and the hung job)."""
+    client = RawClient(workspace, env={"KERNEL_LSP_WARM": warm})
+    client.initialize(workspace, process_id)
+    client.open(workspace / "hang.py")
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        mine = descendants(client.proc.pid) & set(kernel_lsp_processes())
+        if "job" in {kernel_lsp_processes().get(p) for p in mine}:
+            return client, mine
+        time.sleep(0.1)
+    raise AssertionError("the hanging file's worker never started")
+
+
+def _gone(pids: set[int], timeout: float = 15.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if not _alive(pids):
+            return True
+        time.sleep(0.1)
+    return False
+
+
+@WARM_AND_COLD
+def test_client_vanishing_mid_request_stops_server_and_workers(workspace, warm):
+    client, workers = _busy_server(workspace, warm=warm)
+    client.request("textDocument/hover", {"textDocument": {"uri": (workspace / "hang.py").as_uri()},
+                                          "position": {"line": 9, "character": 5}})
+    client.proc.stdin.close()  # the client is gone: stdin EOF, mid-request
+    assert client.proc.wait(timeout=20) is not None
+    assert _gone(workers), f"orphaned workers: {_alive(workers)}"
+
+
+def test_client_process_death_is_noticed(workspace):
+    editor = subprocess.Popen(["sleep", "600"])  # stands in for the editor whose pid initialize names
+    client, workers = _busy_server(workspace, process_id=editor.pid)
+    editor.kill()
+    editor.wait()
+    assert client.proc.wait(timeout=20) == 0  # the parent watch noticed, though stdin is still open
+    assert _gone(workers), f"orphaned workers: {_alive(workers)}"
+
+
+@WARM_AND_COLD
+def test_server_killed_outright_leaves_no_orphans(workspace, warm):
+    client, workers = _busy_server(workspace, warm=warm)
+    client.proc.send_signal(signal.SIGKILL)  # no shutdown, no finally: the zygote sees EOF, its jobs PDEATHSIG
+    client.proc.wait()
+    assert _gone(workers), f"orphaned workers: {_alive(workers)}"
+
+
+def test_shutdown_and_exit_stop_the_workers(workspace):
+    client, workers = _busy_server(workspace)
+    rid = client.request("shutdown", None)
+    client.response(rid, timeout=20)
+    client.notify("exit", None)
+    assert client.proc.wait(timeout=20) is not None
+    assert _gone(workers), f"orphaned workers: {_alive(workers)}"
+
+
+def test_bytes_that_are_not_utf8_do_not_kill_the_server(workspace):
+    client = RawClient(workspace)
+    client.initialize(workspace)
+    bad_uri = (workspace / "bad.py").as_uri()
+    # Raw invalid UTF-8 inside the JSON body, then a lone surrogate escape in a document's text.
+    client.send_raw(b'{"jsonrpc": "2.0", "method": "textDocument/didOpen", "params": {"textDocument": {"uri": "'
+                    + bad_uri.encode() + b'", "languageId": "python", "version": 1, "text": "import triton\\n\xff\xfe\\n"}}}')
+    client.open(workspace / "surrogate.py", text="import triton\nx = '\udcff'\n")
+    (workspace / "latin1.py").write_bytes(b"import triton\n# caf\xe9\n")
+    client.open(workspace / "latin1.py", text="import triton\n# cafe\n")
+    client.notify("textDocument/didSave", {"textDocument": {"uri": (workspace / "latin1.py").as_uri()}})
+    ok_uri = client.open(workspace / "ok.py")
+    published = client.wait(lambda m: m.get("method") == "textDocument/publishDiagnostics"
+                            and m["params"]["uri"] == ok_uri, timeout=120)
+    assert published["params"]["diagnostics"] == []
+    rid = client.request("textDocument/hover", {"textDocument": {"uri": ok_uri}, "position": {"line": 0, "character": 0}})
+    assert "error" not in client.response(rid)
+    assert client.proc.poll() is None
+    client.proc.stdin.close()
+    client.proc.wait(timeout=20)
+
+
+def test_save_that_arrives_before_its_change_is_verified_once_the_change_lands(workspace):
+    client = RawClient(workspace)
+    client.initialize(workspace)
+    path = workspace / "ok.py"
+    uri = client.open(path, version=1)
+    client.wait(lambda m: m.get("method") == "kernelLsp/status" and m["params"].get("state") == "idle"
+                and m["params"].get("version") == 1, timeout=120)
+    edited = path.read_text() + "\n# edited\n"
+    path.write_text(edited)
+    client.notify("textDocument/didSave", {"textDocument": {"uri": uri}, "text": edited})  # before its change
+    time.sleep(1.0)
+    assert not [m for m in client.messages if m.get("method") == "kernelLsp/status"
+                and m["params"].get("version") == 1 and m["params"].get("state") == "verifying"][1:], \
+        "verified the old text for a save of the new one"
+    client.notify("textDocument/didChange", {"textDocument": {"uri": uri, "version": 2},
+                                             "contentChanges": [{"text": edited}]})
+    done = client.wait(lambda m: m.get("method") == "kernelLsp/status" and m["params"].get("state") == "idle"
+                       and m["params"].get("version") == 2, timeout=120)
+    assert done["params"]["verified"] and not done["params"]["cancelled"]
+    client.proc.stdin.close()
+    client.proc.wait(timeout=20)
