@@ -8,6 +8,7 @@ ends show it and fall back to defaults.
 from __future__ import annotations
 
 import dataclasses
+import re
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,6 +27,9 @@ class ConfigError(ValueError):
 
 
 VERIFY_TRIGGERS = ("save", "change", "off")
+LLM_DEFAULTS = {"endpoint": "", "model": "", "api_key_env": "OPENAI_API_KEY"}
+_LLM_KEYS = {"endpoint": "endpoint", "model": "model", "api_key_env": "api_key_env", "api-key-env": "api_key_env",
+             "apiKeyEnv": "api_key_env"}
 DEVICES = ("auto", "cpu", "cuda")
 
 
@@ -40,6 +44,9 @@ class Settings:
     cache_dir: str | None = None  # default: <root>/.kernel_lsp_cache
     verification: bool = True  # run the numeric verifier after compiling
     seed: int = 0
+    # The LLM behind the "fix" and "optimize" code actions: any OpenAI-compatible endpoint. Only the *name* of
+    # the environment variable holding the API key is configured, never the key.
+    llm: dict[str, str] = field(default_factory=lambda: dict(LLM_DEFAULTS))
 
     def validate(self) -> "Settings":
         try:
@@ -54,6 +61,13 @@ class Settings:
             raise ConfigError(f"timeout: expected a positive number of seconds, got {self.timeout!r}")
         if not (isinstance(self.workers, int) and 1 <= self.workers <= 64):
             raise ConfigError(f"workers: expected an integer from 1 to 64, got {self.workers!r}")
+        if not re.fullmatch(r"(https?://\S+)?", self.llm.get("endpoint", "")):
+            raise ConfigError(f"llm.endpoint: expected an http(s) URL, got {self.llm.get('endpoint')!r}")
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", self.llm.get("api_key_env", "")):
+            raise ConfigError("llm.api-key-env: expected the name of an environment variable, such as "
+                              f"OPENAI_API_KEY, got {self.llm.get('api_key_env')!r}")
+        if not isinstance(self.llm.get("model", ""), str):
+            raise ConfigError("llm.model: expected a model name")
         if not isinstance(self.references, dict) or not all(
             isinstance(k, str) and isinstance(v, str) for k, v in self.references.items()
         ):
@@ -73,6 +87,16 @@ _ALIASES = {"cache-dir": "cache_dir"}
 def _coerce(key: str, value: Any) -> Any:
     if key == "targets" and isinstance(value, str):
         return [t.strip() for t in value.split(",") if t.strip()]
+    if key == "llm":
+        if not isinstance(value, dict):
+            raise ConfigError("llm: expected a table with endpoint, model and api-key-env")
+        llm = dict(LLM_DEFAULTS)
+        for k, v in value.items():
+            if k not in _LLM_KEYS:
+                raise ConfigError(f"llm: unknown key {k!r} (expected endpoint, model, api-key-env)")
+            if v is not None:
+                llm[_LLM_KEYS[k]] = v
+        return llm
     return value
 
 

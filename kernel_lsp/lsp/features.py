@@ -109,7 +109,11 @@ def code_actions(doc: Document, params: types.CodeActionParams) -> list[types.Co
         actions.append(types.CodeAction(
             title=f"Ignore {code} on this line", kind=types.CodeActionKind.QuickFix, diagnostics=[d],
             edit=types.WorkspaceEdit(changes={doc.uri: [_ignore_edit(doc, d.range.start.line, code)]})))
-    actions.append(types.CodeAction(title="Verify again now", kind=types.CodeActionKind.Source,
+    ours = [d for d in params.context.diagnostics if (d.source or "").startswith("kernel-lsp")]
+    # On a kernel-lsp diagnostic it is a quick fix (the light bulb shows it); elsewhere a source action.
+    actions.append(types.CodeAction(title="Verify again now",
+                                    kind=types.CodeActionKind.QuickFix if ours else types.CodeActionKind.Source,
+                                    diagnostics=ours or None,
                                     command=types.Command(title="Verify again now", command=VERIFY_NOW, arguments=[doc.uri])))
     return actions
 

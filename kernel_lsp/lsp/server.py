@@ -85,7 +85,8 @@ class KernelLanguageServer(LanguageServer):
 
     async def run_started(self, doc: Document, run: Run) -> str | None:
         stage = "verifying" if run.verify else "compiling"
-        self.protocol.notify(STATUS, {"state": stage, "uri": doc.uri, "version": doc.version})
+        kernels = len(doc.report.kernels) if doc.report is not None else None  # as of the last check
+        self.protocol.notify(STATUS, {"state": stage, "uri": doc.uri, "version": doc.version, "kernels": kernels})
         token = f"kernel-lsp/{doc.path.name}/{run.generation}/{time.monotonic_ns()}"
         try:
             await asyncio.wait_for(self.work_done_progress.create_async(token), 2)

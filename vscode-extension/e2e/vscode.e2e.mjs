@@ -1,0 +1,91 @@
+// End-to-end: a real VS Code (code-server) in headless Chromium, driven by playwright-core.
+//   node vscode.e2e.mjs URL FILE_NAME LINE CODE SCREENSHOT RESULT_JSON
+// Opens FILE_NAME from the workspace, waits for kernel-lsp's squiggle, checks it is on LINE (1-based), that the
+// Problems panel lists CODE with its message, that Quick Fix offers kernel-lsp's actions and that the status
+// bar shows the server's state. Writes what it saw to RESULT_JSON and a screenshot to SCREENSHOT.
+import { writeFileSync } from "node:fs";
+import { createRequire } from "node:module";
+
+const require = createRequire(process.env.PLAYWRIGHT_FROM ?? import.meta.url);
+const { chromium } = require("playwright-core");
+
+const [url, fileName, lineText, code, screenshot, resultPath] = process.argv.slice(2);
+const line = Number(lineText);
+const result = { steps: [] };
+const step = (name, data = {}) => { result.steps.push({ name, t: Date.now(), ...data }); console.log(name, JSON.stringify(data)); };
+
+const browser = await chromium.launch({
+  executablePath: process.env.CHROMIUM ?? "/usr/bin/chromium",
+  args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-background-networking",
+         "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic"],
+});
+const page = await browser.newPage({ viewport: { width: 1600, height: 1000 } });
+const mod = "Control";
+try {
+  await page.goto(url, { waitUntil: "domcontentloaded" });
+  await page.waitForSelector(".monaco-workbench", { timeout: 120000 });
+  step("workbench");
+  await page.waitForTimeout(3000);
+
+  // Open the file with Quick Open.
+  await page.keyboard.press(`${mod}+P`);
+  await page.waitForSelector(".quick-input-widget input", { timeout: 30000 });
+  await page.keyboard.type(fileName, { delay: 20 });
+  await page.waitForTimeout(1000);
+  await page.keyboard.press("Enter");
+  await page.waitForSelector(`.monaco-editor .view-lines`, { timeout: 60000 });
+  step("opened");
+
+  // The squiggle, on the right line: compare its top with the line number's.
+  const squiggle = page.locator(".monaco-editor .squiggly-error").first();
+  await squiggle.waitFor({ state: "attached", timeout: 240000 });
+  step("squiggle");
+  const lineNumber = page.locator(".monaco-editor .margin-view-overlays .line-numbers", { hasText: new RegExp(`^\\s*${line}\\s*$`) }).first();
+  await lineNumber.scrollIntoViewIfNeeded().catch(() => {});
+  const sq = await squiggle.boundingBox();
+  const ln = await lineNumber.boundingBox();
+  result.squiggleTop = sq?.y;
+  result.lineTop = ln?.y;
+  result.squiggleOnLine = !!(sq && ln && Math.abs(sq.y + sq.height / 2 - (ln.y + ln.height / 2)) < ln.height);
+  step("squiggle-line", { squiggle: sq, line: ln });
+
+  // Status bar: the server's state.
+  const status = page.locator(".statusbar .statusbar-item", { hasText: "kernel-lsp" }).first();
+  await status.waitFor({ timeout: 60000 });
+  await page.waitForFunction(() => [...document.querySelectorAll(".statusbar .statusbar-item")]
+    .some((e) => /kernel-lsp: .*(error|warning|verified|compiled)/.test(e.textContent ?? "")), null, { timeout: 240000 });
+  result.status = (await status.textContent())?.trim();
+  step("status", { text: result.status });
+
+  // Problems panel.
+  await page.keyboard.press(`${mod}+Shift+M`);
+  const row = page.locator(".markers-panel .monaco-list-row", { hasText: code }).first();
+  await row.waitFor({ timeout: 60000 });
+  result.problem = (await row.innerText())?.trim();
+  result.problemsPanel = (await page.locator(".markers-panel").innerText())?.trim();
+  step("problems", { row: result.problem });
+
+  // Quick Fix at the diagnostic: go to the line, open the Quick Fix menu.
+  await page.locator(".monaco-editor .view-lines").first().click();
+  await page.keyboard.press(`${mod}+G`);
+  await page.keyboard.type(String(line));
+  await page.keyboard.press("Enter");
+  await page.keyboard.press("End");
+  await page.waitForTimeout(500);
+  await page.keyboard.press(`${mod}+.`);
+  const menu = page.locator(".action-widget, .context-view .monaco-list, .monaco-menu").first();
+  await menu.waitFor({ timeout: 30000 });
+  await page.waitForTimeout(1000);
+  result.quickFix = (await menu.innerText())?.trim();
+  step("quickfix", { text: result.quickFix });
+  await page.screenshot({ path: screenshot });
+  await page.keyboard.press("Escape");
+  result.ok = true;
+} catch (e) {
+  result.ok = false;
+  result.error = String(e?.stack ?? e);
+  await page.screenshot({ path: screenshot }).catch(() => {});
+} finally {
+  writeFileSync(resultPath, JSON.stringify(result, null, 2));
+  await browser.close();
+}

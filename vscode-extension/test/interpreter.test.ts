@@ -1,0 +1,29 @@
+import * as assert from "node:assert/strict";
+import * as os from "node:os";
+import * as path from "node:path";
+import { test } from "node:test";
+
+import { chooseInterpreter, installCommand, probe } from "../src/interpreter";
+
+test("the setting wins, then the Python extension, then python3 on PATH", () => {
+  assert.deepEqual(chooseInterpreter("${workspaceFolder}/.venv/bin/python", "/ext/python", "/ws"),
+                   { command: "/ws/.venv/bin/python", source: "setting" });
+  assert.deepEqual(chooseInterpreter("  ", "/ext/python", "/ws"), { command: "/ext/python", source: "python-extension" });
+  assert.deepEqual(chooseInterpreter(undefined, undefined, undefined), { command: "python3", source: "path" });
+  assert.equal(chooseInterpreter("~/py", undefined, undefined).command, path.join(os.homedir(), "py"));
+});
+
+test("a missing interpreter and a missing package are told apart", async () => {
+  const absent = await probe("/nonexistent/python3");
+  assert.equal(absent.ok, false);
+  assert.match(absent.problem ?? "", /was not found/);
+  // A real Python without kernel-lsp: isolated mode (-I) hides the user's site-packages and the cwd.
+  const bare = await probe(process.env.KERNEL_LSP_TEST_BARE_PYTHON ?? "/usr/bin/python3");
+  if (bare.ok) return; // that Python has kernel-lsp: nothing to tell apart here
+  assert.match(bare.problem ?? "", /kernel-lsp is not installed in|No module named/);
+});
+
+test("the install command quotes paths with spaces", () => {
+  assert.equal(installCommand("/opt/my env/bin/python"), '"/opt/my env/bin/python" -m pip install kernel-lsp');
+  assert.equal(installCommand("python3"), "python3 -m pip install kernel-lsp");
+});
