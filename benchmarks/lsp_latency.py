@@ -52,16 +52,10 @@ class Session:
 
     def _after(self, match, timeout: float = 600.0) -> dict:
         """The first message after the last one consumed that matches; consumes up to it."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            with self.client._lock:
-                msgs = self.client.messages[self.seen:]
-            for i, m in enumerate(msgs):
-                if match(m):
-                    self.seen += i + 1
-                    return m
-            time.sleep(0.002)
-        raise TimeoutError("no reply")
+        m = self.client.wait(match, timeout, start=self.seen)
+        with self.client._lock:
+            self.seen = next(i for i in range(self.seen, len(self.client.messages)) if self.client.messages[i] is m) + 1
+        return m
 
     def open(self, path: Path, text: str) -> str:
         uri = self.client.open(path, text=text, version=self.version)
@@ -81,10 +75,12 @@ class Session:
                                                       "contentChanges": [{"text": text}]})
         start = time.monotonic()
         self.client.notify("textDocument/didSave", {"textDocument": {"uri": uri}, "text": text})
-        self._after(lambda m: m.get("method") == "textDocument/publishDiagnostics" and m["params"]["uri"] == uri
-                    and m["params"].get("version") == self.version)
-        elapsed = time.monotonic() - start
+        # The run's diagnostics are published just before its "idle" status: time to that status.
         self._idle(uri)
+        elapsed = time.monotonic() - start
+        with self.client._lock:
+            assert any(m.get("method") == "textDocument/publishDiagnostics" and m["params"]["uri"] == uri
+                       and m["params"].get("version") == self.version for m in self.client.messages[:self.seen])
         return elapsed
 
     def close(self) -> None:

@@ -96,7 +96,7 @@ class Scheduler:
         doc = self.document(uri, path)
         self.cancel(doc)
         doc.version, doc.text = version, text
-        if doc.findings.pop(VERIFY_SOURCE, None) is not None:
+        if doc.findings.pop(VERIFY_SOURCE, None):
             self.hooks.publish(doc)  # verification results were for the old text: never show them as current
         delay = 0.0 if immediate else min(MAX_DEBOUNCE, max(MIN_DEBOUNCE, doc.last_seconds / 4))
         gen = doc.generation

@@ -45,6 +45,10 @@ class KernelLanguageServer(LanguageServer):
         # A save whose text the server has not seen yet (a client that sends didSave before its debounced
         # didChange, like Neovim 0.7): verification waits until the document catches up with it.
         self.saved_ahead: dict[str, str] = {}
+        # Until `initialized` has loaded the settings, checks wait here (uri -> save, immediate): a document
+        # opened first must not be checked (and cached) with the defaults.
+        self.ready = False
+        self.deferred: dict[str, tuple[bool, bool]] = {}
 
     # Configuration ---------------------------------------------------------------------------------------
     def load_settings(self) -> None:
@@ -122,6 +126,10 @@ class KernelLanguageServer(LanguageServer):
     # Document events -------------------------------------------------------------------------------------
     def schedule(self, uri: str, *, save: bool, immediate: bool = False) -> None:
         if not uri.endswith(".py"):
+            return
+        if not self.ready:
+            was_save, was_immediate = self.deferred.get(uri, (False, False))
+            self.deferred[uri] = (save or was_save, immediate or was_immediate)
             return
         document = self.workspace.get_text_document(uri)
         text = document.source
@@ -216,10 +224,17 @@ def initialize(ls: KernelLanguageServer, params: types.InitializeParams):
 @server.feature(types.INITIALIZED)
 @_guard
 async def initialized(ls: KernelLanguageServer, params):
-    await ls.fetch_client_settings()
-    ls.load_settings()
-    ls.scheduler.warm_up()
-    ls.watch_files()
+    try:
+        await ls.fetch_client_settings()
+        ls.load_settings()
+        ls.scheduler.warm_up()
+        ls.watch_files()
+    finally:
+        ls.ready = True
+        deferred, ls.deferred = ls.deferred, {}
+        for uri, (save, immediate) in deferred.items():
+            if uri in ls.workspace.text_documents:  # still open
+                ls.schedule(uri, save=save, immediate=immediate)
 
 
 @server.feature(types.TEXT_DOCUMENT_DID_OPEN)

@@ -55,7 +55,7 @@ class RawClient:
                                      stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, cwd=root,
                                      env=dict(os.environ, **(env or {})))
         self.messages: list[dict] = []
-        self._lock = threading.Lock()
+        self._lock = threading.Condition()
         self._next = 1
         threading.Thread(target=self._read, daemon=True).start()
 
@@ -77,6 +77,7 @@ class RawClient:
                                           "result": [None] if body["method"] == "workspace/configuration" else None}).encode())
             with self._lock:
                 self.messages.append(body)
+                self._lock.notify_all()
 
     def send_raw(self, body: bytes) -> None:
         self.proc.stdin.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
@@ -91,14 +92,16 @@ class RawClient:
         self.send_raw(json.dumps({"jsonrpc": "2.0", "id": rid, "method": method, "params": params}).encode())
         return rid
 
-    def wait(self, match, timeout: float = 60.0) -> dict:
+    def wait(self, match, timeout: float = 60.0, start: int = 0) -> dict:
+        """The first message (from index `start`) that matches; woken by each arrival, so timing is exact."""
         deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            with self._lock:
-                for m in self.messages:
+        with self._lock:
+            while time.monotonic() < deadline:
+                for m in self.messages[start:]:
                     if match(m):
                         return m
-            time.sleep(0.05)
+                start = len(self.messages)
+                self._lock.wait(timeout=max(0.0, deadline - time.monotonic()))
         raise AssertionError(f"no matching message in {timeout} s; got {[m.get('method', m.get('id')) for m in self.messages]}")
 
     def response(self, rid: int, timeout: float = 60.0) -> dict:

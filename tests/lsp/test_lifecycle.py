@@ -134,3 +134,22 @@ def test_save_that_arrives_before_its_change_is_verified_once_the_change_lands(w
     assert done["params"]["verified"] and not done["params"]["cancelled"]
     client.proc.stdin.close()
     client.proc.wait(timeout=20)
+
+
+def test_document_opened_before_initialized_is_checked_with_the_workspace_settings(workspace):
+    (workspace / "pyproject.toml").write_text('[tool.kernel-lsp]\ntargets = ["sm_90"]\nverify = "off"\n')
+    client = RawClient(workspace)
+    rid = client.request("initialize", {"processId": None, "rootUri": workspace.as_uri(), "capabilities": {
+        "workspace": {"configuration": True}}})
+    client.response(rid, timeout=30)
+    uri = client.open(workspace / "ok.py")  # before `initialized`: settings are not loaded yet
+    time.sleep(0.5)
+    client.notify("initialized", {})
+    done = client.wait(lambda m: m.get("method") == "kernelLsp/status" and m["params"].get("state") == "idle"
+                       and m["params"].get("uri") == uri, timeout=120)
+    assert done["params"]["verified"] is False  # verify = "off" from pyproject.toml, not the default "save"
+    started = [m["params"]["state"] for m in client.messages if m.get("method") == "kernelLsp/status"
+               and m["params"].get("state") in ("compiling", "verifying")]
+    assert started == ["compiling"]
+    client.proc.stdin.close()
+    client.proc.wait(timeout=20)
