@@ -153,3 +153,34 @@ def test_document_opened_before_initialized_is_checked_with_the_workspace_settin
     assert started == ["compiling"]
     client.proc.stdin.close()
     client.proc.wait(timeout=20)
+
+
+def test_a_dependency_changed_on_disk_rechecks_the_open_document(workspace):
+    """impl.py -> pkg/ops.py -> pkg/sizing.py; editing sizing.py (never named in impl.py) re-verifies impl.py."""
+    pkg = workspace / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "ops.py").write_text("from .sizing import BLOCK\n")
+    (pkg / "sizing.py").write_text("BLOCK = 256\n")
+    src = (CORPUS / "ok_add_fp32.py").read_text()
+    src = src.replace("import triton.language as tl\n", "import triton.language as tl\nfrom pkg import ops\n")
+    src = src.replace("_add_kernel[(triton.cdiv(n, 256),)](x, y, out, n, BLOCK=256)",
+                      "_add_kernel[(triton.cdiv(n, 256),)](x, y, out, n, BLOCK=ops.BLOCK)")
+    impl = workspace / "impl.py"
+    impl.write_text(src)
+    client = RawClient(workspace)
+    client.initialize(workspace)
+    uri = client.open(impl)
+
+    def idle(m):
+        return m.get("method") == "kernelLsp/status" and m["params"].get("state") == "idle" \
+            and m["params"].get("uri") == uri and not m["params"].get("cancelled")
+
+    first = client.wait(idle, timeout=120)
+    assert first["params"]["last"]["findings"] == {}  # 4 programs of 256 cover 1000 elements: clean
+    seen = len(client.messages)
+    (pkg / "sizing.py").write_text("BLOCK = 128\n")  # 4 programs of 128 now: half of the output unwritten
+    again = client.wait(idle, timeout=120, start=seen)
+    assert again["params"]["verified"] and again["params"]["last"]["findings"].get("error", 0) >= 1
+    client.proc.stdin.close()
+    client.proc.wait(timeout=20)
