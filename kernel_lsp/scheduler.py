@@ -91,7 +91,8 @@ class Scheduler:
             doc = self.docs[uri] = Document(uri, path)
         return doc
 
-    def update(self, uri: str, path: Path, version: int | None, text: str, *, verify: bool, immediate: bool = False) -> Document:
+    def update(self, uri: str, path: Path, version: int | None, text: str, *, verify: bool, immediate: bool = False,
+               refresh: bool = False) -> Document:
         """A new version of a document: cancel what runs for the old one and schedule a check of this one."""
         doc = self.document(uri, path)
         self.cancel(doc)
@@ -100,7 +101,7 @@ class Scheduler:
             self.hooks.publish(doc)  # verification results were for the old text: never show them as current
         delay = 0.0 if immediate else min(MAX_DEBOUNCE, max(MIN_DEBOUNCE, doc.last_seconds / 4))
         gen = doc.generation
-        doc.pending = asyncio.get_running_loop().create_task(self._run(doc, gen, verify, delay))
+        doc.pending = asyncio.get_running_loop().create_task(self._run(doc, gen, verify, delay, refresh))
         return doc
 
     def cancel(self, doc: Document) -> None:
@@ -124,7 +125,7 @@ class Scheduler:
         self.executor.shutdown(wait=False, cancel_futures=True)
         self.pool.close()
 
-    async def _run(self, doc: Document, gen: int, verify: bool, delay: float) -> None:
+    async def _run(self, doc: Document, gen: int, verify: bool, delay: float, refresh: bool = False) -> None:
         try:
             await asyncio.sleep(delay)
         except asyncio.CancelledError:
@@ -134,7 +135,8 @@ class Scheduler:
         run = Run(gen, verify)
         settings = apply_overrides(self.settings, {"verification": verify})
         run.request = CheckRequest(doc.path, settings, self.root, source=doc.text, cache=self.cache,
-                                   cancel=run.cancel, pool=self.pool if settings.device != "cuda" else None)
+                                   cancel=run.cancel, pool=self.pool if settings.device != "cuda" else None,
+                                   refresh=refresh)
         doc.running = run
         token = await self.hooks.started(doc, run)
         loop = asyncio.get_running_loop()
@@ -144,7 +146,12 @@ class Scheduler:
         try:
             report = await asyncio.get_running_loop().run_in_executor(self.executor, check_file, run.request)
         except asyncio.CancelledError:
+            # A newer version took over: kill this run, and still end its progress, or the editor's spinner
+            # for it would spin forever.
             run.kill()
+            if doc.running is run:
+                doc.running = None
+            self.hooks.finished(doc, run, token, None)
             raise
         except Exception:  # a fault of the tool: logged, the server lives on
             log.exception("check of %s failed", doc.uri)

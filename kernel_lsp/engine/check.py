@@ -35,6 +35,7 @@ class CheckRequest:
     cancel: threading.Event | None = None
     jobs: list[WorkerJob] = field(default_factory=list)  # running worker jobs, so a caller can kill them
     pool: WarmPool | None = None  # warm workers (the zygote); cold processes when None
+    refresh: bool = False  # run the worker even on a cache hit ("Verify again now"), then store the result
 
 
 def read_source(path: Path) -> tuple[str | None, Finding | None]:
@@ -90,7 +91,7 @@ def check_file(req: CheckRequest) -> FileReport:
     extra = [linked.link.reference] + ([linked.link.inputs_path] if linked.link.inputs_path else [])
     report.dependencies = [str(p) for p in dependencies(source, path, req.root, extra)]
     key = cache_key(source, link_job, req.settings.fingerprint(), report.dependencies)
-    if req.cache is not None:
+    if req.cache is not None and not req.refresh:
         hit = req.cache.get(key)
         if hit is not None:
             hit.path = str(path)

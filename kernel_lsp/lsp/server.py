@@ -100,7 +100,16 @@ class KernelLanguageServer(LanguageServer):
         self.work_done_progress.begin(token, types.WorkDoneProgressBegin(
             title=f"kernel-lsp: {stage} {doc.path.name}", cancellable=True,
             message="discover, link, compile" + (", verify" if run.verify else "")))
+        # pygls handles window/workDoneProgress/cancel itself by cancelling the token's future: follow it.
+        future = self.work_done_progress.tokens.get(token)
+        if future is not None:
+            future.add_done_callback(lambda f: f.cancelled() and self.cancel_run(doc, run))
         return token
+
+    def cancel_run(self, doc: Document, run: Run) -> None:
+        """The client cancelled this run's progress: kill it (a later run of the document is left alone)."""
+        if doc.running is run:
+            self.scheduler.cancel(doc)
 
     def run_stage(self, doc: Document, run: Run, token: Any, event: dict) -> None:
         message = event.get("stage", "") + (f": {event['detail']}" if event.get("detail") else "")
@@ -112,6 +121,7 @@ class KernelLanguageServer(LanguageServer):
     def run_finished(self, doc: Document, run: Run, token: Any, report) -> None:
         if token:
             self.progress_tokens.pop(token, None)
+            self.work_done_progress.tokens.pop(token, None)
             message = "cancelled" if report is None else f"{len(report.findings)} finding(s)"
             self.work_done_progress.end(token, types.WorkDoneProgressEnd(message=message))
         summary = None
@@ -302,14 +312,15 @@ def code_action(ls: KernelLanguageServer, params: types.CodeActionParams):
     return code_actions(doc, params) if doc is not None else None
 
 
-@server.feature(types.WORKSPACE_EXECUTE_COMMAND, types.ExecuteCommandOptions(commands=[VERIFY_NOW]))
-@_guard
-def execute_command(ls: KernelLanguageServer, params: types.ExecuteCommandParams):
-    if params.command == VERIFY_NOW and params.arguments:
-        uri = params.arguments[0]
-        if uri in ls.scheduler.docs:
-            doc = ls.scheduler.docs[uri]
-            ls.scheduler.update(uri, doc.path, doc.version, doc.text, verify=True, immediate=True)
+@server.command(VERIFY_NOW)
+def verify_now(ls: KernelLanguageServer, uri: str):
+    """Verify a document now, even if its result is cached (the editor's "Verify again now")."""
+    try:
+        doc = ls.scheduler.docs.get(uri)
+        if doc is not None:
+            ls.scheduler.update(uri, doc.path, doc.version, doc.text, verify=True, immediate=True, refresh=True)
+    except Exception:
+        log.exception("verifyNow failed")
     return None
 
 
@@ -323,14 +334,6 @@ async def did_change_configuration(ls: KernelLanguageServer, params: types.DidCh
     ls.load_settings()
     for uri in list(ls.scheduler.docs):
         ls.schedule(uri, save=True, immediate=True)
-
-
-@server.feature(types.WINDOW_WORK_DONE_PROGRESS_CANCEL)
-@_guard
-def progress_cancel(ls: KernelLanguageServer, params: types.WorkDoneProgressCancelParams):
-    doc = ls.progress_tokens.get(str(params.token))
-    if doc is not None:
-        ls.scheduler.cancel(doc)
 
 
 @server.feature(types.SHUTDOWN)

@@ -55,55 +55,79 @@ def _build_vsix() -> Path:
     return vsix
 
 
-def test_vscode_shows_squiggle_problem_quick_fix_and_status(tmp_path):
+@pytest.fixture(scope="module")
+def vscode(tmp_path_factory):
+    """code-server with the freshly packaged extension installed; yields a function that runs one scenario."""
     _need(CODE_SERVER.exists() and (NODE24 / "bin" / "node").exists(), "code-server 4.139.1 with Node 24 is not installed")
     _need(shutil.which("chromium") is not None, "Debian's chromium is not installed")
     env = dict(os.environ, PATH=f"{NODE24 / 'bin'}:{os.environ['PATH']}", npm_config_nodedir=str(NODE24))
+    env.pop("PYTHONPATH", None)  # the extension must find kernel-lsp through the interpreter alone
     vsix = _build_vsix()
-    user, exts = tmp_path / "user", tmp_path / "extensions"
-    subprocess.run([str(CODE_SERVER), "--user-data-dir", str(user), "--extensions-dir", str(exts),
+    base = tmp_path_factory.mktemp("vscode")
+    exts = base / "extensions"
+    subprocess.run([str(CODE_SERVER), "--user-data-dir", str(base / "install"), "--extensions-dir", str(exts),
                     "--install-extension", str(vsix)], env=env, check=True, timeout=300, capture_output=True)
     assert any(p.name.startswith("kernel-lsp.kernel-lsp") for p in exts.iterdir())
 
-    ws = tmp_path / "ws"
-    (ws / ".vscode").mkdir(parents=True)
-    (ws / "pyproject.toml").write_text('[tool.kernel-lsp]\ntargets = ["sm_90"]\ntimeout = 120\n')
-    shutil.copy(CORPUS / "bug_relu_drops_nan.py", ws / "relu.py")
-    (ws / ".vscode" / "settings.json").write_text(json.dumps({
-        "kernelLsp.interpreter": sys.executable, "security.workspace.trust.enabled": False,
-        "workbench.startupEditor": "none", "extensions.ignoreRecommendations": True,
-    }))
-    port = _free_port()
-    log = open(tmp_path / "code-server.log", "wb")
-    server = subprocess.Popen([str(CODE_SERVER), "--auth", "none", "--disable-telemetry", "--disable-update-check",
-                               "--disable-workspace-trust", "--bind-addr", f"127.0.0.1:{port}",
-                               "--user-data-dir", str(user), "--extensions-dir", str(exts), str(ws)],
-                              env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    try:
-        deadline = time.monotonic() + 120
-        while True:
+    def scenario(name: str, interpreter: str, mode: str) -> dict:
+        ws = base / name / "ws"
+        (ws / ".vscode").mkdir(parents=True)
+        (ws / "pyproject.toml").write_text('[tool.kernel-lsp]\ntargets = ["sm_90"]\ntimeout = 120\n')
+        shutil.copy(CORPUS / "bug_relu_drops_nan.py", ws / "relu.py")
+        (ws / ".vscode" / "settings.json").write_text(json.dumps({
+            "kernelLsp.interpreter": interpreter, "security.workspace.trust.enabled": False,
+            "workbench.startupEditor": "none", "extensions.ignoreRecommendations": True,
+        }))
+        port = _free_port()
+        log_path = base / name / "code-server.log"
+        with open(log_path, "wb") as log:
+            server = subprocess.Popen([str(CODE_SERVER), "--auth", "none", "--disable-telemetry",
+                                       "--disable-update-check", "--disable-workspace-trust",
+                                       "--bind-addr", f"127.0.0.1:{port}", "--user-data-dir", str(base / name / "user"),
+                                       "--extensions-dir", str(exts), str(ws)],
+                                      env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
             try:
-                urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=2)
-                break
-            except OSError:
-                assert time.monotonic() < deadline, (tmp_path / "code-server.log").read_text()[-3000:]
-                time.sleep(0.5)
-        ARTIFACTS.mkdir(exist_ok=True)
-        shot, result = ARTIFACTS / "vscode-e2e.png", tmp_path / "result.json"
-        proc = subprocess.run([str(NODE24 / "bin" / "node"), str(EXT / "e2e" / "vscode.e2e.mjs"),
-                               f"http://127.0.0.1:{port}/?folder={ws}", "relu.py", str(BUG_LINE), "KL201",
-                               str(shot), str(result)],
-                              env=dict(env, PLAYWRIGHT_FROM=str(HOME / "cs" / "package.json")),
-                              capture_output=True, text=True, timeout=600)
-        got = json.loads(result.read_text())
-        assert got["ok"], f"{got.get('error')}\n{proc.stdout[-3000:]}\n{proc.stderr[-2000:]}"
-        assert got["squiggleOnLine"], got
-        assert "KL201" in got["problem"] and "NaN" in got["problem"], got["problem"]
-        assert f"Ln {BUG_LINE}" in got["problem"], got["problem"]
-        assert "Ignore KL201 on this line" in got["quickFix"] and "Verify again now" in got["quickFix"], got["quickFix"]
-        assert "kernel-lsp: relu.py 1 error" in got["status"], got["status"]
-        assert shot.is_file() and shot.stat().st_size > 10_000
-    finally:
-        os.killpg(server.pid, 9)
-        server.wait()
-        log.close()
+                deadline = time.monotonic() + 120
+                while True:
+                    try:
+                        urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=2)
+                        break
+                    except OSError:
+                        assert time.monotonic() < deadline, log_path.read_text()[-3000:]
+                        time.sleep(0.5)
+                ARTIFACTS.mkdir(exist_ok=True)
+                shot, result = ARTIFACTS / f"vscode-e2e-{name}.png", base / name / "result.json"
+                proc = subprocess.run([str(NODE24 / "bin" / "node"), str(EXT / "e2e" / "vscode.e2e.mjs"),
+                                       f"http://127.0.0.1:{port}/?folder={ws}", "relu.py", str(BUG_LINE), "KL201",
+                                       str(shot), str(result), mode],
+                                      env=dict(env, PLAYWRIGHT_FROM=str(HOME / "cs" / "package.json")),
+                                      capture_output=True, text=True, timeout=600)
+                got = json.loads(result.read_text())
+                assert got["ok"], f"{got.get('error')}\n{proc.stdout[-3000:]}\n{proc.stderr[-2000:]}"
+                assert shot.is_file() and shot.stat().st_size > 10_000
+                got["screenshot"] = str(shot)
+                return got
+            finally:
+                os.killpg(server.pid, 9)
+                server.wait()
+
+    return scenario
+
+
+def test_vscode_shows_squiggle_problem_quick_fix_and_status(vscode):
+    got = vscode("bug", sys.executable, "bug")
+    assert got["squiggleOnLine"], got
+    assert "KL201" in got["problem"] and "NaN" in got["problem"], got["problem"]
+    assert f"Ln {BUG_LINE}" in got["problem"], got["problem"]
+    assert "Ignore KL201 on this line" in got["quickFix"] and "Verify again now" in got["quickFix"], got["quickFix"]
+    assert "kernel-lsp: relu.py 1 error" in got["status"], got["status"]
+    assert got["verifyNow"]  # the command palette's "Verify Current File Now" ran a verification
+
+
+def test_vscode_tells_the_user_when_kernel_lsp_is_not_installed(vscode, tmp_path):
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(tmp_path / "bare")], check=True)
+    bare = str(tmp_path / "bare" / "bin" / "python")
+    got = vscode("missing", bare, "missing")
+    assert "kernel-lsp is not installed in" in got["notification"], got["notification"]
+    assert f"{bare} -m pip install kernel-lsp" in got["notification"], got["notification"]
+    assert "not installed" in got["status"], got["status"]

@@ -184,3 +184,41 @@ def test_a_dependency_changed_on_disk_rechecks_the_open_document(workspace):
     assert again["params"]["verified"] and again["params"]["last"]["findings"].get("error", 0) >= 1
     client.proc.stdin.close()
     client.proc.wait(timeout=20)
+
+
+def test_verify_again_now_reruns_even_when_the_result_is_cached(workspace):
+    client = RawClient(workspace)
+    client.initialize(workspace)
+    uri = client.open(workspace / "ok.py")
+
+    def idle(m):
+        return m.get("method") == "kernelLsp/status" and m["params"].get("state") == "idle" \
+            and m["params"].get("uri") == uri and not m["params"].get("cancelled")
+
+    client.wait(idle, timeout=120)
+    seen = len(client.messages)
+    rid = client.request("workspace/executeCommand", {"command": "kernel-lsp.verifyNow", "arguments": [uri]})
+    client.response(rid)
+    again = client.wait(idle, timeout=120, start=seen)
+    assert again["params"]["verified"] and again["params"]["last"]["cached"] is False  # really ran again
+    client.proc.stdin.close()
+    client.proc.wait(timeout=20)
+
+
+def test_cancelling_the_progress_kills_the_run(workspace):
+    client, workers = _busy_server(workspace)
+    uri = (workspace / "hang.py").as_uri()
+    begin = client.wait(lambda m: m.get("method") == "$/progress" and m["params"]["value"].get("kind") == "begin")
+    assert begin["params"]["value"]["cancellable"]
+    client.notify("window/workDoneProgress/cancel", {"token": begin["params"]["token"]})
+    end = client.wait(lambda m: m.get("method") == "$/progress" and m["params"]["token"] == begin["params"]["token"]
+                      and m["params"]["value"].get("kind") == "end", timeout=20)
+    assert end["params"]["value"]["message"] == "cancelled"
+    jobs = {p for p in workers if kernel_lsp_processes().get(p) == "job"}
+    assert _gone(jobs), "the cancelled run's worker is still alive"
+    idle = client.wait(lambda m: m.get("method") == "kernelLsp/status" and m["params"].get("uri") == uri
+                       and m["params"].get("state") == "idle")
+    assert idle["params"]["cancelled"]
+    assert client.proc.poll() is None  # and the server goes on
+    client.proc.stdin.close()
+    client.proc.wait(timeout=20)

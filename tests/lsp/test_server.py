@@ -118,6 +118,10 @@ async def test_server_edit_during_verification_drops_stale_results(client: Langu
     # Nothing computed for version 1 may arrive after version 2's results.
     await asyncio.sleep(3)
     assert "KL203" not in {str(d.code) for d in client.diagnostics[uri]}
+    # Every progress begun has ended, the cancelled run's too: no spinner left spinning in the editor.
+    assert client.progress_reports, "no progress was reported"
+    for token, reports in client.progress_reports.items():
+        assert isinstance(reports[-1], types.WorkDoneProgressEnd), (token, reports[-1])
 
 
 def _worker_pids() -> set[int]:

@@ -1,15 +1,17 @@
 // End-to-end: a real VS Code (code-server) in headless Chromium, driven by playwright-core.
-//   node vscode.e2e.mjs URL FILE_NAME LINE CODE SCREENSHOT RESULT_JSON
-// Opens FILE_NAME from the workspace, waits for kernel-lsp's squiggle, checks it is on LINE (1-based), that the
-// Problems panel lists CODE with its message, that Quick Fix offers kernel-lsp's actions and that the status
-// bar shows the server's state. Writes what it saw to RESULT_JSON and a screenshot to SCREENSHOT.
+//   node vscode.e2e.mjs URL FILE_NAME LINE CODE SCREENSHOT RESULT_JSON [MODE]
+// MODE "bug" (default): opens FILE_NAME from the workspace, waits for kernel-lsp's squiggle, checks it is on
+// LINE (1-based), that the Problems panel lists CODE with its message, that Quick Fix offers kernel-lsp's
+// actions, that the status bar shows the server's state, and that "Verify Current File Now" runs a verification.
+// MODE "missing": the interpreter lacks kernel-lsp; collects the notification and the status bar.
+// Writes what it saw to RESULT_JSON and a screenshot to SCREENSHOT.
 import { writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 
 const require = createRequire(process.env.PLAYWRIGHT_FROM ?? import.meta.url);
 const { chromium } = require("playwright-core");
 
-const [url, fileName, lineText, code, screenshot, resultPath] = process.argv.slice(2);
+const [url, fileName, lineText, code, screenshot, resultPath, mode = "bug"] = process.argv.slice(2);
 const line = Number(lineText);
 const result = { steps: [] };
 const step = (name, data = {}) => { result.steps.push({ name, t: Date.now(), ...data }); console.log(name, JSON.stringify(data)); };
@@ -35,6 +37,19 @@ try {
   await page.keyboard.press("Enter");
   await page.waitForSelector(`.monaco-editor .view-lines`, { timeout: 60000 });
   step("opened");
+
+  if (mode === "missing") {
+    const toast = page.locator(".notifications-toasts .notification-toast", { hasText: "not installed" }).first();
+    await toast.waitFor({ timeout: 60000 });
+    result.notification = (await toast.innerText())?.trim();
+    const item = page.locator(".statusbar .statusbar-item", { hasText: "kernel-lsp" }).first();
+    await item.waitFor({ timeout: 30000 });
+    result.status = (await item.innerText())?.trim();
+    step("missing", { notification: result.notification, status: result.status });
+    await page.screenshot({ path: screenshot });
+    result.ok = true;
+    throw "done";
+  }
 
   // The squiggle, on the right line: compare its top with the line number's.
   const squiggle = page.locator(".monaco-editor .squiggly-error").first();
@@ -80,11 +95,29 @@ try {
   step("quickfix", { text: result.quickFix });
   await page.screenshot({ path: screenshot });
   await page.keyboard.press("Escape");
+
+  // The command palette's "Verify Current File Now" runs a fresh verification: the status bar shows it.
+  await page.keyboard.press("F1");
+  await page.waitForSelector(".quick-input-widget input", { timeout: 30000 });
+  await page.keyboard.type("kernel-lsp: Verify Current File Now", { delay: 10 });
+  await page.waitForTimeout(800);
+  await page.keyboard.press("Enter");
+  await page.waitForFunction(() => [...document.querySelectorAll(".statusbar .statusbar-item")]
+    .some((e) => /kernel-lsp: verifying/.test(e.textContent ?? "")), null, { timeout: 60000, polling: 50 });
+  step("verify-now-running");
+  await page.waitForFunction(() => [...document.querySelectorAll(".statusbar .statusbar-item")]
+    .some((e) => /kernel-lsp: .* 1 error/.test(e.textContent ?? "")), null, { timeout: 240000 });
+  result.verifyNow = true;
+  step("verify-now-done");
   result.ok = true;
 } catch (e) {
+  if (e === "done") {
+    // the "missing" mode ends early on purpose
+  } else {
   result.ok = false;
   result.error = String(e?.stack ?? e);
   await page.screenshot({ path: screenshot }).catch(() => {});
+  }
 } finally {
   writeFileSync(resultPath, JSON.stringify(result, null, 2));
   await browser.close();

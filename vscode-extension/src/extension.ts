@@ -52,17 +52,20 @@ async function start(context: vscode.ExtensionContext): Promise<void> {
   const choice = chooseInterpreter(config.get<string>("interpreter"), await pythonExtensionInterpreter(folder?.uri),
                                    folder?.uri.fsPath);
   output.appendLine(`interpreter: ${choice.command} (from ${choice.source})`);
-  const installed = await probe(choice.command);
+  const installed = await probe(choice.command, folder?.uri.fsPath);
   if (!installed.ok) {
     model.state = "missing";
     model.problem = `${installed.problem}. Install it with: ${installCommand(choice.command)}`;
     output.appendLine(model.problem);
     render();
     const copy = "Copy install command";
-    const pick = await vscode.window.showErrorMessage(`kernel-lsp: ${model.problem}`, copy, "Choose interpreter", "Show output");
-    if (pick === copy) await vscode.env.clipboard.writeText(installCommand(choice.command));
-    if (pick === "Choose interpreter") await vscode.commands.executeCommand("workbench.action.openSettings", `${SECTION}.interpreter`);
-    if (pick === "Show output") output.show();
+    // Not awaited: activation must finish while the message waits for the user.
+    void vscode.window.showErrorMessage(`kernel-lsp: ${model.problem}`, copy, "Choose interpreter", "Show output")
+      .then(async (pick) => {
+        if (pick === copy) await vscode.env.clipboard.writeText(installCommand(choice.command));
+        if (pick === "Choose interpreter") await vscode.commands.executeCommand("workbench.action.openSettings", `${SECTION}.interpreter`);
+        if (pick === "Show output") output.show();
+      });
     return;
   }
   output.appendLine(`kernel-lsp ${installed.version}`);

@@ -28,17 +28,24 @@ export interface Installed {
   problem?: string;
 }
 
-// Does this interpreter have kernel-lsp? Runs `python -c "import kernel_lsp"` (no torch import: fast).
-export function probe(command: string, timeoutMs = 20000): Promise<Installed> {
+// Does this interpreter have kernel-lsp and what its server imports (pygls, lsprotocol)? No torch import: fast.
+// Run where the server will run (`cwd`: the workspace folder), since Python puts the cwd on sys.path.
+export function probe(command: string, cwd?: string, timeoutMs = 20000): Promise<Installed> {
+  const script = "import kernel_lsp, kernel_lsp.lsp.server; print(kernel_lsp.__version__)";
   return new Promise((resolve) => {
-    execFile(command, ["-c", "import kernel_lsp; print(kernel_lsp.__version__)"], { timeout: timeoutMs },
-      (error, stdout, stderr) => {
-        if (!error) return resolve({ ok: true, version: stdout.trim() });
-        const code = (error as NodeJS.ErrnoException).code;
-        if (code === "ENOENT") return resolve({ ok: false, problem: `${command} was not found` });
-        const missing = /No module named '?kernel_lsp/.test(stderr);
-        resolve({ ok: false, problem: missing ? `kernel-lsp is not installed in ${command}` : (stderr || String(error)).trim().split("\n").pop() });
-      });
+    execFile(command, ["-c", script], { timeout: timeoutMs, cwd }, (error, stdout, stderr) => {
+      if (!error) return resolve({ ok: true, version: stdout.trim() });
+      const code = (error as NodeJS.ErrnoException).code;
+      if (code === "ENOENT") return resolve({ ok: false, problem: `${command} was not found` });
+      if (/No module named '?kernel_lsp/.test(stderr)) {
+        return resolve({ ok: false, problem: `kernel-lsp is not installed in ${command}` });
+      }
+      const missing = /No module named '([^']+)'/.exec(stderr);
+      if (missing) {
+        return resolve({ ok: false, problem: `kernel-lsp is not installed completely in ${command} (no module ${missing[1]})` });
+      }
+      resolve({ ok: false, problem: (stderr || String(error)).trim().split("\n").pop() });
+    });
   });
 }
 

@@ -27,3 +27,20 @@ test("the install command quotes paths with spaces", () => {
   assert.equal(installCommand("/opt/my env/bin/python"), '"/opt/my env/bin/python" -m pip install kernel-lsp');
   assert.equal(installCommand("python3"), "python3 -m pip install kernel-lsp");
 });
+
+test("kernel-lsp importable without its server's dependencies is reported, not started", async () => {
+  const fs = await import("node:fs");
+  const { execFileSync } = await import("node:child_process");
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "kl-probe-"));
+  fs.mkdirSync(path.join(dir, "kernel_lsp", "lsp"), { recursive: true });
+  fs.writeFileSync(path.join(dir, "kernel_lsp", "__init__.py"), "__version__ = '0'\n");
+  fs.writeFileSync(path.join(dir, "kernel_lsp", "lsp", "__init__.py"), "");
+  fs.writeFileSync(path.join(dir, "kernel_lsp", "lsp", "server.py"), "import pygls_that_is_missing\n");
+  const wrapper = path.join(dir, "python");
+  const real = execFileSync("sh", ["-c", "command -v python3"]).toString().trim();
+  fs.writeFileSync(wrapper, `#!/bin/sh\nPYTHONPATH=${dir} exec ${real} -S "$@"\n`);  // -S: no site-packages
+  fs.chmodSync(wrapper, 0o755);
+  const got = await probe(wrapper);
+  assert.equal(got.ok, false);
+  assert.match(got.problem ?? "", /not installed completely in .* \(no module pygls_that_is_missing\)/);
+});
