@@ -22,3 +22,11 @@ def test_llm_settings_accept_the_editor_and_pyproject_spellings():
 def test_bad_llm_settings_name_the_key(llm, key):
     with pytest.raises(ConfigError, match=key):
         apply_overrides(Settings(), {"llm": llm})
+
+
+def test_the_vscode_extensions_settings_payload_is_accepted():
+    """What vscode-extension/src/settings.ts sends (its defaults) must pass the server's validation as is."""
+    payload = {"targets": ["sm_90"], "verify": "save", "device": "auto", "timeout": 60, "workers": 2,
+               "llm": {"endpoint": "", "model": "", "apiKeyEnv": "OPENAI_API_KEY"}}
+    s = apply_overrides(Settings(), payload)
+    assert s.targets == ["sm_90"] and s.llm["api_key_env"] == "OPENAI_API_KEY"
