@@ -164,7 +164,7 @@ def main() -> int:
             print(name, json.dumps(results[name]), flush=True)
     Path(args.out).write_text(json.dumps(results, indent=2) + "\n")
     c, v, r = results["save_to_compile"], results["save_to_verify"], results["requests_during_verification"]
-    print(f"\n| measurement | n | median | p95 | p99 | max |\n| --- | --- | --- | --- | --- | --- |")
+    print("\n| measurement | n | median | p95 | p99 | max |\n| --- | --- | --- | --- | --- | --- |")
     for label, d in (("save -> compile diagnostics, cache miss", c["cache_miss"]),
                      ("save -> compile diagnostics, cache hit", c["cache_hit"]),
                      ("save -> verification diagnostics", v),

@@ -75,7 +75,6 @@ def special_values(inputs: list) -> list:
 
 def transposed(inputs: list) -> list:
     """Same values, reversed strides (column-major); 1-D tensors get a stride of 2 instead."""
-    import torch
 
     def t(i, x):
         if x.dim() >= 2:

@@ -20,7 +20,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..model import Severity, Span
+from ..model import Span
 from .compare import Comparison, compare_tensor, flatten_outputs
 from .guards import MemoryGuard, poisoned_allocations
 from .loader import UserCodeError, deepest_line

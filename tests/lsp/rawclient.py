@@ -33,6 +33,16 @@ def kernel_lsp_processes() -> dict[int, str]:
     return found
 
 
+def wait_gone(pids: set[int], timeout: float = 15.0) -> bool:
+    """True once none of `pids` is a live kernel-lsp worker or zygote; False if some still are at the timeout."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if not set(pids) & set(kernel_lsp_processes()):
+            return True
+        time.sleep(0.05)
+    return False
+
+
 def descendants(pid: int) -> set[int]:
     """Every process below `pid` now (by walking /proc's parent links)."""
     parent = {}

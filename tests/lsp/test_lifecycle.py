@@ -3,8 +3,6 @@ out-of-order saves handled. Process census: tests/lsp/rawclient.py."""
 
 from __future__ import annotations
 
-import json
-import os
 import shutil
 import signal
 import subprocess
@@ -14,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import CORPUS, FIXTURES
-from tests.lsp.rawclient import RawClient, descendants, kernel_lsp_processes
+from tests.lsp.rawclient import RawClient, descendants, kernel_lsp_processes, wait_gone
 
 
 @pytest.fixture
@@ -46,15 +44,6 @@ def _busy_server(workspace: Path, process_id: int | None = None, warm: str = "1"
     raise AssertionError("the hanging file's worker never started")
 
 
-def _gone(pids: set[int], timeout: float = 15.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if not _alive(pids):
-            return True
-        time.sleep(0.1)
-    return False
-
-
 @WARM_AND_COLD
 def test_client_vanishing_mid_request_stops_server_and_workers(workspace, warm):
     client, workers = _busy_server(workspace, warm=warm)
@@ -62,7 +51,7 @@ def test_client_vanishing_mid_request_stops_server_and_workers(workspace, warm):
                                           "position": {"line": 9, "character": 5}})
     client.proc.stdin.close()  # the client is gone: stdin EOF, mid-request
     assert client.proc.wait(timeout=20) is not None
-    assert _gone(workers), f"orphaned workers: {_alive(workers)}"
+    assert wait_gone(workers), f"orphaned workers: {_alive(workers)}"
 
 
 def test_client_process_death_is_noticed(workspace):
@@ -71,7 +60,7 @@ def test_client_process_death_is_noticed(workspace):
     editor.kill()
     editor.wait()
     assert client.proc.wait(timeout=20) == 0  # the parent watch noticed, though stdin is still open
-    assert _gone(workers), f"orphaned workers: {_alive(workers)}"
+    assert wait_gone(workers), f"orphaned workers: {_alive(workers)}"
 
 
 @WARM_AND_COLD
@@ -79,7 +68,7 @@ def test_server_killed_outright_leaves_no_orphans(workspace, warm):
     client, workers = _busy_server(workspace, warm=warm)
     client.proc.send_signal(signal.SIGKILL)  # no shutdown, no finally: the zygote sees EOF, its jobs PDEATHSIG
     client.proc.wait()
-    assert _gone(workers), f"orphaned workers: {_alive(workers)}"
+    assert wait_gone(workers), f"orphaned workers: {_alive(workers)}"
 
 
 def test_shutdown_and_exit_stop_the_workers(workspace):
@@ -88,7 +77,7 @@ def test_shutdown_and_exit_stop_the_workers(workspace):
     client.response(rid, timeout=20)
     client.notify("exit", None)
     assert client.proc.wait(timeout=20) is not None
-    assert _gone(workers), f"orphaned workers: {_alive(workers)}"
+    assert wait_gone(workers), f"orphaned workers: {_alive(workers)}"
 
 
 def test_bytes_that_are_not_utf8_do_not_kill_the_server(workspace):
@@ -215,7 +204,7 @@ def test_cancelling_the_progress_kills_the_run(workspace):
                       and m["params"]["value"].get("kind") == "end", timeout=20)
     assert end["params"]["value"]["message"] == "cancelled"
     jobs = {p for p in workers if kernel_lsp_processes().get(p) == "job"}
-    assert _gone(jobs), "the cancelled run's worker is still alive"
+    assert wait_gone(jobs), "the cancelled run's worker is still alive"
     idle = client.wait(lambda m: m.get("method") == "kernelLsp/status" and m["params"].get("uri") == uri
                        and m["params"].get("state") == "idle")
     assert idle["params"]["cancelled"]

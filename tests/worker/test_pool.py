@@ -6,12 +6,12 @@ from __future__ import annotations
 import os
 import signal
 import time
-from pathlib import Path
 
 from kernel_lsp.config import Settings
 from kernel_lsp.engine.check import CheckRequest, check_file
 from kernel_lsp.worker.pool import WarmPool
 from tests.conftest import CORPUS, FIXTURES
+from tests.lsp.rawclient import kernel_lsp_processes, wait_gone
 
 
 def _codes(report) -> list[tuple[str, int]]:
@@ -34,20 +34,11 @@ def test_warm_and_cold_workers_agree():
 
 
 def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return False
-    return state != "Z"
+    return pid in kernel_lsp_processes()
 
 
-def _wait_dead(pid: int, timeout: float = 10.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if not _alive(pid):
-            return True
-        time.sleep(0.05)
-    return False
+def _wait_dead(pid: int) -> bool:
+    return wait_gone({pid}, timeout=10.0)
 
 
 def _hanging_check(pool: WarmPool):
