@@ -360,6 +360,10 @@ def watch_parent(ls: KernelLanguageServer, pid: int) -> None:
 
 def serve() -> None:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    # pygls logs every message it sends at INFO: that floods the editor's output channel (and costs time on
+    # large diagnostics). KERNEL_LSP_LOG=debug brings it back.
+    if os.environ.get("KERNEL_LSP_LOG", "").lower() != "debug":
+        logging.getLogger("pygls").setLevel(logging.WARNING)
     try:
         server.start_io()
     finally:

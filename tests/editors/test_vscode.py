@@ -122,6 +122,8 @@ def test_vscode_shows_squiggle_problem_quick_fix_and_status(vscode):
     assert "Ignore KL201 on this line" in got["quickFix"] and "Verify again now" in got["quickFix"], got["quickFix"]
     assert "kernel-lsp: relu.py 1 error" in got["status"], got["status"]
     assert got["verifyNow"]  # the command palette's "Verify Current File Now" ran a verification
+    assert "interpreter: " + sys.executable in got["output"].replace("\xa0", " "), got["output"]  # "Show Output"
+    assert got["restarted"]  # "Restart Server": a second server started and re-checked the open file
 
 
 def test_vscode_tells_the_user_when_kernel_lsp_is_not_installed(vscode, tmp_path):

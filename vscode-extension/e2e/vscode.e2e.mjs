@@ -109,6 +109,31 @@ try {
     .some((e) => /kernel-lsp: .* 1 error/.test(e.textContent ?? "")), null, { timeout: 240000 });
   result.verifyNow = true;
   step("verify-now-done");
+
+  // "Show Output" opens the extension's channel; "Restart Server" starts a new server that checks again.
+  const runCommand = async (title) => {
+    await page.keyboard.press("F1");
+    await page.waitForSelector(".quick-input-widget input", { timeout: 30000 });
+    await page.keyboard.type(title, { delay: 10 });
+    await page.waitForTimeout(800);
+    await page.keyboard.press("Enter");
+  };
+  const panelText = () => [...document.querySelectorAll(".part.panel .monaco-editor .view-lines")].map((e) => e.textContent ?? "").join("\n");
+  const outputText = async () => await page.evaluate(panelText);
+  await runCommand("kernel-lsp: Show Output");
+  await page.locator(".part.panel .monaco-editor .view-lines", { hasText: "interpreter: " }).first().waitFor({ timeout: 30000 });
+  result.output = await outputText();
+  step("output", { text: result.output.slice(0, 300) });
+  await runCommand("kernel-lsp: Restart Server");
+  for (let waited = 0; ((await outputText()).match(/interpreter:\s/g) ?? []).length < 2; waited += 250) {
+    if (waited > 60000) throw new Error(`no second server start in the output: ${await outputText()}`);
+    await page.waitForTimeout(250);
+  }
+  await page.waitForFunction(() => [...document.querySelectorAll(".statusbar .statusbar-item")]
+    .some((e) => /kernel-lsp: .* 1 error/.test(e.textContent ?? "")), null, { timeout: 240000 });
+  result.restarted = true;
+  step("restarted", { output: (await outputText()).slice(0, 500) });
+  await page.screenshot({ path: screenshot.replace(/\.png$/, "-after-restart.png") });
   result.ok = true;
 } catch (e) {
   if (e === "done") {
