@@ -28,6 +28,7 @@ log = logging.getLogger(__name__)
 
 MIN_DEBOUNCE, MAX_DEBOUNCE = 0.05, 0.5
 VERIFY_SOURCE = "kernel-lsp.verify"
+QUICK_SOURCES = ("kernel-lsp.discover", "kernel-lsp.link")  # what the at-once stage finds
 
 
 @dataclass
@@ -56,6 +57,7 @@ class Document:
     findings: dict[str, list[Finding]] = field(default_factory=dict)  # by stage source
     report: FileReport | None = None
     last_seconds: float = 0.2
+    published: int = -1  # the generation whose full check was last published
 
 
 @dataclass
@@ -73,6 +75,10 @@ class Scheduler:
         self.hooks = hooks
         self.docs: dict[str, Document] = {}
         self.executor = ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="kernel-lsp-check")
+        self.workers = max(1, workers)
+        # Discovery and linking run at once on every version, on their own thread, so a syntax error or a
+        # broken link shows while the check threads are busy verifying other files.
+        self.quick_executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kernel-lsp-quick")
         self.pool = WarmPool()  # a zygote with torch and triton imported; workers fork from it
         self.configure(settings, root)
 
@@ -83,6 +89,10 @@ class Scheduler:
 
     def configure(self, settings: Settings, root: Path | None) -> None:
         self.settings, self.root = settings, root
+        if settings.workers != self.workers:  # checks at once: running ones finish on the old threads
+            old, self.workers = self.executor, settings.workers
+            self.executor = ThreadPoolExecutor(max_workers=settings.workers, thread_name_prefix="kernel-lsp-check")
+            old.shutdown(wait=False)
         self.cache = Cache(Path(settings.cache_dir) if settings.cache_dir else (root / ".kernel_lsp_cache" if root else None))
 
     def document(self, uri: str, path: Path) -> Document:
@@ -101,8 +111,26 @@ class Scheduler:
             self.hooks.publish(doc)  # verification results were for the old text: never show them as current
         delay = 0.0 if immediate else min(MAX_DEBOUNCE, max(MIN_DEBOUNCE, doc.last_seconds / 4))
         gen = doc.generation
-        doc.pending = asyncio.get_running_loop().create_task(self._run(doc, gen, verify, delay, refresh))
+        loop = asyncio.get_running_loop()
+        loop.create_task(self._quick(doc, gen))
+        doc.pending = loop.create_task(self._run(doc, gen, verify, delay, refresh))
         return doc
+
+    async def _quick(self, doc: Document, gen: int) -> None:
+        """Discovery and linking of this version, published at once (no debounce, no worker)."""
+        request = CheckRequest(doc.path, self.settings, self.root, source=doc.text, quick=True)
+        try:
+            report = await asyncio.get_running_loop().run_in_executor(self.quick_executor, check_file, request)
+        except Exception:
+            log.exception("quick check of %s failed", doc.uri)
+            return
+        if gen != doc.generation or doc.published == gen:
+            return  # a newer version exists, or the full check of this one already published
+        fresh = {src: [f for f in report.findings if f.source == src] for src in QUICK_SOURCES}
+        if all(fresh[src] == doc.findings.get(src, []) for src in QUICK_SOURCES):
+            return
+        doc.findings.update(fresh)
+        self.hooks.publish(doc)
 
     def cancel(self, doc: Document) -> None:
         doc.generation += 1
@@ -123,6 +151,7 @@ class Scheduler:
         for doc in list(self.docs.values()):
             self.cancel(doc)
         self.executor.shutdown(wait=False, cancel_futures=True)
+        self.quick_executor.shutdown(wait=False, cancel_futures=True)
         self.pool.close()
 
     async def _run(self, doc: Document, gen: int, verify: bool, delay: float, refresh: bool = False) -> None:
@@ -167,5 +196,6 @@ class Scheduler:
                 by_source.setdefault(f.source, []).append(f)
             keep = {VERIFY_SOURCE: doc.findings.get(VERIFY_SOURCE, [])} if not verify else {}
             doc.findings = {**keep, **by_source}
+            doc.published = gen
             self.hooks.publish(doc)
         self.hooks.finished(doc, run, token, report if current else None)

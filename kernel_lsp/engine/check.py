@@ -36,6 +36,7 @@ class CheckRequest:
     jobs: list[WorkerJob] = field(default_factory=list)  # running worker jobs, so a caller can kill them
     pool: WarmPool | None = None  # warm workers (the zygote); cold processes when None
     refresh: bool = False  # run the worker even on a cache hit ("Verify again now"), then store the result
+    quick: bool = False  # discovery and linking only (the language server's at-once stage): no cache, no worker
 
 
 def read_source(path: Path) -> tuple[str | None, Finding | None]:
@@ -84,7 +85,7 @@ def check_file(req: CheckRequest) -> FileReport:
     linked = link_file(path, source, cli_reference=req.cli_reference, root=req.root,
                        mapping=req.settings.references)
     report.findings.extend(linked.findings)
-    if linked.link is None:
+    if linked.link is None or req.quick:
         return _finish(report, source)
 
     link_job = linked.link.to_job()

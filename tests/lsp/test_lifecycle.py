@@ -211,3 +211,19 @@ def test_cancelling_the_progress_kills_the_run(workspace):
     assert client.proc.poll() is None  # and the server goes on
     client.proc.stdin.close()
     client.proc.wait(timeout=20)
+
+
+def test_syntax_errors_show_at_once_while_the_check_threads_are_busy(workspace):
+    (workspace / "pyproject.toml").write_text('[tool.kernel-lsp]\ntargets = ["sm_90"]\nworkers = 1\ntimeout = 120\n')
+    client, _ = _busy_server(workspace)  # hang.py holds the only check thread for up to 120 s
+    ok = client.open(workspace / "ok.py")
+    broken = (workspace / "ok.py").read_text().replace("def add(x, y):", "def add(x, y:")
+    start = time.monotonic()
+    client.notify("textDocument/didChange", {"textDocument": {"uri": ok, "version": 2},
+                                             "contentChanges": [{"text": broken}]})
+    got = client.wait(lambda m: m.get("method") == "textDocument/publishDiagnostics" and m["params"]["uri"] == ok
+                      and any(d.get("code") == "KL001" for d in m["params"]["diagnostics"]), timeout=30)
+    assert time.monotonic() - start < 10, "the syntax error waited for a check thread"
+    assert got["params"]["version"] == 2
+    client.proc.stdin.close()
+    client.proc.wait(timeout=20)
