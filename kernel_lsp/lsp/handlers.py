@@ -1,0 +1,174 @@
+"""The LSP method handlers of `kernel-lsp serve`, one function per method, registered on `server`.
+
+Handlers only parse requests, update the scheduler and render; each one's errors are caught and logged by
+`_guard`, so one broken feature never takes the server down. Session state and the scheduler's hooks live in
+server.py; what hover and code actions show, in features.py.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+import time
+
+from lsprotocol import types
+
+from .convert import path_of
+from .features import VERIFY_NOW, code_actions, hover_markdown, kernel_at
+from .server import SECTION, KernelLanguageServer, log, server
+
+
+def _guard(fn):
+    """Run a handler; log its failure instead of letting it reach the client or kill the server."""
+    import functools
+
+    @functools.wraps(fn)
+    async def wrapper(ls, params):
+        try:
+            result = fn(ls, params)
+            if asyncio.iscoroutine(result):
+                result = await result
+            return result
+        except Exception:
+            log.exception("%s failed", fn.__name__)
+            return None
+    return wrapper
+
+
+@server.feature(types.INITIALIZE)
+@_guard
+def initialize(ls: KernelLanguageServer, params: types.InitializeParams):
+    root = params.root_uri or (params.workspace_folders[0].uri if params.workspace_folders else None)
+    ls.root = path_of(root) if root else None
+    if isinstance(params.initialization_options, dict):
+        ls.client_overrides = dict(params.initialization_options.get(SECTION, params.initialization_options))
+    if params.process_id:
+        watch_parent(ls, params.process_id)
+
+
+@server.feature(types.INITIALIZED)
+@_guard
+async def initialized(ls: KernelLanguageServer, params):
+    try:
+        await ls.fetch_client_settings()
+        ls.load_settings()
+        ls.scheduler.warm_up()
+        ls.watch_files()
+    finally:
+        ls.ready = True
+        deferred, ls.deferred = ls.deferred, {}
+        for uri, (save, immediate) in deferred.items():
+            if uri in ls.workspace.text_documents:  # still open
+                ls.schedule(uri, save=save, immediate=immediate)
+
+
+@server.feature(types.TEXT_DOCUMENT_DID_OPEN)
+@_guard
+def did_open(ls: KernelLanguageServer, params: types.DidOpenTextDocumentParams):
+    ls.schedule(params.text_document.uri, save=True, immediate=True)
+
+
+@server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
+@_guard
+def did_change(ls: KernelLanguageServer, params: types.DidChangeTextDocumentParams):
+    uri = params.text_document.uri
+    saved = ls.saved_ahead.get(uri)
+    caught_up = saved is not None and ls.workspace.get_text_document(uri).source == saved
+    if caught_up:
+        del ls.saved_ahead[uri]
+    ls.schedule(uri, save=caught_up, immediate=caught_up)
+
+
+@server.feature(types.TEXT_DOCUMENT_DID_SAVE, types.SaveOptions(include_text=True))
+@_guard
+def did_save(ls: KernelLanguageServer, params: types.DidSaveTextDocumentParams):
+    uri = params.text_document.uri
+    saved = params.text
+    if saved is None:
+        try:
+            saved = path_of(uri).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            saved = None
+    if saved is not None and saved != ls.workspace.get_text_document(uri).source:
+        ls.saved_ahead[uri] = saved  # the matching didChange is still on its way
+        return
+    ls.saved_ahead.pop(uri, None)
+    ls.schedule(uri, save=True, immediate=True)
+
+
+@server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
+@_guard
+def did_close(ls: KernelLanguageServer, params: types.DidCloseTextDocumentParams):
+    uri = params.text_document.uri
+    ls.saved_ahead.pop(uri, None)
+    if uri in ls.scheduler.docs:
+        ls.scheduler.close(uri)
+    else:
+        ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
+
+
+@server.feature(types.TEXT_DOCUMENT_HOVER)
+@_guard
+def hover(ls: KernelLanguageServer, params: types.HoverParams):
+    doc = ls.scheduler.docs.get(params.text_document.uri)
+    if doc is None:
+        return None
+    kernel = kernel_at(doc, params.position.line, params.position.character)
+    if kernel is None:
+        return None
+    return types.Hover(contents=types.MarkupContent(types.MarkupKind.Markdown, hover_markdown(doc, kernel)))
+
+
+@server.feature(types.TEXT_DOCUMENT_CODE_ACTION, types.CodeActionOptions(
+    code_action_kinds=[types.CodeActionKind.QuickFix, types.CodeActionKind.Source]))
+@_guard
+def code_action(ls: KernelLanguageServer, params: types.CodeActionParams):
+    doc = ls.scheduler.docs.get(params.text_document.uri)
+    return code_actions(doc, params) if doc is not None else None
+
+
+@server.command(VERIFY_NOW)
+def verify_now(ls: KernelLanguageServer, uri: str):
+    """Verify a document now, even if its result is cached (the editor's "Verify again now")."""
+    try:
+        doc = ls.scheduler.docs.get(uri)
+        if doc is not None:
+            ls.scheduler.update(uri, doc.path, doc.version, doc.text, verify=True, immediate=True, refresh=True)
+    except Exception:
+        log.exception("verifyNow failed")
+    return None
+
+
+@server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
+@_guard
+async def did_change_configuration(ls: KernelLanguageServer, params: types.DidChangeConfigurationParams):
+    if isinstance(params.settings, dict) and isinstance(params.settings.get(SECTION), dict):
+        ls.client_overrides = dict(params.settings[SECTION])
+    else:
+        await ls.fetch_client_settings()
+    ls.load_settings()
+    for uri in list(ls.scheduler.docs):
+        ls.schedule(uri, save=True, immediate=True)
+
+
+@server.feature(types.SHUTDOWN)
+@_guard
+def shutdown(ls: KernelLanguageServer, params):
+    ls.stop_everything()
+
+
+def watch_parent(ls: KernelLanguageServer, pid: int) -> None:
+    """pygls 2 has no parent-process watcher: poll the client's pid and exit with it, killing the workers."""
+    def poll():
+        while True:
+            time.sleep(1.0)
+            try:
+                os.kill(pid, 0)
+            except ProcessLookupError:
+                ls.stop_everything()
+                os._exit(0)
+            except PermissionError:
+                pass
+
+    threading.Thread(target=poll, name="kernel-lsp-parent-watch", daemon=True).start()
