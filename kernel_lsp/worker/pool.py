@@ -56,8 +56,10 @@ class WarmPool:
 
     @staticmethod
     def usable() -> bool:
+        """Linux only (the children rely on prctl's parent-death signal), never beside a GPU, not when disabled."""
         from ..cache import gpu_present
-        return not gpu_present() and os.environ.get("KERNEL_LSP_WARM", "1") != "0"
+        return (sys.platform.startswith("linux") and not gpu_present()
+                and os.environ.get("KERNEL_LSP_WARM", "1") != "0")
 
     def start(self) -> bool:
         """Start the zygote if it is not running (it warms up in the background); False when unusable."""
