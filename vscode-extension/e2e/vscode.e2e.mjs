@@ -29,12 +29,22 @@ try {
   step("workbench");
   await page.waitForTimeout(3000);
 
-  // Open the file with Quick Open.
-  await page.keyboard.press(`${mod}+P`);
-  await page.waitForSelector(".quick-input-widget input", { timeout: 30000 });
-  await page.keyboard.type(fileName, { delay: 20 });
-  await page.waitForTimeout(1000);
-  await page.keyboard.press("Enter");
+  // Open the file with Quick Open; wait for its result row before Enter, and for its tab after (under load
+  // the list can lag the keystrokes), retrying once.
+  for (let attempt = 1; ; attempt++) {
+    await page.keyboard.press(`${mod}+P`);
+    await page.waitForSelector(".quick-input-widget input", { timeout: 30000 });
+    await page.keyboard.type(fileName, { delay: 20 });
+    await page.locator(".quick-input-widget .monaco-list-row", { hasText: fileName }).first().waitFor({ timeout: 30000 });
+    await page.keyboard.press("Enter");
+    try {
+      await page.locator(".tabs-container .tab", { hasText: fileName }).first().waitFor({ timeout: 15000 });
+      break;
+    } catch (e) {
+      if (attempt >= 3) throw e;
+      await page.keyboard.press("Escape");
+    }
+  }
   await page.waitForSelector(`.monaco-editor .view-lines`, { timeout: 60000 });
   step("opened");
 
