@@ -46,6 +46,15 @@ def _file_digest(path: str | Path | None) -> str:
 
 def cache_key(source: str, link: dict[str, Any] | None, fingerprint: dict[str, Any],
               dependencies: list[str] = ()) -> str:
+    digests: dict[str, str] = {}  # the reference is often also an input file and a dependency: read it once
+
+    def digest(path: str | None) -> str:
+        if not path:
+            return ""
+        if path not in digests:
+            digests[path] = _file_digest(path)
+        return digests[path]
+
     parts = {
         "format": CACHE_FORMAT,
         "kernel_lsp": __version__,
@@ -54,10 +63,10 @@ def cache_key(source: str, link: dict[str, Any] | None, fingerprint: dict[str, A
         "gpu": gpu_present(),
         "source": hashlib.sha256(source.encode("utf-8", "surrogatepass")).hexdigest(),
         "link": link,
-        "reference": _file_digest(link and link.get("reference")),
-        "inputs": _file_digest(link and link.get("inputs_path")),
+        "reference": digest(link and link.get("reference")),
+        "inputs": digest(link and link.get("inputs_path")),
         "settings": fingerprint,
-        "dependencies": {d: _file_digest(d) for d in dependencies},
+        "dependencies": {d: digest(d) for d in dependencies},
     }
     return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()
 

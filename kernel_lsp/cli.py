@@ -15,7 +15,7 @@ from pathlib import Path
 
 from . import __version__
 from .cache import Cache, gpu_present
-from .worker.pool import shared_pool
+from .worker.pool import WarmPool
 from .config import ConfigError, Settings, apply_overrides, find_pyproject, load_pyproject
 from .model import FileReport, Severity
 
@@ -81,7 +81,7 @@ def cmd_check(args: argparse.Namespace) -> int:
 
     start = time.monotonic()
 
-    warm = shared_pool() if settings.device != "cuda" else None  # forks warm workers; started on first use
+    warm = WarmPool()  # forks warm workers where it can; started on first use
 
     def one(path: Path) -> FileReport:
         return check_file(CheckRequest(path.resolve(), settings, root, reference, cache=cache, pool=warm))
@@ -93,8 +93,7 @@ def cmd_check(args: argparse.Namespace) -> int:
         with ThreadPoolExecutor(max_workers=jobs) as pool:
             reports = list(pool.map(one, files))
     finally:
-        if warm is not None:
-            warm.close()
+        warm.close()
     stats = {"files": len(reports), "cache_hits": sum(1 for r in reports if r.cached),
              "workers_spawned": sum(r.stats.get("workers", 0) for r in reports),
              "warm_workers": sum(r.stats.get("warm_workers", 0) for r in reports),

@@ -84,8 +84,7 @@ class Scheduler:
 
     def warm_up(self) -> None:
         """Start the warm worker now, so the first check does not pay for importing torch and triton."""
-        if self.settings.device != "cuda":
-            self.pool.start()
+        self.pool.start(self.settings.device)
 
     def configure(self, settings: Settings, root: Path | None) -> None:
         self.settings, self.root = settings, root
@@ -164,8 +163,7 @@ class Scheduler:
         run = Run(gen, verify)
         settings = apply_overrides(self.settings, {"verification": verify})
         run.request = CheckRequest(doc.path, settings, self.root, source=doc.text, cache=self.cache,
-                                   cancel=run.cancel, pool=self.pool if settings.device != "cuda" else None,
-                                   refresh=refresh)
+                                   cancel=run.cancel, pool=self.pool, refresh=refresh)
         doc.running = run
         token = await self.hooks.started(doc, run)
         loop = asyncio.get_running_loop()
@@ -178,8 +176,6 @@ class Scheduler:
             # A newer version took over: kill this run, and still end its progress, or the editor's spinner
             # for it would spin forever.
             run.kill()
-            if doc.running is run:
-                doc.running = None
             self.hooks.finished(doc, run, token, None)
             raise
         except Exception:  # a fault of the tool: logged, the server lives on

@@ -38,7 +38,6 @@ class KernelLanguageServer(LanguageServer):
         self.pyproject: Path | None = None
         self.scheduler = Scheduler(Hooks(self.publish, self.run_started, self.run_finished, self.run_stage),
                                    self.settings, None)
-        self.progress_tokens: dict[str, Document] = {}
         self.observer = None
         # A save whose text the server has not seen yet (a client that sends didSave before its debounced
         # didChange, like Neovim 0.7): verification waits until the document catches up with it.
@@ -94,7 +93,6 @@ class KernelLanguageServer(LanguageServer):
             await asyncio.wait_for(self.work_done_progress.create_async(token), 2)
         except Exception:
             return None
-        self.progress_tokens[token] = doc
         self.work_done_progress.begin(token, types.WorkDoneProgressBegin(
             title=f"kernel-lsp: {stage} {doc.path.name}", cancellable=True,
             message="discover, link, compile" + (", verify" if run.verify else "")))
@@ -111,14 +109,13 @@ class KernelLanguageServer(LanguageServer):
 
     def run_stage(self, doc: Document, run: Run, token: Any, event: dict) -> None:
         message = event.get("stage", "") + (f": {event['detail']}" if event.get("detail") else "")
-        if token and token in self.progress_tokens:
+        if token and token in self.work_done_progress.tokens:
             self.work_done_progress.report(token, types.WorkDoneProgressReport(message=message[:200]))
         self.protocol.notify(STATUS, {"state": event.get("stage"), "uri": doc.uri, "version": doc.version,
                                       "detail": event.get("detail", "")})
 
     def run_finished(self, doc: Document, run: Run, token: Any, report) -> None:
         if token:
-            self.progress_tokens.pop(token, None)
             self.work_done_progress.tokens.pop(token, None)
             message = "cancelled" if report is None else f"{len(report.findings)} finding(s)"
             self.work_done_progress.end(token, types.WorkDoneProgressEnd(message=message))

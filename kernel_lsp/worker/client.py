@@ -90,7 +90,8 @@ class WorkerJob:
                 if self._cancelled.is_set():
                     outcome.cancelled = True
                     return outcome
-                forked = self.pool.spawn(job_path, out_path, err_path, env) if self.pool is not None else None
+                forked = (self.pool.spawn(job_path, out_path, err_path, env, self.job.get("device", "auto"))
+                          if self.pool is not None else None)
                 self.warm = forked is not None
                 self._proc = forked or subprocess.Popen(
                     [sys.executable, "-m", "kernel_lsp.worker.child", job_path, out_path],

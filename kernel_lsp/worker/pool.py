@@ -55,19 +55,20 @@ class WarmPool:
         self._ids = itertools.count(1)
 
     @staticmethod
-    def usable() -> bool:
-        """Linux only (the children rely on prctl's parent-death signal), never beside a GPU, not when disabled."""
+    def usable(device: str = "auto") -> bool:
+        """Linux only (the children rely on prctl's parent-death signal), never for CUDA or beside a GPU (CUDA
+        cannot be used in a forked child), not when disabled."""
         from ..cache import gpu_present
-        return (sys.platform.startswith("linux") and not gpu_present()
+        return (sys.platform.startswith("linux") and device != "cuda" and not gpu_present()
                 and os.environ.get("KERNEL_LSP_WARM", "1") != "0")
 
-    def start(self) -> bool:
+    def start(self, device: str = "auto") -> bool:
         """Start the zygote if it is not running (it warms up in the background); False when unusable."""
         with self._lock:
-            return self._start_locked()
+            return self._start_locked(device)
 
-    def _start_locked(self) -> bool:
-        if self._failed or not self.usable():
+    def _start_locked(self, device: str) -> bool:
+        if self._failed or not self.usable(device):
             return False
         if self._proc is not None and self._proc.poll() is None:
             return True
@@ -113,9 +114,10 @@ class WarmPool:
                 child._end(-signal.SIGKILL)
             self._children.clear()
 
-    def spawn(self, job_path: str, out_path: str, err_path: str, env: dict[str, str]) -> ForkedChild | None:
+    def spawn(self, job_path: str, out_path: str, err_path: str, env: dict[str, str],
+              device: str = "auto") -> ForkedChild | None:
         with self._lock:
-            if not self._start_locked():
+            if not self._start_locked(device):
                 return None
             proc = self._proc
         if not self._ready.wait(READY_TIMEOUT) or proc.poll() is not None or self._failed:
@@ -154,15 +156,3 @@ class WarmPool:
             proc.kill()
             proc.wait()
 
-
-_POOL: WarmPool | None = None
-_POOL_LOCK = threading.Lock()
-
-
-def shared_pool() -> WarmPool:
-    """The process's one warm pool (the language server and `check` each have one)."""
-    global _POOL
-    with _POOL_LOCK:
-        if _POOL is None:
-            _POOL = WarmPool()
-        return _POOL

@@ -37,8 +37,9 @@ def _busy_server(workspace: Path, process_id: int | None = None, warm: str = "1"
     client.open(workspace / "hang.py")
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
-        mine = descendants(client.proc.pid) & set(kernel_lsp_processes())
-        if "job" in {kernel_lsp_processes().get(p) for p in mine}:
+        census = kernel_lsp_processes()
+        mine = descendants(client.proc.pid) & set(census)
+        if "job" in {census[p] for p in mine}:
             return client, mine
         time.sleep(0.1)
     raise AssertionError("the hanging file's worker never started")

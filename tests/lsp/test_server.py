@@ -13,6 +13,7 @@ from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient
 
 from tests.conftest import CORPUS, FIXTURES
+from tests.lsp.rawclient import kernel_lsp_processes
 
 WORKSPACE = Path(os.environ.get("KERNEL_LSP_TEST_WS", "/tmp/kernel-lsp-lsp-tests"))
 
@@ -124,17 +125,7 @@ async def test_server_edit_during_verification_drops_stale_results(client: Langu
 
 
 def _worker_pids() -> set[int]:
-    pids = set()
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                cmd = (entry / "cmdline").read_bytes()
-                comm = (entry / "comm").read_bytes().strip()
-            except OSError:
-                continue
-            if b"kernel_lsp.worker.child" in cmd or comm == b"kernel-lsp-job":  # cold or forked from the zygote
-                pids.add(int(entry.name))
-    return pids
+    return {pid for pid, kind in kernel_lsp_processes().items() if kind == "job"}  # cold or forked
 
 
 async def test_server_cancellation_kills_the_worker(client: LanguageClient):
