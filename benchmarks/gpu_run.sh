@@ -1,26 +1,37 @@
 #!/usr/bin/env bash
-# One device call: install kernel-lsp without dependencies (the GPU image has torch and triton), time every
-# task against eager, run the GPU-marked tests, and verify tasks/ on the GPU. Results land in $OUT.
+# One device call (docs/benchmarks.md): install kernel-lsp without dependencies (the GPU image has torch, triton,
+# matplotlib and nvidia-ml-py), then, on GPU 0, the GPU-marked tests and the save->diagnostic latency, while GPU 1
+# (when there is one) checks and times every task of tasks/ with kernel-lsp itself. Everything lands in $OUT.
+#   GPU_TESTS=0 skips the tests, GPU_LATENCY=0 the latency, GPU_TASKS=0 the tasks; TASKS_DIR picks a subfolder.
 set -uo pipefail
 export PYTHONUNBUFFERED=1
 OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT"
 python3 -m pip install -q --no-deps --no-build-isolation -e . >"$OUT/install.log" 2>&1 || tail -5 "$OUT/install.log"
-python3 -c "import torch, triton; print(torch.__version__, triton.__version__, torch.cuda.get_device_name())"
-nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,temperature.gpu --format=csv,noheader
-timeout ${BENCH_TIMEOUT:-230} python3 benchmarks/gpu_tasks.py --json "$OUT/bench.json" ${BENCH_ONLY:-} 2>"$OUT/bench.err" | tee "$OUT/bench.md"
-timeout 150 python3 -m pytest -q -p no:cacheprovider tests/test_gpu.py >"$OUT/gpu_tests.txt" 2>&1; tail -4 "$OUT/gpu_tests.txt"
-timeout ${CHECK_TIMEOUT:-220} python3 -m kernel_lsp.cli check tasks --device cuda --no-cache --jobs 6 --timeout 150 --format json \
-  -o "$OUT/gpu_check.json"; echo "check exit $?"
-python3 - "$OUT/gpu_check.json" <<'PY'
-import json, sys
-try:
-    d = json.load(open(sys.argv[1]))
-except Exception as e:
-    print("no check output:", e); sys.exit(0)
-print(d["stats"])
-for f in d["files"]:
-    bad = [x for x in f["findings"] if x["severity"] in ("error", "warning")]
-    if bad:
-        print(f["path"].split("tasks/")[-1], [(x["code"], x["message"][:160]) for x in bad])
-PY
+python3 -c "import torch, triton; print(torch.__version__, triton.__version__, torch.cuda.device_count(), torch.cuda.get_device_name())"
+nvidia-smi --query-gpu=index,name,clocks.sm,clocks.mem,temperature.gpu,driver_version --format=csv,noheader
+ngpu=$(nvidia-smi -L | wc -l)
+tasks_gpu=$(( ngpu > 1 ? 1 : 0 ))
+if [ "${GPU_TASKS:-1}" = 1 ]; then
+  # The tasks run in their own session so they outlive this call if it ends first; the next call collects them.
+  CUDA_VISIBLE_DEVICES=$tasks_gpu setsid nohup timeout ${TASKS_TIMEOUT:-1500} python3 -m kernel_lsp.cli check \
+    "${TASKS_DIR:-tasks}" --device cuda --no-cache --timeout 400 --format json -o /tmp/tasks.json \
+    --report /tmp/report >/tmp/tasks.log 2>&1 &
+  echo "tasks started on GPU $tasks_gpu"
+fi
+export CUDA_VISIBLE_DEVICES=0
+python3 -c "from kernel_lsp.engine.ceilings import load_or_measure; import json; c, hit = load_or_measure(); print(json.dumps(c.to_dict()))" \
+  | tee "$OUT/ceilings.json"
+if [ "${GPU_TESTS:-1}" = 1 ]; then
+  timeout ${TESTS_TIMEOUT:-330} python3 -m pytest -q -p no:cacheprovider -x -rA tests/test_gpu.py tests/test_gpu_measure.py \
+    >"$OUT/gpu_tests.txt" 2>&1; echo "tests exit $?"; tail -15 "$OUT/gpu_tests.txt"
+fi
+if [ "${GPU_LATENCY:-1}" = 1 ]; then
+  timeout 240 python3 benchmarks/gpu_latency.py --json "$OUT/latency.json" 2>"$OUT/latency.err" | tee "$OUT/latency.md"
+fi
+if [ "${GPU_TASKS:-1}" = 1 ]; then
+  for _ in $(seq 1 ${TASKS_WAIT:-60}); do [ -s /tmp/tasks.json ] && break; sleep 5; done
+  [ -s /tmp/tasks.json ] && cp /tmp/tasks.json "$OUT/tasks.json" && python3 benchmarks/tasks_table.py /tmp/tasks.json | tee "$OUT/tasks.md"
+  tail -3 /tmp/tasks.log
+  [ -d /tmp/report ] && tar -czf "$OUT/report.tgz" -C /tmp report
+fi

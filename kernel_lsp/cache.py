@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from . import __version__
+from .device import gpu_models, gpu_present
 from .model import FileReport
 
 CACHE_FORMAT = 1
@@ -29,10 +30,6 @@ def package_version(name: str) -> str:
         return metadata.version(name)
     except metadata.PackageNotFoundError:
         return "absent"
-
-
-def gpu_present() -> bool:
-    return os.path.exists("/dev/nvidiactl") or os.path.exists("/dev/kfd")
 
 
 def _file_digest(path: str | Path | None) -> str:
@@ -61,6 +58,7 @@ def cache_key(source: str, link: dict[str, Any] | None, fingerprint: dict[str, A
         "triton": package_version("triton"),
         "torch": package_version("torch"),
         "gpu": gpu_present(),
+        "gpu_models": gpu_models(),
         "source": hashlib.sha256(source.encode("utf-8", "surrogatepass")).hexdigest(),
         "link": link,
         "reference": digest(link and link.get("reference")),

@@ -14,10 +14,12 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from . import __version__
-from .cache import Cache, gpu_present
-from .worker.pool import WarmPool
+from .cache import Cache
 from .config import ConfigError, Settings, apply_overrides, find_pyproject, load_pyproject
+from .device import DEVICES, gpu_present
 from .model import FileReport, Severity
+from .render.report import ReportError
+from .worker.pool import WarmPool
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
 _SKIP_DIRS = {"__pycache__", "node_modules", ".git", ".kernel_lsp_cache", ".venv", "venv", "build", "dist"}
@@ -55,15 +57,18 @@ def _settings_for(args: argparse.Namespace) -> tuple[Settings, Path]:
     start = Path(args.paths[0]) if args.paths else Path.cwd()
     pyproject = Path(args.config) if args.config else find_pyproject(start)
     settings, root = load_pyproject(pyproject)
-    overrides = {"targets": args.target, "timeout": args.timeout, "device": args.device, "workers": args.jobs}
+    overrides = {"targets": args.target, "timeout": args.timeout, "device": args.device, "workers": args.jobs,
+                 "runner": args.runner}
     if args.no_verify:
         overrides["verification"] = False
+    if args.no_measure:
+        overrides["measure"] = {**settings.measure, "mode": "off"}
     settings = apply_overrides(settings, overrides)
     return settings, (root or Path.cwd()).resolve()
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    from .engine.check import CheckRequest, check_file
+    from .check import CheckRequest, check_file, long_lived_workers
     from .render.json_ import render_json
     from .render.sarif import render_sarif
     from .render.text import render_text
@@ -75,25 +80,30 @@ def cmd_check(args: argparse.Namespace) -> int:
         raise UsageError(f"--reference file does not exist: {args.reference}")
     settings, root = _settings_for(args)
     files = iter_python_files([Path(p) for p in args.paths])
-    cache_dir = None if args.no_cache else Path(settings.cache_dir or root / ".kernel_lsp_cache")
-    cache = Cache(cache_dir)
+    cache = Cache(None if args.no_cache else settings.cache_path(root))
     reference = Path(args.reference) if args.reference else None
 
     start = time.monotonic()
 
     warm = WarmPool()  # forks warm workers where it can; started on first use
+    persistent = long_lived_workers(settings)
 
     def one(path: Path) -> FileReport:
-        return check_file(CheckRequest(path.resolve(), settings, root, reference, cache=cache, pool=warm))
+        return check_file(CheckRequest(path.resolve(), settings, root, reference, cache=cache, pool=warm,
+                                       persistent=persistent))
 
     jobs = max(1, settings.workers)
-    if settings.device != "cpu" and gpu_present() and args.jobs is None:
+    if persistent is not None:
+        jobs = len(persistent.workers)  # one file per long-lived worker (per GPU) at a time
+    elif settings.device != "cpu" and gpu_present() and args.jobs is None:
         jobs = 1  # files on one GPU at a time: parallel workers would share (and exhaust) its memory
     try:
         with ThreadPoolExecutor(max_workers=jobs) as pool:
             reports = list(pool.map(one, files))
     finally:
         warm.close()
+        if persistent is not None:
+            persistent.close()
     stats = {"files": len(reports), "cache_hits": sum(1 for r in reports if r.cached),
              "workers_spawned": sum(r.stats.get("workers", 0) for r in reports),
              "warm_workers": sum(r.stats.get("warm_workers", 0) for r in reports),
@@ -105,6 +115,9 @@ def cmd_check(args: argparse.Namespace) -> int:
         text = render_sarif(reports, str(root))
     else:
         text = render_text(reports, os.getcwd())
+    if args.report:
+        from .render.report import write_report
+        write_report(reports, Path(args.report), str(root))
     if args.output:
         tmp = Path(args.output).with_suffix(".tmp")
         tmp.write_text(text, encoding="utf-8")
@@ -113,6 +126,11 @@ def cmd_check(args: argparse.Namespace) -> int:
         sys.stdout.write(text)
     worst = [f for r in reports for f in r.findings if f.severity <= Severity.WARNING]
     return EXIT_FINDINGS if worst else EXIT_CLEAN
+
+
+def cmd_worker(args: argparse.Namespace) -> int:
+    from .worker.serve import serve
+    return serve(args.device)
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
@@ -139,12 +157,20 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--format", choices=["text", "json", "sarif"], default="text")
     c.add_argument("--output", "-o", help="write the report to this file instead of stdout")
     c.add_argument("--timeout", type=float, help="seconds per file in the worker (default 60)")
-    c.add_argument("--device", choices=["auto", "cpu", "cuda"], help="where kernels run (default auto)")
+    c.add_argument("--device", choices=DEVICES, help="where kernels run (default auto)")
     c.add_argument("--jobs", "-j", type=int, help="files checked in parallel (default 2)")
     c.add_argument("--no-verify", action="store_true", help="compile only; skip numeric verification")
+    c.add_argument("--no-measure", action="store_true", help="do not time kernels against PyTorch on a GPU")
+    c.add_argument("--report", metavar="DIR", help="write a roofline chart per measured file and index.html to DIR "
+                   "(needs matplotlib)")
+    c.add_argument("--runner", help="command that starts `kernel-lsp worker` where a GPU is, split as a shell "
+                   "splits words, e.g. 'ssh gpu-box kernel-lsp worker'")
     c.add_argument("--no-cache", action="store_true", help="ignore and do not write the cache")
     c.add_argument("--config", help="pyproject.toml to read [tool.kernel-lsp] from")
     c.set_defaults(func=cmd_check)
+    w = sub.add_parser("worker", help="serve worker jobs on stdin/stdout (what a runner command starts)")
+    w.add_argument("--device", choices=DEVICES, default=os.environ.get("KERNEL_LSP_DEVICE", "auto"))
+    w.set_defaults(func=cmd_worker)
     s = sub.add_parser("serve", help="run the language server over stdio")
     s.add_argument("--stdio", action="store_true", help="accepted for editor compatibility; stdio is the default")
     s.set_defaults(func=cmd_serve)
@@ -156,6 +182,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return args.func(args)
     except UsageError as e:
+        sys.stderr.write(f"kernel-lsp: error: {e}\n")
+        return EXIT_USAGE
+    except ReportError as e:
         sys.stderr.write(f"kernel-lsp: error: {e}\n")
         return EXIT_USAGE
     except ConfigError as e:

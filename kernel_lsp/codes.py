@@ -50,6 +50,16 @@ _ALL = [
     Code("KL300", "worker-crashed", Severity.ERROR, "The worker running the user's code died (signal or abort)."),
     Code("KL301", "worker-timeout", Severity.ERROR, "The worker running the user's code exceeded its time limit."),
     Code("KL302", "out-of-memory", Severity.ERROR, "The user's code ran out of GPU or host memory."),
+    Code("KL303", "worker-unavailable", Severity.ERROR, "No worker could be started to run this file (a runner command that fails, say)."),
+    # Performance, measured on a GPU (KL4xx)
+    Code("KL400", "slower-than-eager", Severity.WARNING, "The kernel is slower than the PyTorch reference run eagerly (the whole 95% interval below 1x)."),
+    Code("KL401", "slower-than-compile", Severity.INFO, "The kernel is slower than torch.compile of the reference (the whole 95% interval below 1x)."),
+    Code("KL402", "performance", Severity.INFO, "Where the kernel stands: speedups over eager and torch.compile, and the share of the device's ceiling."),
+    Code("KL403", "impossible-speed", Severity.ERROR, "Measured faster than the device's measured ceilings allow: skipped work or a broken measurement, never a win."),
+    Code("KL404", "launch-bound", Severity.INFO, "The call's time is mostly launch overhead; the CUDA-graph time is given beside it."),
+    Code("KL405", "timed-output-mismatch", Severity.ERROR, "The output of the timed calls differs from the truth: the kernel behaves differently once warmed up."),
+    Code("KL406", "work-outside-stream", Severity.WARNING, "Work ran outside the caller's CUDA stream; the time is the host clock's."),
+    Code("KL407", "measure-incomplete", Severity.INFO, "Part of the measurement could not be taken (a baseline failed, or the kernel is not verified)."),
     # Faults of the tool itself (KL9xx)
     Code("KL900", "internal-error", Severity.ERROR, "kernel-lsp itself failed; please report it."),
 ]

@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .engine.targets import parse_targets
+from .device import DEVICES
+from .targets import parse_targets
 
 
 class ConfigError(ValueError):
@@ -30,7 +31,10 @@ VERIFY_TRIGGERS = ("save", "change", "off")
 LLM_DEFAULTS = {"endpoint": "", "model": "", "api_key_env": "OPENAI_API_KEY"}
 _LLM_KEYS = {"endpoint": "endpoint", "model": "model", "api_key_env": "api_key_env", "api-key-env": "api_key_env",
              "apiKeyEnv": "api_key_env"}
-DEVICES = ("auto", "cpu", "cuda")
+# The measure stage (docs/performance-method.md): mode auto times verified kernels wherever they run on a GPU.
+MEASURE_DEFAULTS: dict[str, Any] = {"mode": "auto", "cache": "cold", "compile": True, "compile_severity": "info",
+                                    "seconds": 1.0, "flops": None, "bytes": None}
+_MEASURE_SPELLINGS = {"compile-severity": "compile_severity", "compileSeverity": "compile_severity"}
 
 
 @dataclass
@@ -47,6 +51,10 @@ class Settings:
     # The LLM behind the "fix" and "optimize" code actions: any OpenAI-compatible endpoint. Only the *name* of
     # the environment variable holding the API key is configured, never the key.
     llm: dict[str, str] = field(default_factory=lambda: dict(LLM_DEFAULTS))
+    # Timing against PyTorch on a GPU, and where that GPU is: a command that starts `kernel-lsp worker` (split as a
+    # shell splits words), e.g. ["ssh", "gpu-box", "kernel-lsp", "worker"]; empty: this machine.
+    measure: dict[str, Any] = field(default_factory=lambda: dict(MEASURE_DEFAULTS))
+    runner: list[str] = field(default_factory=list)
 
     def validate(self) -> "Settings":
         try:
@@ -68,25 +76,87 @@ class Settings:
                               f"OPENAI_API_KEY, got {self.llm.get('api_key_env')!r}")
         if not isinstance(self.llm.get("model", ""), str):
             raise ConfigError("llm.model: expected a model name")
+        _validate_measure(self.measure)
+        if not isinstance(self.runner, list) or not all(isinstance(a, str) and a for a in self.runner):
+            raise ConfigError("runner: expected a command, as a string or a list of arguments, such as "
+                              "\"ssh gpu-box kernel-lsp worker\"")
         if not isinstance(self.references, dict) or not all(
             isinstance(k, str) and isinstance(v, str) for k, v in self.references.items()
         ):
             raise ConfigError("references: expected a table of glob = \"reference path\"")
         return self
 
+    def cache_path(self, root: Path | None) -> Path | None:
+        """Where results are cached: `cache-dir`, else .kernel_lsp_cache in the project root (none without one)."""
+        if self.cache_dir:
+            return Path(self.cache_dir)
+        return root / ".kernel_lsp_cache" if root is not None else None
+
     def fingerprint(self) -> dict[str, Any]:
         """The settings that change a check's result, for the cache key."""
         return {"targets": sorted(self.targets), "verification": self.verification, "seed": self.seed,
-                "device": self.device}
+                "device": self.device, "measure": self.measure, "runner": self.runner}
 
 
 _FIELDS = {f.name: f for f in dataclasses.fields(Settings)}
 _ALIASES = {"cache-dir": "cache_dir"}
+_LLM_EDITOR_SPELLING = {"endpoint": "endpoint", "model": "model", "api_key_env": "apiKeyEnv"}
+_MEASURE_EDITOR_SPELLING = {"compile_severity": "compileSeverity"}
+
+
+def settings_manifest() -> dict[str, Any]:
+    """The settings the server accepts, with their defaults, as kernel_lsp/schemas/settings.json records them for
+    the editor extension's tests (`python -m kernel_lsp.config` prints it). The `llm` keys in the editor's spelling."""
+    defaults = Settings()
+    top = {name: getattr(defaults, name) for name in _FIELDS if name not in ("llm", "measure")}
+    llm = {_LLM_EDITOR_SPELLING.get(k, k): v for k, v in defaults.llm.items()}
+    measure = {_MEASURE_EDITOR_SPELLING.get(k, k): v for k, v in defaults.measure.items()}
+    return {"settings": top, "llm": llm, "measure": measure}
+
+
+def _validate_measure(m: dict[str, Any]) -> None:
+    if m.get("mode") not in ("auto", "off"):
+        raise ConfigError(f"measure.mode: expected auto or off, got {m.get('mode')!r}")
+    if m.get("cache") not in ("cold", "hot"):
+        raise ConfigError(f"measure.cache: expected cold or hot, got {m.get('cache')!r}")
+    if not isinstance(m.get("compile"), bool):
+        raise ConfigError(f"measure.compile: expected true or false, got {m.get('compile')!r}")
+    if m.get("compile_severity") not in ("info", "warning"):
+        raise ConfigError(f"measure.compile-severity: expected info or warning, got {m.get('compile_severity')!r}")
+    seconds = m.get("seconds")
+    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not 0 < seconds <= 60:
+        raise ConfigError(f"measure.seconds: expected a number of seconds from 0 to 60, got {seconds!r}")
+    for key in ("flops", "bytes"):
+        v = m.get(key)
+        if v is None or (isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0):
+            continue
+        if not (isinstance(v, str) and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*|[0-9.eE+]+", v)):
+            raise ConfigError(f"measure.{key}: expected a positive number or the name of a function in the "
+                              f"reference module, got {v!r}")
 
 
 def _coerce(key: str, value: Any) -> Any:
     if key == "targets" and isinstance(value, str):
         return [t.strip() for t in value.split(",") if t.strip()]
+    if key == "runner" and isinstance(value, str):
+        import shlex
+        try:
+            return shlex.split(value)
+        except ValueError as e:
+            raise ConfigError(f"runner: {e}") from None
+    if key == "measure":
+        if not isinstance(value, dict):
+            raise ConfigError("measure: expected a table with mode, cache, compile, compile-severity, seconds, "
+                              "flops and bytes")
+        measure = dict(MEASURE_DEFAULTS)
+        for k, v in value.items():
+            name = _MEASURE_SPELLINGS.get(k, k)
+            if name not in MEASURE_DEFAULTS:
+                raise ConfigError(f"measure: unknown key {k!r} (expected mode, cache, compile, compile-severity, "
+                                  "seconds, flops, bytes)")
+            if v is not None:
+                measure[name] = v
+        return measure
     if key == "llm":
         if not isinstance(value, dict):
             raise ConfigError("llm: expected a table with endpoint, model and api-key-env")
@@ -148,3 +218,8 @@ def load_pyproject(pyproject: Path | None) -> tuple[Settings, Path | None]:
         return apply_overrides(Settings(), table), pyproject.parent
     except (ConfigError, TypeError) as e:
         raise ConfigError(f"[tool.kernel-lsp] {e}", str(pyproject), _line_of_table(text)) from None
+
+
+if __name__ == "__main__":
+    import json
+    print(json.dumps(settings_manifest(), indent=2))

@@ -1,14 +1,21 @@
-"""The vocabulary every layer shares: spans, severities, findings and per-kernel facts.
+"""The vocabulary every layer shares: spans, severities, findings, and the typed result of each stage.
 
 Positions are 0-based for lines and columns, as in LSP; the text renderer adds 1. Everything here is plain
-data that survives a JSON round trip (`to_dict` / `from_dict`), because findings cross the worker boundary
-and live in the on-disk cache.
+data that survives a JSON round trip (`to_dict` / `from_dict`), because results cross the worker boundary, live
+in the on-disk cache and are printed as JSON. Standard library only: the worker child and the parent both import
+this module, and neither needs torch or triton to read it.
+
+Per kernel, a check learns `KernelFacts`: where the kernel is, what each target's compile used
+(`CompileFacts`), and what verification found (`Verification`, a `VariantRow` per input variant).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import enum
-from dataclasses import asdict, dataclass, field
+import types
+import typing
+from dataclasses import dataclass, field
 from typing import Any
 
 
@@ -27,6 +34,67 @@ class Severity(enum.IntEnum):
     @classmethod
     def parse(cls, text: str) -> "Severity":
         return {"error": cls.ERROR, "warning": cls.WARNING, "info": cls.INFO, "hint": cls.HINT}[text]
+
+
+class Record:
+    """A dataclass that converts itself to and from JSON-ready dicts, nested records included.
+
+    `to_dict` leaves out fields that are None, so optional facts appear in JSON only once known; `from_dict`
+    ignores keys it does not know (a newer cache entry or worker) and fills absent fields with defaults.
+    """
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for f in dataclasses.fields(self):  # type: ignore[arg-type]
+            value = getattr(self, f.name)
+            if value is not None:
+                out[f.name] = _encode(value)
+        return out
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]):
+        hints = _hints(cls)
+        known = {f.name for f in dataclasses.fields(cls) if f.init}  # type: ignore[arg-type]
+        return cls(**{k: _decode(hints[k], v) for k, v in d.items() if k in known})
+
+
+def _encode(value: Any) -> Any:
+    if isinstance(value, Record):
+        return value.to_dict()
+    if isinstance(value, (Span, Finding)):
+        return value.to_dict()
+    if isinstance(value, (list, tuple)):
+        return [_encode(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _encode(v) for k, v in value.items()}
+    return value
+
+
+_HINTS: dict[type, dict[str, Any]] = {}
+
+
+def _hints(cls: type) -> dict[str, Any]:
+    if cls not in _HINTS:
+        _HINTS[cls] = typing.get_type_hints(cls)
+    return _HINTS[cls]
+
+
+def _decode(hint: Any, value: Any) -> Any:
+    if value is None:
+        return None
+    origin = typing.get_origin(hint)
+    if origin in (typing.Union, types.UnionType):
+        options = [a for a in typing.get_args(hint) if a is not type(None)]
+        return _decode(options[0], value) if len(options) == 1 else value
+    if origin is list:
+        (item,) = typing.get_args(hint) or (Any,)
+        return [_decode(item, v) for v in value]
+    if origin is dict:
+        _, item = typing.get_args(hint) or (Any, Any)
+        return {k: _decode(item, v) for k, v in value.items()}
+    if isinstance(hint, type) and issubclass(hint, (Record, Span, Finding)) and isinstance(value, dict):
+        return hint.from_dict(value)
+    return value
 
 
 @dataclass(frozen=True)
@@ -108,16 +176,176 @@ class KernelInfo:
     name_span: Span  # the function's name, where hover and diagnostics about the kernel anchor
     end_line: int
     decorators: list[str]
-    body_indent: int = 0
     is_helper: bool = False  # called from another kernel: a device function, never launched itself
     launches: list[LaunchSite] = field(default_factory=list)
 
-    def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        d["def_span"] = self.def_span.to_dict()
-        d["name_span"] = self.name_span.to_dict()
-        d["launches"] = [{"kernel": s.kernel, "span": s.span.to_dict()} for s in self.launches]
-        return d
+
+# Stage results ------------------------------------------------------------------------------------------
+
+
+@dataclass
+class CompileFacts(Record):
+    """What compiling one specialization for one target used (registers and spills from the cubin)."""
+
+    target: str
+    config: str  # the specialization: constexprs, num_warps, num_stages
+    ok: bool
+    shared: int = 0  # bytes of shared memory per block
+    registers: int | None = None
+    spill_bytes: int | None = None  # local memory per thread: spills and local arrays
+    stack_bytes: int | None = None
+    num_warps: int = 4
+    seconds: float = 0.0
+
+
+@dataclass
+class VariantRow(Record):
+    """The verdict of one input variant: "ok", a finding's code, "raised", "structure" or "stale"."""
+
+    variant: str
+    description: str
+    inputs: str  # the shapes (and strides) the implementation was called with
+    verdict: str
+    max_abs: float | None = None  # the implementation's largest error against the truth
+    ref_max_abs: float | None = None  # PyTorch's own largest error in the task's dtype
+    seconds: float | None = None
+
+
+@dataclass
+class SkippedVariant(Record):
+    variant: str
+    reason: str
+
+
+@dataclass
+class Verification(Record):
+    """What verifying a file's kernels found, variant by variant."""
+
+    variants: list[VariantRow] = field(default_factory=list)
+    skipped: list[SkippedVariant] = field(default_factory=list)
+    device: str = "cpu-interpreter"  # or "cuda"
+    seconds: float = 0.0
+    cpu_sizes: dict[str, int] = field(default_factory=dict)  # size knobs the CPU run used instead of the problem's
+    bounds_checked: bool = False
+    first_variant_cpu_seconds: float = 0.0
+
+
+@dataclass
+class SideTiming(Record):
+    """One side's time: the implementation ("triton"), PyTorch "eager", or "torch.compile" of the reference."""
+
+    side: str
+    median_us: float
+    low_us: float  # 95% bootstrap interval of the median
+    high_us: float
+    samples: int
+    graph_us: float | None = None  # replayed as a CUDA graph (measured for launch-bound code)
+    compile_seconds: float | None = None  # torch.compile's first call, excluded from the timing
+    cached_compile: bool | None = None  # torch.compile's result came from this worker's cache
+
+
+@dataclass
+class Speedup(Record):
+    """median(baseline) / median(implementation): above 1 the implementation is faster."""
+
+    against: str  # "eager" or "torch.compile"
+    ratio: float
+    low: float  # 95% bootstrap interval
+    high: float
+
+
+@dataclass
+class Ceiling(Record):
+    """A device ceiling measured on this GPU: a large copy's bandwidth or a large matmul's rate."""
+
+    name: str  # "copy" or "matmul fp32", "matmul tf32", "matmul bf16", ...
+    value: float  # GB/s for copy, TFLOP/s for matmul
+    spread: float  # max / median - 1 over the repeated measurements
+
+
+@dataclass
+class Ceilings(Record):
+    gpu: str
+    driver: str
+    l2_bytes: int
+    ceilings: list[Ceiling] = field(default_factory=list)
+    measured: str = ""  # date
+
+    def get(self, name: str) -> Ceiling | None:
+        return next((c for c in self.ceilings if c.name == name), None)
+
+
+@dataclass
+class Roofline(Record):
+    """Where the implementation stands against the device's ceilings, from the reference's work."""
+
+    bytes: int  # minimal bytes: each input (and parameter) read once, each output written once, or declared
+    bytes_source: str  # "inputs and outputs" or "declared"
+    flops: float | None  # from torch's FlopCounterMode on the reference, or declared; None when neither
+    flops_source: str  # "counted", "declared" or "none"
+    gbps: float  # achieved, bytes over the implementation's median time
+    tflops: float | None
+    bound: str  # "memory" or "compute": the ceiling that gives the larger floor time
+    ceiling: str  # the binding ceiling's name, e.g. "copy" or "matmul bf16"
+    ceiling_value: float
+    floor_us: float  # the least time the binding ceiling allows
+    percent: float  # floor_us / measured median, as a percentage of the binding ceiling
+    l2_resident: bool = False  # the data fits in twice the L2: the HBM ceiling need not bind
+
+
+@dataclass
+class Provenance(Record):
+    """Where and how the numbers were taken; they mean nothing without it."""
+
+    gpu: str
+    sm_clock_mhz: int | None
+    driver: str
+    torch: str
+    triton: str
+    cache: str  # "cold" (L2 flushed before every call) or "hot"
+    graph: bool  # the sides were also replayed as CUDA graphs
+    timer: str  # "cuda events" or, when work escaped the stream, "host clock"
+    date: str
+
+
+@dataclass
+class Measurement(Record):
+    """The measure stage's result for one implementation (shared by the kernels it launches)."""
+
+    sides: list[SideTiming]
+    speedups: list[Speedup]
+    provenance: Provenance
+    roofline: Roofline | None = None
+    empty_launch_us: float | None = None  # an empty Triton kernel's launch, timed the same way
+    launch_bound: bool = False
+    summary: str = ""  # the one line the code lens shows
+    device: Ceilings | None = None  # the device's measured ceilings, for charts and the hover
+
+    def side(self, name: str) -> SideTiming | None:
+        return next((s for s in self.sides if s.side == name), None)
+
+    def speedup(self, against: str) -> Speedup | None:
+        return next((s for s in self.speedups if s.against == against), None)
+
+
+@dataclass
+class KernelFacts(Record):
+    """Everything a check learned about one kernel, for hover, JSON and code actions."""
+
+    def_line: int | None = None
+    qualname: str | None = None
+    compile: list[CompileFacts] = field(default_factory=list)
+    verification: Verification | None = None
+    measurement: Measurement | None = None
+    performance_note: str | None = None  # why there is no measurement ("not measured: no GPU")
+
+    def merge(self, other: "KernelFacts") -> None:
+        """Add facts that arrived later (the worker sends compile and verification facts as it learns them)."""
+        self.compile.extend(other.compile)
+        for f in dataclasses.fields(self):
+            value = getattr(other, f.name)
+            if value is not None and not isinstance(value, list):
+                setattr(self, f.name, value)
 
 
 @dataclass
@@ -126,7 +354,7 @@ class FileReport:
 
     path: str
     findings: list[Finding] = field(default_factory=list)
-    kernels: dict[str, dict[str, Any]] = field(default_factory=dict)  # kernel name -> facts (resources, verdicts)
+    kernels: dict[str, KernelFacts] = field(default_factory=dict)  # by kernel name
     cached: bool = False
     stats: dict[str, Any] = field(default_factory=dict)
     dependencies: list[str] = field(default_factory=list)  # workspace files the result depends on
@@ -135,7 +363,7 @@ class FileReport:
         return {
             "path": self.path,
             "findings": [f.to_dict() for f in self.findings],
-            "kernels": self.kernels,
+            "kernels": {name: k.to_dict() for name, k in self.kernels.items()},
             "cached": self.cached,
             "stats": self.stats,
             "dependencies": self.dependencies,
@@ -146,7 +374,7 @@ class FileReport:
         return cls(
             path=d["path"],
             findings=[Finding.from_dict(f) for f in d.get("findings", [])],
-            kernels=d.get("kernels", {}),
+            kernels={name: KernelFacts.from_dict(k) for name, k in d.get("kernels", {}).items()},
             cached=d.get("cached", False),
             stats=d.get("stats", {}),
             dependencies=d.get("dependencies", []),

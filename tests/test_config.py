@@ -1,8 +1,14 @@
 """Settings validation: the LLM table takes an endpoint URL and the *name* of the key's variable, never a key."""
 
+import json
+from pathlib import Path
+
 import pytest
 
-from kernel_lsp.config import ConfigError, Settings, apply_overrides
+from kernel_lsp.config import ConfigError, Settings, apply_overrides, settings_manifest
+
+ROOT = Path(__file__).resolve().parent.parent
+CLIENT_ONLY = {"interpreter", "trace.server"}  # settings of the extension itself, never sent to the server
 
 
 def test_llm_settings_accept_the_editor_and_pyproject_spellings():
@@ -24,9 +30,39 @@ def test_bad_llm_settings_name_the_key(llm, key):
         apply_overrides(Settings(), {"llm": llm})
 
 
-def test_the_vscode_extensions_settings_payload_is_accepted():
-    """What vscode-extension/src/settings.ts sends (its defaults) must pass the server's validation as is."""
-    payload = {"targets": ["sm_90"], "verify": "save", "device": "auto", "timeout": 60, "workers": 2,
-               "llm": {"endpoint": "", "model": "", "apiKeyEnv": "OPENAI_API_KEY"}}
+def _extension_defaults() -> dict:
+    """The payload the extension sends with its declared defaults, read from its package.json (dotted keys nested
+    as VS Code nests them), client-only keys left out as settings.ts leaves them out."""
+    properties = json.loads((ROOT / "vscode-extension" / "package.json").read_text())["contributes"]["configuration"]
+    payload: dict = {}
+    for key, spec in properties["properties"].items():
+        name = key.removeprefix("kernelLsp.")
+        if name in CLIENT_ONLY:
+            continue
+        *parents, leaf = name.split(".")
+        node = payload
+        for p in parents:
+            node = node.setdefault(p, {})
+        node[leaf] = spec["default"]
+    return payload
+
+
+def test_the_vscode_extensions_settings_payload_is_accepted_with_the_same_defaults():
+    """Every setting the extension declares passes the server's validation with the server's own default."""
+    payload = _extension_defaults()
+    assert payload, "no settings read from package.json"
     s = apply_overrides(Settings(), payload)
-    assert s.targets == ["sm_90"] and s.llm["api_key_env"] == "OPENAI_API_KEY"
+    manifest = settings_manifest()
+    for key, value in payload.items():
+        if key == "llm":
+            assert value == manifest["llm"], "the extension's llm defaults differ from the server's"
+        else:
+            assert value == manifest["settings"][key], f"{key}: extension default {value!r}, server's differs"
+    assert s.llm["api_key_env"] == Settings().llm["api_key_env"]
+
+
+def test_the_settings_manifest_file_is_current():
+    """vscode-extension/test/settings.test.ts reads this file: it must say what config.py accepts today."""
+    recorded = json.loads((ROOT / "kernel_lsp" / "schemas" / "settings.json").read_text())
+    assert recorded == json.loads(json.dumps(settings_manifest())), \
+        "regenerate it: python -m kernel_lsp.config > kernel_lsp/schemas/settings.json"

@@ -3,7 +3,8 @@
 Runs in a worker. `LaunchRecorder.install()` wraps the public `run` entry points of `JITFunction` and (under
 `TRITON_INTERPRET=1`) `InterpretedFunction`, and `Autotuner.run` so that every autotune config is compiled,
 not only the one picked. The wrapping uses only names that exist across Triton 3.x; where one is missing,
-that part of the capture is skipped and said so, never a crash.
+that part of the capture is skipped (without a finding), never a crash. A launch whose arguments cannot be
+turned into a specialization is counted but not recorded: Triton itself raises for a truly bad launch.
 """
 
 from __future__ import annotations
@@ -55,9 +56,15 @@ class LaunchRecorder:
     count: int = 0
     current: str | None = None
     dry: bool = False  # record launches without executing them
-    notes: list[str] = field(default_factory=list)
     on_launch: list[Callable[[Launch], None]] = field(default_factory=list)
     _local: threading.local = field(default_factory=threading.local)
+    _saved: list[tuple[type, str, Any]] = field(default_factory=list)  # (class, attribute, original) to restore
+
+    def uninstall(self) -> None:
+        """Put Triton's entry points back (a long-lived worker runs many jobs; timing must not pay the wrapper)."""
+        for cls, attr, original in reversed(self._saved):
+            setattr(cls, attr, original)
+        self._saved.clear()
 
     def install(self) -> None:
         import triton.runtime.jit as jit
@@ -66,12 +73,12 @@ class LaunchRecorder:
             import triton.runtime.interpreter as interp
             self._wrap(interp.InterpretedFunction, "run")
         except (ImportError, AttributeError):
-            self.notes.append("this Triton has no interpreter entry point to record launches")
+            pass  # this Triton has no interpreter entry point: launches under it are not recorded
         try:
             import triton.runtime.autotuner as at
             self._wrap_autotuner(at.Autotuner)
         except (ImportError, AttributeError):
-            self.notes.append("autotune configs are not enumerated on this Triton")
+            pass  # autotune configs are not enumerated on this Triton: only the config that runs is compiled
 
     def _wrap(self, cls: type, attr: str) -> None:
         original = getattr(cls, attr)
@@ -85,11 +92,13 @@ class LaunchRecorder:
             return original(self_fn, *args, **kwargs)
 
         run.__wrapped__ = original
+        self._saved.append((cls, attr, original))
         setattr(cls, attr, run)
 
     def _wrap_autotuner(self, cls: type) -> None:
         original = cls.run
         recorder = self
+        self._saved.append((cls, "run", original))
 
         def run(self_at, *args, **kwargs):
             recorder._local.configs = list(getattr(self_at, "configs", []) or [])
@@ -116,8 +125,7 @@ class LaunchRecorder:
         self.current = qual
         try:
             spec, tensors = build_spec(fn, qual, args, kwargs)
-        except Exception as e:  # a bad launch: Triton itself will raise for it; the capture goes on
-            self.notes.append(f"could not record a launch of {qual}: {e}")
+        except Exception:  # a bad launch: Triton itself will raise for it; the capture goes on
             return
         launch = Launch(fn, spec, tensors)
         self.launches.append(launch)

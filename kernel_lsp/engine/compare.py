@@ -18,7 +18,7 @@ the same sign.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 K_REF = 3.0
@@ -42,7 +42,6 @@ class Comparison:
     bad_fraction: float = 0.0
     bad_count: int = 0
     numel: int = 0
-    data: dict[str, Any] = field(default_factory=dict)
 
     def summary(self) -> dict[str, Any]:
         return {"max_abs": self.max_abs, "max_rel": self.max_rel,

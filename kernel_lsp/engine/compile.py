@@ -15,8 +15,9 @@ import tempfile
 from dataclasses import dataclass
 from typing import Any
 
+from ..model import CompileFacts
+from ..targets import Target
 from .capture import Spec
-from .targets import Target
 
 _RESOURCE_RE = re.compile(r"Function (?P<name>\S+):\s*\n\s*REG:(?P<reg>\d+) STACK:(?P<stack>\d+) SHARED:(?P<shared>\d+) "
                           r"LOCAL:(?P<local>\d+)")
@@ -34,10 +35,9 @@ class CompileResult:
     seconds: float = 0.0
     error: BaseException | None = None
 
-    def facts(self) -> dict[str, Any]:
-        return {"target": self.target, "config": self.spec.describe(), "ok": self.ok, "shared": self.shared,
-                "registers": self.registers, "spill_bytes": self.local_bytes, "stack_bytes": self.stack_bytes,
-                "num_warps": self.spec.num_warps, "seconds": round(self.seconds, 3)}
+    def facts(self) -> CompileFacts:
+        return CompileFacts(self.target, self.spec.describe(), self.ok, self.shared, self.registers, self.local_bytes,
+                            self.stack_bytes, self.spec.num_warps, round(self.seconds, 3))
 
 
 def cuobjdump_path() -> str | None:

@@ -21,12 +21,6 @@ class Discovery:
     kernels: list[KernelInfo]
     syntax_error: SyntaxError | None = None
 
-    def by_name(self, name: str) -> KernelInfo | None:
-        for k in self.kernels:
-            if k.name == name or k.qualname == name:
-                return k
-        return None
-
 
 def _decorator_name(node: ast.expr) -> str:
     """`triton.jit` -> "triton.jit"; `triton.autotune(...)` -> "triton.autotune"."""
@@ -83,7 +77,6 @@ class _Visitor(ast.NodeVisitor):
             qual = ".".join([*self.scope, node.name])
             # ast gives the def's column; the name starts after "def " (or "async def ").
             name_col = node.col_offset + 4
-            body_indent = node.body[0].col_offset if node.body else node.col_offset + 4
             self.kernels.append(KernelInfo(
                 name=node.name,
                 qualname=qual,
@@ -91,7 +84,6 @@ class _Visitor(ast.NodeVisitor):
                 name_span=Span(node.lineno - 1, name_col, node.lineno - 1, name_col + len(node.name)),
                 end_line=(node.end_lineno or node.lineno) - 1,
                 decorators=names,
-                body_indent=body_indent,
             ))
         self._visit_scope(node)
 

@@ -3,9 +3,10 @@
 - `MemoryGuard` checks, under the Triton interpreter, every address a masked load, store or atomic touches
   against the extents of the tensors passed to the current launch. Out-of-bounds lanes are reported with the
   kernel line and then masked off, so the access cannot corrupt the heap and the run goes on. It wraps the
-  interpreter builder's memory methods by name (`create_masked_load`, `create_masked_store`,
-  `create_atomic_rmw`, `create_atomic_cas`), which all Triton 3.x interpreters have; where one is missing the
-  guard says it is unavailable instead of failing. It also records which line stored to which address, so a
+  interpreter builder's memory methods by name (`create_masked_load`, `create_masked_store`, and
+  `create_atomic_rmw` where it exists), which all Triton 3.x interpreters have; where a load or store method is
+  missing the guard stays unavailable (`available` is False, and the verifier reports bounds as unchecked)
+  instead of failing. Atomic compare-and-swap is not guarded. It also records which line stored to which address, so a
   wrong element can be traced to the `tl.store` that wrote it.
 - `poisoned_allocations(value)` makes `torch.empty`-style allocations start filled with a sentinel, so that
   elements an implementation never writes can be told apart from elements it wrote.
@@ -25,8 +26,7 @@ class OutOfBounds:
     kind: str  # load, store, atomic
     kernel: str
     count: int
-    example: int  # an offending address
-    detail: str
+    detail: str  # which tensor the first offending address misses, and by how much
 
 
 @dataclass
@@ -38,7 +38,14 @@ class MemoryGuard:
     stores: list[tuple[int | None, Any]] = field(default_factory=list)  # (line, numpy address array) per store
     track_stores: bool = False
     available: bool = False
-    reason: str = ""
+    _saved: list[tuple[Any, str, Any]] = field(default_factory=list)  # (builder, method, original)
+
+    def uninstall(self) -> None:
+        """Put the interpreter's memory methods back (a long-lived worker runs many jobs)."""
+        for owner, name, original in reversed(self._saved):
+            setattr(owner, name, original)
+        self._saved.clear()
+        self.available = False
 
     def set_launch(self, launch) -> None:
         self.kernel = launch.spec.name
@@ -52,19 +59,16 @@ class MemoryGuard:
         try:
             import triton.runtime.interpreter as interp
             builder = interp.interpreter_builder
-        except (ImportError, AttributeError) as e:
-            self.reason = f"no interpreter builder ({e})"
+        except (ImportError, AttributeError):
             return False
-        names = ["create_masked_load", "create_masked_store", "create_atomic_rmw", "create_atomic_cas"]
-        missing = [n for n in names[:2] if not hasattr(builder, n)]
-        if missing:
-            self.reason = f"this Triton's interpreter lacks {', '.join(missing)}"
+        if not all(hasattr(builder, n) for n in ("create_masked_load", "create_masked_store")):
             return False
         import numpy as np
         guard = self
 
         def wrap(name, kind, ptr_index, mask_index):
             original = getattr(builder, name)
+            guard._saved.append((builder, name, original))
 
             def guarded(*args, **kwargs):
                 args = list(args)
@@ -130,7 +134,7 @@ class MemoryGuard:
         key = (line, kind)
         ev = self.events.get(key)
         if ev is None:
-            self.events[key] = OutOfBounds(line, kind, self.kernel, int(bad.sum()), example, detail)
+            self.events[key] = OutOfBounds(line, kind, self.kernel, int(bad.sum()), detail)
         else:
             ev.count += int(bad.sum())
         return active & inside

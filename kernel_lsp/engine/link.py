@@ -19,8 +19,9 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..model import Finding, Span
 from ..codes import severity_of
+from ..jobs import LinkSpec
+from ..model import Finding, Span
 
 PRAGMA_RE = re.compile(r"#\s*kernel-lsp:\s*(?P<body>.*)$")
 _KV_RE = re.compile(r"(?P<key>[A-Za-z_]+)=(?P<value>\S+)")
@@ -39,10 +40,9 @@ class Link:
     inputs_name: str = "get_inputs"
     entry: str = "ModelNew"
 
-    def to_job(self) -> dict:
-        return {"kind": self.kind, "reference": str(self.reference), "reference_name": self.reference_name,
-                "inputs_path": str(self.inputs_path or self.reference), "inputs_name": self.inputs_name,
-                "entry": self.entry}
+    def to_spec(self) -> LinkSpec:
+        return LinkSpec(self.kind, str(self.reference), self.reference_name, str(self.inputs_path or self.reference),
+                        self.inputs_name, self.entry)
 
 
 @dataclass
@@ -131,17 +131,16 @@ def _from_pyproject(impl: Path, root: Path | None, mapping: dict[str, str]) -> P
     return None
 
 
-def link_file(impl: Path, source: str, tree_names: set[str] | None = None, cli_reference: Path | None = None,
-              root: Path | None = None, mapping: dict[str, str] | None = None) -> LinkResult:
+def link_file(impl: Path, source: str, cli_reference: Path | None = None, root: Path | None = None,
+              mapping: dict[str, str] | None = None) -> LinkResult:
     """Resolve the reference for `impl`. Returns no link (and a hint) when nothing links it."""
     impl = impl.resolve()
     pragmas = parse_pragmas(source)
     link_pragma = next(((ln, kv) for ln, kv in pragmas if "reference" in kv or "entry" in kv), None)
-    if tree_names is None:
-        try:
-            tree_names = _defined_names(ast.parse(source))
-        except SyntaxError:
-            tree_names = set()
+    try:
+        tree_names = _defined_names(ast.parse(source))
+    except SyntaxError:
+        tree_names = set()
     line1 = Span(0, 0, 0, 1)
 
     if link_pragma and "entry" in link_pragma[1]:

@@ -9,6 +9,7 @@ created in `__init__` match.
 from __future__ import annotations
 
 import contextlib
+import copy
 import importlib.util
 import linecache
 import sys
@@ -18,15 +19,23 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from ..jobs import LinkSpec
+
 _counter = 0
+
+# Which side of a check a failure belongs to: the code under test, its PyTorch reference, or the input factory.
+IMPLEMENTATION, REFERENCE, INPUTS = "implementation", "reference", "inputs"
 
 
 class UserCodeError(Exception):
-    """User code raised; `line` is the 0-based line in `path` where it happened (deepest frame there)."""
+    """User code raised. `side` says whose code it was (IMPLEMENTATION, REFERENCE or INPUTS), set where it is
+    raised, so callers branch on it and never on the message; `line` is the 0-based line in `path` where it
+    happened (the deepest frame there)."""
 
-    def __init__(self, what: str, exc: BaseException, path: str | None):
+    def __init__(self, what: str, exc: BaseException, path: str | None, side: str):
         self.exc = exc
         self.path = path
+        self.side = side
         self.line = deepest_line(exc, path) if path else None
         super().__init__(f"{what}: {type(exc).__name__}: {exc}")
 
@@ -88,6 +97,15 @@ class Problem:
     random: bool = False  # the reference draws random numbers: judge distributions, not elements
     sample_check: Callable[[list, Any], str | None] | None = None  # per-sample invariant from the reference
     _built: dict[tuple, tuple[Callable, Callable]] = field(default_factory=dict)
+    _float64: dict[tuple[int, bool], Callable] = field(default_factory=dict)
+
+    def float64(self, ref: Callable, absolute: bool = False) -> Callable:
+        """The reference upcast to float64 (parameters made absolute when asked), copied once per reference
+        object: variants of one size, and the measure stage, share the copy."""
+        key = (id(ref), absolute)
+        if key not in self._float64:
+            self._float64[key] = _to_float64_model(ref, absolute)
+        return self._float64[key]
 
     @contextlib.contextmanager
     def knobs_set(self, knobs: dict[str, int] | None):
@@ -136,12 +154,31 @@ class Problem:
         return total
 
     def make_inputs(self, seed: int, knobs: dict[str, int] | None = None) -> list:
+        """The input factory's tensors, on the problem's device. On a GPU the factory runs with it as the default
+        device, so `torch.randn(...)` draws there instead of on the CPU (seconds per call at 64M elements)."""
         import torch
         with self.knobs_set(knobs):
             torch.manual_seed(seed)
-            inputs = self.input_factory()
+            if self.device == "cpu":
+                inputs = self.input_factory()
+            else:
+                with torch.device(self.device):
+                    inputs = self.input_factory()
         inputs = list(inputs) if isinstance(inputs, (list, tuple)) else [inputs]
         return [x.to(self.device) if isinstance(x, torch.Tensor) else x for x in inputs]
+
+
+def _to_float64_model(ref, absolute: bool = False):
+    import torch
+    if isinstance(ref, torch.nn.Module):
+        model = copy.deepcopy(ref).double()
+        if absolute:
+            with torch.no_grad():
+                for t in list(model.parameters()) + list(model.buffers()):
+                    if t.is_floating_point():
+                        t.abs_()
+        return model
+    return ref
 
 
 def _size_knobs(module: types.ModuleType, *factories: Callable) -> dict[str, int]:
@@ -154,7 +191,7 @@ def _size_knobs(module: types.ModuleType, *factories: Callable) -> dict[str, int
             if isinstance(getattr(module, n, None), int) and not isinstance(getattr(module, n), bool)}
 
 
-def load_problem(link: dict[str, Any], impl_path: str, seed: int, source: str | None = None,
+def load_problem(link: LinkSpec, impl_path: str, seed: int, source: str | None = None,
                  device: str = "cpu") -> Problem:
     """Import both sides and build the callables; raises UserCodeError naming which side failed."""
     import torch
@@ -162,34 +199,34 @@ def load_problem(link: dict[str, Any], impl_path: str, seed: int, source: str | 
     try:
         impl = import_path(impl_path, "impl", source)
     except BaseException as e:
-        raise UserCodeError("the implementation failed to import", e, impl_path) from e
-    ref_path = link["reference"]
+        raise UserCodeError("the implementation failed to import", e, impl_path, IMPLEMENTATION) from e
+    ref_path = link.reference
     try:
         ref = impl if Path(ref_path).resolve() == Path(impl_path).resolve() else import_path(ref_path, "ref")
     except BaseException as e:
-        raise UserCodeError("the reference failed to import", e, ref_path) from e
-    inputs_path = link.get("inputs_path") or ref_path
+        raise UserCodeError("the reference failed to import", e, ref_path, REFERENCE) from e
+    inputs_path = link.inputs_path or ref_path
     inputs_mod = {str(Path(impl_path).resolve()): impl, str(Path(ref_path).resolve()): ref}.get(
         str(Path(inputs_path).resolve()))
     if inputs_mod is None:
         try:
             inputs_mod = import_path(inputs_path, "inputs")
         except BaseException as e:
-            raise UserCodeError("the input factory failed to import", e, inputs_path) from e
+            raise UserCodeError("the input factory failed to import", e, inputs_path, INPUTS) from e
 
-    if link["kind"] == "kernelbench":
+    if link.kind == "kernelbench":
         def build(knobs: dict[str, int]) -> tuple[Callable, Callable]:
             try:
                 init = list(ref.get_init_inputs())
                 torch.manual_seed(seed)
                 ref_model = ref.Model(*init)
             except BaseException as e:
-                raise UserCodeError("the reference Model could not be built", e, ref_path) from e
+                raise UserCodeError("the reference Model could not be built", e, ref_path, REFERENCE) from e
             try:
                 torch.manual_seed(seed)
                 impl_model = impl.ModelNew(*init)
             except BaseException as e:
-                raise UserCodeError("ModelNew could not be built", e, impl_path) from e
+                raise UserCodeError("ModelNew could not be built", e, impl_path, IMPLEMENTATION) from e
             for m in (ref_model, impl_model):
                 if isinstance(m, torch.nn.Module):
                     m.eval().to(device)
@@ -199,12 +236,14 @@ def load_problem(link: dict[str, Any], impl_path: str, seed: int, source: str | 
                           lambda: ref.Model(*ref.get_init_inputs()), device, **_random_contract(ref))
         problem.callables()  # build once now, so a broken model is reported as a load failure
         return problem
-    try:
-        reference = getattr(ref, link["reference_name"])
-        factory = getattr(inputs_mod, link["inputs_name"])
-        entry = getattr(impl, link["entry"])
-    except AttributeError as e:
-        raise UserCodeError("a linked name is missing", e, None) from e
+    named = {}
+    for side, module, name in ((REFERENCE, ref, link.reference_name), (INPUTS, inputs_mod, link.inputs_name),
+                               (IMPLEMENTATION, impl, link.entry)):
+        try:
+            named[side] = getattr(module, name)
+        except AttributeError as e:
+            raise UserCodeError(f"the linked {side} name {name!r} is missing", e, None, side) from e
+    reference, factory, entry = named[REFERENCE], named[INPUTS], named[IMPLEMENTATION]
     return Problem(lambda knobs: (reference, entry), factory, inputs_mod, _size_knobs(inputs_mod, factory),
                    lambda: reference, device, **_random_contract(ref))
 

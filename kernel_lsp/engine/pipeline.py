@@ -1,7 +1,7 @@
 """The worker-side pipeline for one file: load, capture launches, compile for targets, verify.
 
 Runs only inside a worker child (it imports torch and triton and executes user code). Every result leaves as
-an event through the `EventWriter`, as soon as it is known, so a crash later loses nothing earlier.
+an event through the job's `Sink`, as soon as it is known, so a crash later loses nothing earlier.
 """
 
 from __future__ import annotations
@@ -12,37 +12,63 @@ import warnings
 from typing import Any
 
 from ..codes import severity_of
-from ..model import Finding, Severity, Span
-from ..worker.protocol import EventWriter
+from ..jobs import CheckJob, KernelRef, Sink
+from ..model import Finding, KernelFacts, Severity, Span
+from ..targets import Target, parse_targets
 from .capture import LaunchRecorder, Spec
 from .compile import CompileResult, compile_spec, jit_function_for
-from .loader import Problem, UserCodeError, load_problem
+from .loader import IMPLEMENTATION, INPUTS, Problem, UserCodeError, load_problem
 from .positions import map_compile_error, readable
-from .targets import Target, parse_targets
+
+LOAD_SOURCE = "kernel-lsp.load"  # findings about importing and building user code (not the at-once link stage)
 
 
 class Reporter:
     """Builds findings for one file and sends them out at once."""
 
-    def __init__(self, writer: EventWriter, path: str, kernels: list[dict[str, Any]], anchor: dict[str, int]):
-        self.w, self.path, self.kernels = writer, path, kernels
-        self.anchor = Span.from_dict(anchor)
+    def __init__(self, sink: Sink, path: str, kernels: list[KernelRef], anchor: Span):
+        self.w, self.path, self.kernels, self.anchor = sink, path, kernels, anchor
+        self.sent: list[Finding] = []  # what this job has reported so far (the measure stage's gate reads it)
 
-    def kernel(self, qualname: str) -> dict[str, Any] | None:
+    def kernel(self, qualname: str) -> KernelRef | None:
         for k in self.kernels:
-            if k["qualname"] == qualname:
+            if k.qualname == qualname:
                 return k
         short = qualname.rsplit(".", 1)[-1]
-        return next((k for k in self.kernels if k["name"] == short), None)
+        return next((k for k in self.kernels if k.name == short), None)
 
     def kernel_span(self, qualname: str) -> Span:
         k = self.kernel(qualname)
-        return Span.from_dict(k["name_span"]) if k else self.anchor
+        return k.name_span if k else self.anchor
+
+    def launch_line(self, recorder: LaunchRecorder) -> int | None:
+        """The first launch site of a launched kernel, else that kernel's def line, else None."""
+        for launch in recorder.launches:
+            k = self.kernel(launch.spec.qualname)
+            if k and k.launches:
+                return k.launches[0].line
+        for launch in recorder.launches:
+            k = self.kernel(launch.spec.qualname)
+            if k:
+                return k.def_line
+        return None
+
+    def launch_span(self, recorder: LaunchRecorder) -> Span | None:
+        line = self.launch_line(recorder)
+        return Span(line, 0) if line is not None else None
 
     def add(self, code: str, message: str, span: Span | None = None, source: str = "kernel-lsp",
             severity=None, **data: Any) -> None:
-        f = Finding(self.path, span or self.anchor, severity or severity_of(code), code, message, source, data)
-        self.w.finding(f.to_dict())
+        finding = Finding(self.path, span or self.anchor, severity or severity_of(code), code, message, source, data)
+        self.sent.append(finding)
+        self.w.finding(finding)
+
+    def unverified_because(self) -> str | None:
+        """Why the kernels may not be timed: an error, or a warning of the verifier, reported so far."""
+        for f in self.sent:
+            if f.severity == Severity.ERROR or (f.severity == Severity.WARNING and f.code.startswith("KL2")):
+                return f"{f.code} ({f.severity.label}) must be fixed first"
+        return None
 
 
 @contextlib.contextmanager
@@ -128,7 +154,7 @@ def _compile_all(rep, recorder, targets, failed, errors, launched_keys, to_jit) 
                 continue
             facts.append(result.facts())
             _judge_resources(rep, spec, target, result, from_config_only=spec.key() not in launched_keys)
-        rep.w.kernel(spec.qualname.rsplit(".", 1)[-1], compile=facts)
+        rep.w.kernel(spec.qualname.rsplit(".", 1)[-1], KernelFacts(compile=facts))
 
 
 def _collect_error(rep, errors, kernel, spec: Spec, target: Target, result: CompileResult) -> None:
@@ -166,19 +192,27 @@ def _judge_resources(rep: Reporter, spec: Spec, target: Target, r: CompileResult
                 registers=r.registers, spill_bytes=r.local_bytes, **data)
 
 
-def run_check(job: dict[str, Any], w: EventWriter) -> None:
+def run_check(job: CheckJob, w: Sink) -> None:
+    """Load, capture, compile, verify and (on a GPU) measure one file; every result goes to the sink."""
     warnings.filterwarnings("ignore")
     import torch  # imported before user code so its import cost is not blamed on it
     import triton  # noqa: F401
 
-    path = job["path"]
-    rep = Reporter(w, path, job["kernels"], job["anchor"])
+    rep = Reporter(w, job.path, job.kernels, job.anchor)
     recorder = LaunchRecorder()
     recorder.install()
+    try:
+        _run_stages(job, w, rep, recorder, torch)
+    finally:
+        recorder.uninstall()  # a long-lived worker runs the next job with Triton as it found it
+
+
+def _run_stages(job: CheckJob, w: Sink, rep: Reporter, recorder: LaunchRecorder, torch) -> None:
+    path = job.path
     interpreted = os.environ.get("TRITON_INTERPRET") == "1"
     if interpreted:
         recorder.interpret_autotune_without_benchmarks()
-    targets = parse_targets(job["targets"])
+    targets = parse_targets(job.targets)
     if not interpreted:
         # On a GPU, also compile for the GPU's own architecture.
         major, minor = torch.cuda.get_device_capability()
@@ -191,20 +225,20 @@ def run_check(job: dict[str, Any], w: EventWriter) -> None:
 
     w.stage("load")
     try:
-        problem = load_problem(job["link"], path, job.get("seed", 0), job.get("source_override"),
-                               "cpu" if interpreted else "cuda")
+        problem = load_problem(job.link, path, job.seed, job.source_override, "cpu" if interpreted else "cuda")
     except UserCodeError as e:
-        same_file = e.path and os.path.realpath(e.path) == os.path.realpath(path)
-        code = "KL005" if same_file and "reference" not in str(e) else "KL003"
-        span = Span(e.line, 0) if (same_file and e.line is not None and code == "KL005") else None
-        rep.add(code, _short(str(e)), span, source="kernel-lsp.link")
+        in_file = e.line is not None and e.path and os.path.realpath(e.path) == os.path.realpath(path)
+        if e.side == IMPLEMENTATION:
+            rep.add("KL005", _short(str(e)), Span(e.line, 0) if in_file else None, source=LOAD_SOURCE)
+        else:
+            rep.add("KL003", _short(str(e)), None, source=LOAD_SOURCE)
         return
 
     w.stage("capture", "the problem's own inputs")
     # Under the interpreter the capture is dry: launches are recorded, not executed, so the problem's own
     # (possibly large) sizes cost only the PyTorch glue. Verification runs kernels at CPU-sized inputs.
     recorder.dry = interpreted
-    launch_error, captured_output = _capture(problem, job.get("seed", 0))
+    launch_error, captured_output = _capture(problem, job.seed)
     recorder.dry = False
     w.stat("launches", recorder.count)
     failed = compile_stage(rep, recorder, targets)
@@ -218,13 +252,34 @@ def run_check(job: dict[str, Any], w: EventWriter) -> None:
                     Span(line, 0) if line is not None else None, source="kernel-lsp.verify")
         return
     launched = {l.spec.qualname for l in recorder.launches}
-    for k in job["kernels"]:
-        if not k.get("is_helper") and k["qualname"] not in launched and k["name"] not in {l.spec.name for l in recorder.launches}:
-            rep.add("KL104", f"kernel {k['name']} is defined but the linked code never launches it",
-                    Span.from_dict(k["name_span"]), source="kernel-lsp.compile", kernel=k["qualname"])
-    if job.get("verify", True):
+    for k in job.kernels:
+        if not k.is_helper and k.qualname not in launched and k.name not in {l.spec.name for l in recorder.launches}:
+            rep.add("KL104", f"kernel {k.name} is defined but the linked code never launches it",
+                    k.name_span, source="kernel-lsp.compile", kernel=k.qualname)
+    if job.verify:
         from .verify import verify_problem
         verify_problem(problem, recorder, rep, job, captured_output)
+    if job.measure.enabled:
+        measure_stage(problem, recorder, rep, job, interpreted)
+
+
+def measure_stage(problem: Problem, recorder: LaunchRecorder, rep: Reporter, job: CheckJob, interpreted: bool) -> None:
+    """Time the implementation, only on a GPU and only once it is verified; otherwise say why not."""
+    launched = sorted({launch.spec.qualname.rsplit(".", 1)[-1] for launch in recorder.launches})
+    if interpreted:
+        note = "not measured: no GPU (kernels ran in the CPU interpreter); use a CUDA machine or a runner"
+    elif not job.verify:
+        note = "not measured: verification is off, and an unverified kernel is never timed"
+    else:
+        note = rep.unverified_because()
+        note = f"not measured: the kernel is not verified ({note})" if note else None
+    if note is not None:
+        for name in launched:
+            rep.w.kernel(name, KernelFacts(performance_note=note))
+        return
+    from .measure import measure_problem
+    recorder.uninstall()  # the capture's wrappers would add their own overhead to every timed launch
+    measure_problem(problem, recorder, rep, job)
 
 
 def _capture(problem: Problem, seed: int) -> tuple[UserCodeError | None, Any]:
@@ -233,12 +288,12 @@ def _capture(problem: Problem, seed: int) -> tuple[UserCodeError | None, Any]:
     try:
         inputs = problem.make_inputs(seed)
     except Exception as e:
-        return UserCodeError("the input factory raised", e, None), None
+        return UserCodeError("the input factory raised", e, None, INPUTS), None
     try:
         with torch.no_grad():
             return None, problem.implementation(*inputs)
     except Exception as e:
-        return UserCodeError("the implementation raised", e, _impl_file(problem)), None
+        return UserCodeError("the implementation raised", e, _impl_file(problem), IMPLEMENTATION), None
 
 
 def _impl_file(problem: Problem) -> str | None:

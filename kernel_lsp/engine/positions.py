@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any
+
+from ..jobs import KernelRef
 
 _REPR_RE = re.compile(r"^(?P<cls>[A-Za-z_][\w.]*)\((?P<q>['\"])(?P<msg>.*)(?P=q)\)$", re.S)
 _DEF_RE = re.compile(r"^\s*def\s+(\w+)", re.M)
@@ -43,14 +44,12 @@ def _chain(exc: BaseException) -> list[BaseException]:
     return out
 
 
-def _kernel_for(src: str, kernels: list[dict[str, Any]]) -> dict[str, Any] | None:
+def _kernel_for(src: str, kernels: list[KernelRef]) -> KernelRef | None:
+    """The kernel whose `def` the error's source excerpt starts with (the first of that name)."""
     m = _DEF_RE.search(src or "")
     if not m:
         return None
-    matches = [k for k in kernels if k["name"] == m.group(1)]
-    if len(matches) > 1:  # the same name twice in a file: prefer the one whose text matches
-        matches = [k for k in matches if k.get("source", "").strip() == (src or "").strip()] or matches
-    return matches[0] if matches else None
+    return next((k for k in kernels if k.name == m.group(1)), None)
 
 
 def _message_of(exc: BaseException) -> str:
@@ -64,7 +63,7 @@ def _message_of(exc: BaseException) -> str:
     return readable(last[-1]) if last else type(exc).__name__
 
 
-def map_compile_error(exc: BaseException, kernel: dict[str, Any], kernels: list[dict[str, Any]]) -> Position:
+def map_compile_error(exc: BaseException, kernel: KernelRef, kernels: list[KernelRef]) -> Position:
     """Position and message for a compile failure of `kernel` (discovery facts incl. def line and col)."""
     chain = _chain(exc)
     message = next((readable(e.error_message) for e in chain if getattr(e, "error_message", None)), None)
@@ -79,12 +78,12 @@ def map_compile_error(exc: BaseException, kernel: dict[str, Any], kernels: list[
         owner = _kernel_for(src, kernels) if src else kernel
         if owner is None:
             continue
-        line = owner["def_line"] + node.lineno - 1
-        col = owner["def_col"] + (node.col_offset or 0)
+        line = owner.def_line + node.lineno - 1
+        col = owner.def_col + (node.col_offset or 0)
         end_col = col + 1
         if getattr(node, "end_lineno", None) == node.lineno and getattr(node, "end_col_offset", None) is not None:
-            end_col = owner["def_col"] + node.end_col_offset
+            end_col = owner.def_col + node.end_col_offset
         best = Position(line, col, end_col, message)  # later in the chain = deeper = better
     if best is None:
-        best = Position(kernel["def_line"], kernel["def_col"], kernel["def_col"] + 3, message)
+        best = Position(kernel.def_line, kernel.def_col, kernel.def_col + 3, message)
     return best

@@ -1,10 +1,11 @@
 """Adversarial verification of an implementation against its PyTorch reference. Runs in a worker only.
 
-For each input variant (see variants.py): the truth is the reference in float64; PyTorch's own error is the
-reference in the task's dtype; the implementation runs twice, its allocations poisoned first with NaN and
-then with a finite sentinel, so unwritten elements are identified and repeatability is checked. Inputs are
-compared with the reference's inputs after the call (mutation), launches are counted (fallback), consecutive
-seeds are compared (stale results), and under the interpreter every memory access is bounds-checked.
+This module runs the code; rules.py judges what it collected. For each input variant (see variants.py): the
+truth is the reference in float64; PyTorch's own error is the reference in the task's dtype; the implementation
+runs twice, its allocations poisoned first with NaN and then with a finite sentinel, so unwritten elements are
+identified and repeatability is checked. The inputs are kept after the call (mutation), launches are counted
+(fallback), outputs of earlier calls are kept (stale results), and under the interpreter every memory access
+is bounds-checked (KL208, collected here). An implementation that raises is KL209, also decided here.
 
 Findings are aggregated per (code, line): the first failing variant gives the message, the others are
 listed. The per-variant table goes to the kernel facts for hover and JSON.
@@ -12,26 +13,24 @@ listed. The per-variant table goes to the kernel facts for hover and JSON.
 
 from __future__ import annotations
 
-import copy
 import inspect
-import math
 import os
 import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..model import Span
-from .compare import Comparison, compare_tensor, flatten_outputs
+from ..model import KernelFacts, SkippedVariant, Span, VariantRow, Verification
+from .compare import Comparison, flatten_outputs
 from .guards import MemoryGuard, poisoned_allocations
-from .loader import UserCodeError, deepest_line
+from .loader import IMPLEMENTATION, UserCodeError, deepest_line
 from .positions import readable
-from .variants import (Variant, clone_inputs, describe_inputs, input_dtype, plan, upcast)
+from .rules import SENTINEL, Evidence, RuleFinding, describe_variant, judge, judge_random
+from .variants import (Variant, absolute, clone_inputs, describe_inputs, input_dtype, plan, upcast)
 
 VARIANT_SECONDS = 1.5  # CPU time one variant should take; sizes shrink after a slow first variant
 # ...but only when the first variant took clearly longer: CPU time still grows ~10% under contention, and a
 # verdict must not flip with the load (a case at 1.3-1.5 s once lost its bug when its rows were halved).
 SHRINK_AFTER_SECONDS = 1.5 * VARIANT_SECONDS
-SENTINEL = -1.2345e4  # finite in fp16/bf16/fp32; an implementation writing exactly this everywhere is unlikely
 
 
 @dataclass
@@ -46,43 +45,14 @@ class Failure:
 @dataclass
 class VerifyState:
     failures: list[Failure] = field(default_factory=list)
-    rows: list[dict[str, Any]] = field(default_factory=list)
+    rows: list[VariantRow] = field(default_factory=list)
     outputs: list[list] = field(default_factory=list)  # recent implementation outputs, for the stale check
-
-
-def _to_float64_model(ref, absolute: bool = False):
-    import torch
-    if isinstance(ref, torch.nn.Module):
-        model = copy.deepcopy(ref).double()
-        if absolute:
-            with torch.no_grad():
-                for t in list(model.parameters()) + list(model.buffers()):
-                    if t.is_floating_point():
-                        t.abs_()
-        return model
-    return ref
-
-
-def _absolute(inputs):
-    import torch
-    return [x.abs() if isinstance(x, torch.Tensor) and x.is_floating_point() else x for x in inputs]
 
 
 def _call(fn, inputs):
     import torch
     with torch.no_grad():
         return fn(*inputs)
-
-
-def _same(a, b) -> bool:
-    import torch
-    if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor):
-        if a.shape != b.shape or a.dtype != b.dtype:
-            return False
-        if a.is_floating_point():
-            return bool(((a == b) | (a.isnan() & b.isnan())).all())
-        return bool(torch.equal(a, b))
-    return a == b if not isinstance(a, torch.Tensor) and not isinstance(b, torch.Tensor) else False
 
 
 def _address_of(t, index) -> int:
@@ -94,32 +64,15 @@ class Verifier:
         self.first_cpu_seconds = 0.0  # CPU time of the first variant, which decides CPU sizes
         self.problem, self.recorder, self.rep, self.job = problem, recorder, rep, job
         self.interpreted = os.environ.get("TRITON_INTERPRET") == "1"
-        self.guard = MemoryGuard(user_file=os.path.realpath(job["path"]))
+        self.guard = MemoryGuard(user_file=os.path.realpath(job.path))
         if self.interpreted and self.guard.install():
             recorder.on_launch.append(self.guard.set_launch)
         self.state = VerifyState()
         self.skipped: list[tuple[str, str]] = []
-        self._float64: dict[tuple[int, bool], Any] = {}
-
-    def float64_model(self, ref, absolute: bool = False):
-        """The reference upcast to float64 (parameters made absolute when asked), copied once per reference:
-        the problem keeps one reference object per size setting, so variants of one size share the copy."""
-        key = (id(ref), absolute)
-        if key not in self._float64:
-            self._float64[key] = _to_float64_model(ref, absolute)
-        return self._float64[key]
 
     # Placement: the tl.store that wrote the bad element, else the launch site, else the kernel def.
     def launch_line(self) -> int | None:
-        for launch in self.recorder.launches:
-            k = self.rep.kernel(launch.spec.qualname)
-            if k and k.get("launches"):
-                return k["launches"][0]["line"]
-        for launch in self.recorder.launches:
-            k = self.rep.kernel(launch.spec.qualname)
-            if k:
-                return k["def_line"]
-        return None
+        return self.rep.launch_line(self.recorder)
 
     def run(self, captured_output: Any = None) -> None:
         p = self.problem
@@ -134,6 +87,15 @@ class Verifier:
                 return 1 << 62
 
         self.untrusted = self.untrusted_kernels()
+        try:
+            self.run_variants(measure)
+        finally:
+            self.guard.uninstall()
+            if self.guard.set_launch in self.recorder.on_launch:
+                self.recorder.on_launch.remove(self.guard.set_launch)
+
+    def run_variants(self, measure) -> None:
+        p = self.problem
         base, variants = plan(p.size_knobs, measure({}), measure, self.interpreted)
         self.base = base
         start = time.monotonic()
@@ -152,7 +114,7 @@ class Verifier:
             except UserCodeError as e:
                 self.skipped.append((v.name, str(e)))
             if len(self.state.rows) > rows:
-                self.state.rows[-1]["seconds"] = round(time.monotonic() - t0, 4)
+                self.state.rows[-1].seconds = round(time.monotonic() - t0, 4)
         self.report(time.monotonic() - start)
 
     def adapt_sizes(self, variants: list[Variant], measure, first_seconds: float) -> None:
@@ -173,16 +135,35 @@ class Verifier:
         self.base = new_base
 
     def run_variant(self, v: Variant) -> None:
+        """Run one variant, judge what it collected (rules.py), and record the findings with their lines."""
+        evidence = self.collect(v)
+        if evidence is None:
+            return
+        random = self.problem.random
+        judgement = judge_random(evidence) if random else judge(evidence)
+        for f in judgement.findings:
+            self.fail(f.code, v, f.message, self.place(f, evidence), **f.data)
+        if judgement.verdict == "structure" and random:
+            return  # as before the split: a random op with the wrong output count gets no table row
+        if judgement.verdict != "structure" and not random:
+            self.state.outputs = evidence.earlier[-3:] + [[x.clone() if hasattr(x, "clone") else x
+                                                           for x in evidence.outputs]]
+        self.row(v, evidence.shapes, judgement.verdict, judgement.worst)
+
+    def collect(self, v: Variant) -> Evidence | None:
+        """Run the reference and the implementation on this variant's inputs and gather the evidence. Returns
+        None when the variant is skipped (the reference or the input factory rejects it) or the implementation
+        raised (reported here as KL209, with its row)."""
         import torch
         p = self.problem
         try:
             ref, impl = p.callables(v.knobs)
         except UserCodeError as e:
-            if "reference" in str(e):
-                self.skipped.append((v.name, "the reference cannot be built at these sizes"))
-                return
-            self.fail("KL209", v, f"{self.where(v, None)}: {e}", deepest_line(e.exc, self.job["path"]))
-            return
+            if e.side != IMPLEMENTATION:
+                self.skipped.append((v.name, f"the {e.side} cannot be built at these sizes"))
+                return None
+            self.fail("KL209", v, f"{self.where(v, None)}: {e}", deepest_line(e.exc, self.job.path))
+            return None
         try:
             inputs = p.make_inputs(v.seed, v.knobs)
             if v.transform is not None:
@@ -190,24 +171,24 @@ class Verifier:
                 inputs = v.transform(inputs)
         except Exception as e:
             self.skipped.append((v.name, f"the input factory rejects these sizes ({type(e).__name__})"))
-            return
+            return None
         if v.name == "transposed" and not any(isinstance(x, torch.Tensor) and x.dim() >= 2 for x in inputs):
-            return  # for 1-D inputs this is the same as the strided variant
+            return None  # for 1-D inputs this is the same as the strided variant
         shapes = describe_inputs(inputs)
         ref_inputs = clone_inputs(inputs)
         try:
             r = _call(ref, ref_inputs)
         except Exception as e:
             self.skipped.append((v.name, f"the reference rejects {shapes}: {type(e).__name__}"))
-            return
+            return None
         try:
-            truth = _call(self.float64_model(ref), upcast(clone_inputs(inputs)))
+            truth = _call(self.problem.float64(ref), upcast(clone_inputs(inputs)))
             truth_dtype = "float64"
         except Exception:
             truth, truth_dtype = r, str(input_dtype(inputs))
         r_flat, t_flat = flatten_outputs(r), flatten_outputs(truth)
         try:  # the reference on absolute values: the accumulation floor of the budget (compare.py)
-            a_flat = flatten_outputs(_call(self.float64_model(ref, absolute=True), _absolute(upcast(clone_inputs(inputs)))))
+            a_flat = flatten_outputs(_call(self.problem.float64(ref, absolute=True), absolute(upcast(clone_inputs(inputs)))))
         except Exception:
             a_flat = [None] * len(r_flat)
         if len(a_flat) != len(r_flat):
@@ -215,14 +196,14 @@ class Verifier:
         if v.name != "special" and any(isinstance(x, torch.Tensor) and x.is_floating_point() and
                                        not bool(torch.isfinite(x.float()).all()) for x in r_flat + t_flat):
             self.skipped.append((v.name, "the reference itself overflows or returns NaN/inf here"))
-            return
+            return None
         if p.random and v.name == "special":
-            return  # distributions with NaN and infinities are not compared
+            return None  # distributions with NaN and infinities are not compared
         if v.name == "special" and any(isinstance(a, torch.Tensor) and a.is_floating_point() and
                                        bool((torch.isfinite(b.double()) & ~torch.isfinite(a.double())).any())
                                        for a, b in zip(r_flat, t_flat) if isinstance(b, torch.Tensor)):
             self.skipped.append((v.name, "the reference overflows in its own dtype here"))
-            return
+            return None
 
         # Implementation, run 1: allocations poisoned with NaN; stores tracked for placement.
         impl_inputs = clone_inputs(inputs)
@@ -233,11 +214,11 @@ class Verifier:
             with poisoned_allocations(float("nan")):
                 y1 = _call(impl, impl_inputs)
         except Exception as e:
-            line = deepest_line(e, self.job["path"])
+            line = deepest_line(e, self.job.path)
             self.fail("KL209", v, f"{self.where(v, shapes)}: the implementation raised "
                       f"{type(e).__name__}: {readable(str(e))[:300]}", line)
             self.row(v, shapes, "raised", None)
-            return
+            return None
         finally:
             self.guard.track_stores = False
         launches = self.recorder.count - before
@@ -249,110 +230,21 @@ class Verifier:
         except Exception:
             y2 = None
         self.collect_oob(v)
-
-        for i, (a, b) in enumerate(zip(impl_inputs, ref_inputs)):
-            if isinstance(a, torch.Tensor) and not _same(a, b):
-                self.fail("KL204", v, f"input {i} {tuple(a.shape)} was modified by the implementation "
-                          "(the reference leaves it as it was)", self.launch_line(), input=i)
-                break
-
         y1_flat = flatten_outputs(y1)
         y2_flat = flatten_outputs(y2) if y2 is not None else [None] * len(y1_flat)
-        if p.random:
-            self.judge_random(v, shapes, inputs, y1_flat, y2_flat, r_flat, launches)
-            return
-        if len(y1_flat) != len(r_flat):
-            self.fail("KL202", v, f"the implementation returns {len(y1_flat)} outputs, the reference "
-                      f"{len(r_flat)}", self.launch_line())
-            self.row(v, shapes, "structure", None)
-            return
+        sample_message = None
+        if p.random and p.sample_check is not None and len(y1_flat) == len(r_flat):
+            sample_message = p.sample_check(inputs, y1_flat[0] if len(y1_flat) == 1 else y1_flat)
+        return Evidence(v.name, v.kind, v.description, shapes, y1_flat, y2_flat, r_flat, t_flat, a_flat, truth_dtype,
+                        launches, impl_inputs, ref_inputs, self.state.outputs, bool(self.untrusted), sample_message)
 
-        earlier = self.state.outputs
-        self.state.outputs = earlier[-3:] + [[x.clone() if isinstance(x, torch.Tensor) else x for x in y1_flat]]
-        stale = False
-
-        worst: Comparison | None = None
-        for j, (y, y_b, rr, tt, aa) in enumerate(zip(y1_flat, y2_flat, r_flat, t_flat, a_flat)):
-            name = "output" if len(y1_flat) == 1 else f"output {j}"
-            if not isinstance(rr, torch.Tensor):
-                continue
-            unwritten = None
-            if isinstance(y, torch.Tensor) and isinstance(y_b, torch.Tensor) and y.shape == y_b.shape and y.dtype == y_b.dtype:
-                if y.is_floating_point():
-                    unwritten = torch.isnan(y) & (y_b == torch.tensor(SENTINEL, dtype=y.dtype))
-            if v.name == "special" and isinstance(rr, torch.Tensor) and not rr.is_floating_point():
-                continue  # NaN -> integer conversion is undefined behaviour: not judged
-            c = compare_tensor(y, rr, tt if isinstance(tt, torch.Tensor) else rr, name, unwritten,
-                               aa if isinstance(aa, torch.Tensor) and aa.is_floating_point() else None)
-            if not c.ok and c.code in ("KL200", "KL201") and self.untrusted:
-                continue  # the interpreter computes this kernel's numbers wrongly: not judged (KL210 says so)
-            if not c.ok and c.code in ("KL200", "KL201") and any(
-                    len(prev) == len(y1_flat) and _same(prev[j], y) for prev in earlier):
-                # A wrong output equal to an earlier call's output on other inputs: the result is cached.
-                stale = True
-                self.fail("KL206", v, f"{self.where(v, shapes)}: {name} is identical to an earlier call's output "
-                          "on different inputs: results are cached or do not depend on the inputs",
-                          self.launch_line())
-                continue
-            if worst is None or (not c.ok and worst.ok) or c.max_abs > worst.max_abs:
-                worst = c
-            if not c.ok:
-                line = self.line_for(y, c)
-                msg = c.message
-                if c.code == "KL200" and truth_dtype != "float64":
-                    msg += f" (truth computed in {truth_dtype}: the reference does not run in float64)"
-                self.fail(c.code, v, f"{self.where(v, shapes)}: {msg}", line, **c.summary())
-            elif isinstance(y_b, torch.Tensor) and c.code is None:
-                c2 = compare_tensor(y_b, rr, tt if isinstance(tt, torch.Tensor) else rr, name, None,
-                                    aa if isinstance(aa, torch.Tensor) and aa.is_floating_point() else None)
-                if not c2.ok and c2.code in ("KL200", "KL201"):
-                    self.fail("KL207", v, f"{self.where(v, shapes)}: two runs on the same inputs differ beyond "
-                              f"rounding ({c2.message}): a likely race", self.line_for(y_b, c2))
-        if launches == 0 and not stale:
-            self.no_launch(v)
-        self.row(v, shapes, "stale" if stale else ("ok" if worst is None or worst.ok else worst.code), worst)
-
-    def judge_random(self, v: Variant, shapes: str, inputs: list, y1: list, y2: list, r: list, launches: int) -> None:
-        """Random ops: repeatable for a fixed seed, same distribution as the reference, invariants per sample."""
-        import torch
-        if len(y1) != len(r):
-            self.fail("KL202", v, f"the implementation returns {len(y1)} outputs, the reference {len(r)}",
-                      self.launch_line())
-            return
-        verdict = "ok"
-        for j, (a, b, rr) in enumerate(zip(y1, y2, r)):
-            name = "output" if len(y1) == 1 else f"output {j}"
-            if not isinstance(a, torch.Tensor) or a.shape != rr.shape or a.dtype != rr.dtype:
-                self.fail("KL202", v, f"{self.where(v, shapes)}: {name} is {getattr(a, 'dtype', type(a))} "
-                          f"{tuple(getattr(a, 'shape', ()))}, the reference's {rr.dtype} {tuple(rr.shape)}",
-                          self.launch_line())
-                verdict = "KL202"
-                continue
-            if isinstance(b, torch.Tensor) and not _same(a, b):
-                self.fail("KL207", v, f"{self.where(v, shapes)}: two runs with the same inputs and seed give "
-                          f"different {name}: a fixed seed must give a repeatable result", self.launch_line())
-                verdict = "KL207"
-            if a.is_floating_point() and torch.isnan(a).any() and not torch.isnan(rr).any():
-                self.fail("KL203", v, f"{self.where(v, shapes)}: {int(torch.isnan(a).sum())} elements of {name} "
-                          "are NaN (unwritten?) where the reference has none", self.launch_line())
-                verdict = "KL203"
-                continue
-            d, crit = ks_statistic(a, rr)
-            if d > crit:
-                zeros = f"; zero fraction {float((a == 0).double().mean()):.4f} vs reference {float((rr == 0).double().mean()):.4f}"
-                self.fail("KL200", v, f"{self.where(v, shapes)}: the distribution of {name} differs from the "
-                          f"reference's (two-sample Kolmogorov-Smirnov D = {d:.4f} > {crit:.4f} at alpha 1e-6"
-                          f"{zeros})", self.launch_line(), ks=d, ks_critical=crit)
-                verdict = "KL200"
-        if self.problem.sample_check is not None:
-            message = self.problem.sample_check(inputs, y1[0] if len(y1) == 1 else y1)
-            if message:
-                self.fail("KL200", v, f"{self.where(v, shapes)}: {message}", self.launch_line())
-                verdict = "KL200"
-        if launches == 0:
-            self.no_launch(v)
-        self.state.rows.append({"variant": v.name, "description": v.description, "inputs": shapes,
-                                "verdict": verdict, "max_abs": None, "ref_max_abs": None})
+    def place(self, f: RuleFinding, e: Evidence) -> int | None:
+        """The line a rule's finding belongs on: the store that wrote the bad element, else the launch site."""
+        if f.place == "none":
+            return None
+        if f.place == "store" and f.comparison is not None:
+            return self.line_for((e.rerun if f.rerun else e.outputs)[f.output], f.comparison)
+        return self.launch_line()
 
     def line_for(self, y, c: Comparison) -> int | None:
         import torch
@@ -368,11 +260,7 @@ class Verifier:
         return self.launch_line()
 
     def where(self, v: Variant, shapes: str | None) -> str:
-        if v.kind == "size":
-            return f"fails at shape {shapes}, which the reference accepts" if shapes else f"fails at {v.description}"
-        if v.kind == "layout":
-            return f"fails with non-contiguous inputs ({v.description}; {shapes}), which the reference accepts"
-        return f"variant {v.name} ({v.description}, inputs {shapes})"
+        return describe_variant(v.kind, v.name, v.description, shapes)
 
     def collect_oob(self, v: Variant) -> None:
         for ev in list(self.guard.events.values()):
@@ -381,17 +269,12 @@ class Verifier:
                       f"(variant {v.name})", ev.line, kind=ev.kind, count=ev.count)
         self.guard.events.clear()
 
-    def no_launch(self, v: Variant) -> None:
-        self.fail("KL205", v, "the implementation returned a result without launching any Triton kernel "
-                  "(a PyTorch fallback?)", None)
-
     def fail(self, code: str, v: Variant, message: str, line: int | None, **data: Any) -> None:
         self.state.failures.append(Failure(code, v, message, line, data))
 
     def row(self, v: Variant, shapes: str, verdict: str, c: Comparison | None) -> None:
-        self.state.rows.append({"variant": v.name, "description": v.description, "inputs": shapes,
-                                "verdict": verdict, "max_abs": c.max_abs if c else None,
-                                "ref_max_abs": c.ref_max_abs if c else None})
+        self.state.rows.append(VariantRow(v.name, v.description, shapes, verdict, c.max_abs if c else None,
+                                          c.ref_max_abs if c else None))
 
     def report(self, seconds: float) -> None:
         if not self.state.rows and self.skipped:
@@ -412,12 +295,11 @@ class Verifier:
             self.rep.add(code, msg, Span(ln, 0) if ln is not None else None, source="kernel-lsp.verify",
                          variant=first.variant.name, variants=[f.variant.name for f in fs], **first.data)
         self.interpreter_limits()
-        summary = {"variants": self.state.rows, "skipped": [{"variant": n, "reason": r} for n, r in self.skipped],
-                   "device": "cpu-interpreter" if self.interpreted else "cuda", "seconds": round(seconds, 3),
-                   "cpu_sizes": self.base, "bounds_checked": self.guard.available,
-                   "first_variant_cpu_seconds": round(self.first_cpu_seconds, 3)}
+        summary = Verification(self.state.rows, [SkippedVariant(n, r) for n, r in self.skipped],
+                               "cpu-interpreter" if self.interpreted else "cuda", round(seconds, 3), dict(self.base),
+                               self.guard.available, round(self.first_cpu_seconds, 3))
         for qual in {l.spec.qualname for l in self.recorder.launches}:
-            self.rep.w.kernel(qual.rsplit(".", 1)[-1], verification=summary)
+            self.rep.w.kernel(qual.rsplit(".", 1)[-1], KernelFacts(verification=summary))
 
     def launched_sources(self):
         """(qualname, function, source, argument types) for each recorded kernel whose source is readable."""
@@ -457,22 +339,6 @@ class Verifier:
                 self.rep.add("KL210", f"{fn.__name__}: tl.dot on fp32 uses TF32 on the GPU by default (about 1e-3 "
                              "relative error) while the CPU interpreter computes it exactly; pass "
                              "input_precision=\"ieee\" if fp32 accuracy is intended", span, source="kernel-lsp.verify")
-
-
-def ks_statistic(a, b) -> tuple[float, float]:
-    """Two-sample Kolmogorov-Smirnov statistic of two tensors' values, and its critical value at alpha 1e-6."""
-    import torch
-    x = torch.sort(a.detach().double().reshape(-1)).values
-    y = torch.sort(b.detach().to(a.device).double().reshape(-1)).values
-    n, m = x.numel(), y.numel()
-    if n == 0 or m == 0:
-        return 0.0, 1.0
-    grid = torch.cat([x, y])
-    cdf_x = torch.searchsorted(x, grid, right=True).double() / n
-    cdf_y = torch.searchsorted(y, grid, right=True).double() / m
-    d = float((cdf_x - cdf_y).abs().max())
-    c_alpha = math.sqrt(-0.5 * math.log(1e-6 / 2))
-    return d, c_alpha * math.sqrt((n + m) / (n * m))
 
 
 def verify_problem(problem, recorder, rep, job, captured_output: Any = None) -> None:

@@ -8,9 +8,11 @@ from pathlib import Path
 
 from lsprotocol import types
 
+from ..engine import perf_rules
 from ..engine.discover import discover_source
 from ..engine.link import KERNELBENCH_NAMES, IGNORE_RE
-from ..scheduler import Document
+from ..model import KernelFacts
+from .scheduler import Document
 
 VERIFY_NOW = "kernel-lsp.verifyNow"
 
@@ -33,29 +35,89 @@ def _fmt(x) -> str:
     return "-" if x is None else (f"{x:.3g}" if isinstance(x, float) else str(x))
 
 
-def hover_markdown(doc: Document, kernel: str) -> str:
-    facts = (doc.report.kernels.get(kernel, {}) if doc.report else {})
+def hover_markdown(doc: Document, kernel: str, chart: Path | None = None) -> str:
+    facts = (doc.report.kernels.get(kernel) if doc.report else None) or KernelFacts()
     lines = [f"**{kernel}**"]
-    compiled = facts.get("compile", [])
+    compiled = facts.compile
     if compiled:
         lines += ["", "| target | config | registers | spills (B) | shared (KiB) |", "| --- | --- | --- | --- | --- |"]
         for c in compiled:
-            lines.append(f"| {c['target']} | {c['config']} | {_fmt(c.get('registers'))} | {_fmt(c.get('spill_bytes'))} "
-                         f"| {c['shared'] / 1024:.1f} |")
-    ver = facts.get("verification")
+            lines.append(f"| {c.target} | {c.config} | {_fmt(c.registers)} | {_fmt(c.spill_bytes)} "
+                         f"| {c.shared / 1024:.1f} |")
+    ver = facts.verification
     if ver:
-        lines += ["", f"Verified on {ver['device']}" + (f", CPU sizes {ver['cpu_sizes']}" if ver.get("cpu_sizes") else ""),
+        lines += ["", f"Verified on {ver.device}" + (f", CPU sizes {ver.cpu_sizes}" if ver.cpu_sizes else ""),
                   "", "| variant | inputs | verdict | max error | PyTorch's error |", "| --- | --- | --- | --- | --- |"]
-        for r in ver["variants"]:
-            lines.append(f"| {r['variant']} | {r['inputs']} | {r['verdict']} | {_fmt(r.get('max_abs'))} | "
-                         f"{_fmt(r.get('ref_max_abs'))} |")
-        if ver.get("skipped"):
+        for r in ver.variants:
+            lines.append(f"| {r.variant} | {r.inputs} | {r.verdict} | {_fmt(r.max_abs)} | {_fmt(r.ref_max_abs)} |")
+        if ver.skipped:
             lines.append("")
-            lines.append("Skipped: " + "; ".join(f"{s['variant']} ({s['reason']})" for s in ver["skipped"]))
+            lines.append("Skipped: " + "; ".join(f"{s.variant} ({s.reason})" for s in ver.skipped))
     if not compiled and not ver:
         lines += ["", "Not checked yet (or not linked to a reference)."]
-    lines += ["", "Time vs PyTorch: measured on a GPU only (see docs/benchmarks.md)."]
+    lines += [""] + performance_markdown(doc, kernel, chart)
     return "\n".join(lines)
+
+
+def _us(x: float | None) -> str:
+    return "-" if x is None else perf_rules.us(x)
+
+
+def performance_markdown(doc: Document, kernel: str, chart: Path | None = None) -> list[str]:
+    """The measurement table, only from a report of the text as it is now: never a number from an older version."""
+    current = doc.current_report()
+    facts = current.kernels.get(kernel) if current else None
+    if facts is None:
+        return ["**Performance**: not measured for this version of the file yet."]
+    m = facts.measurement
+    if m is None:
+        return [f"**Performance**: {facts.performance_note or 'not measured'}."]
+    p = m.provenance
+    clock = f", SM {p.sm_clock_mhz} MHz" if p.sm_clock_mhz else ""
+    out = [f"**Performance**: {m.summary}", "",
+           "| side | median | 95% CI | CUDA graph | note |", "| --- | --- | --- | --- | --- |"]
+    for side in m.sides:
+        note = ""
+        if side.compile_seconds is not None:
+            note = f"compile {side.compile_seconds:.2f} s" + (" (cached)" if side.cached_compile else "") + ", excluded"
+        out.append(f"| {side.side} | {_us(side.median_us)} | {_us(side.low_us)} - {_us(side.high_us)} | "
+                   f"{_us(side.graph_us)} | {note} |")
+    out.append("")
+    out.append("Speedup: " + "; ".join(f"{s.ratio:.2f}x over {s.against} (95% CI {s.low:.2f}-{s.high:.2f})"
+                                        for s in m.speedups))
+    r = m.roofline
+    if r is not None:
+        rates = f"{r.gbps:.0f} GB/s" + (f", {r.tflops:.1f} TFLOP/s" if r.tflops else "")
+        out.append("")
+        out.append(f"Roofline: {rates}; {r.bound}-bound, {r.percent:.0f}% of {r.ceiling} "
+                   f"({r.ceiling_value:.0f} {'GB/s' if r.ceiling == 'copy' else 'TFLOP/s'}, floor {_us(r.floor_us)})"
+                   f"; {r.bytes / 1e6:.1f} MB ({r.bytes_source}), "
+                   + (f"{r.flops / 1e9:.3g} GFLOP ({r.flops_source})" if r.flops else "no FLOPs counted")
+                   + ("; the data fits in L2" if r.l2_resident else ""))
+    out += ["", f"Measured on {p.gpu}{clock}, driver {p.driver}, torch {p.torch}, triton {p.triton}; {p.cache} L2, "
+                f"{p.timer}{', CUDA graphs' if p.graph else ''}; {p.date}"]
+    if chart is not None:
+        out += ["", f"[Roofline chart]({chart.resolve().as_uri()})"]
+    return out
+
+
+def code_lenses(doc: Document) -> list[types.CodeLens]:
+    """The one-line performance summary on each measured kernel's launch lines, for the current text only."""
+    current = doc.current_report()
+    if current is None:
+        return []
+    lenses = []
+    for k in discover_source(doc.text).kernels:
+        facts = current.kernels.get(k.name)
+        if facts is None or facts.measurement is None:
+            continue
+        for launch in k.launches:
+            line = launch.span.line
+            lenses.append(types.CodeLens(
+                range=types.Range(types.Position(line, 0), types.Position(line, 0)),
+                command=types.Command(title=f"kernel-lsp: {facts.measurement.summary}", command=VERIFY_NOW,
+                                      arguments=[doc.uri])))
+    return lenses
 
 
 def _ignore_edit(doc: Document, line: int, code: str) -> types.TextEdit:

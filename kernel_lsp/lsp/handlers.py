@@ -1,27 +1,29 @@
 """The LSP method handlers of `kernel-lsp serve`, one function per method, registered on `server`.
 
-Handlers only parse requests, update the scheduler and render; each one's errors are caught and logged by
-`_guard`, so one broken feature never takes the server down. Session state and the scheduler's hooks live in
-server.py; what hover and code actions show, in features.py.
+Handlers only parse requests, update the scheduler and render. A handler that fails is isolated by `_guard`:
+the failure is logged with its traceback, shown to the user once, and a request gets an InternalError response
+(never a silent null), so one broken feature never takes the server down. Session state and the scheduler's
+hooks live in server.py; what hover and code actions show, in features.py.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
 import threading
 import time
 
 from lsprotocol import types
+from pygls.exceptions import JsonRpcInternalError
 
 from .convert import path_of
-from .features import VERIFY_NOW, code_actions, hover_markdown, kernel_at
+from .features import VERIFY_NOW, code_actions, code_lenses, hover_markdown, kernel_at
 from .server import SECTION, KernelLanguageServer, log, server
 
 
 def _guard(fn):
-    """Run a handler; log its failure instead of letting it reach the client or kill the server."""
-    import functools
+    """Run a handler; a failure is logged, shown to the user, and answered as InternalError."""
 
     @functools.wraps(fn)
     async def wrapper(ls, params):
@@ -30,9 +32,12 @@ def _guard(fn):
             if asyncio.iscoroutine(result):
                 result = await result
             return result
-        except Exception:
+        except Exception as e:
             log.exception("%s failed", fn.__name__)
-            return None
+            what = f"{type(e).__name__}: {e}"[:300]
+            ls.window_show_message(types.ShowMessageParams(
+                types.MessageType.Error, f"kernel-lsp: {fn.__name__} failed ({what}); the output log has details"))
+            raise JsonRpcInternalError(f"kernel-lsp: {fn.__name__} failed: {what}") from e
     return wrapper
 
 
@@ -117,7 +122,15 @@ def hover(ls: KernelLanguageServer, params: types.HoverParams):
     kernel = kernel_at(doc, params.position.line, params.position.character)
     if kernel is None:
         return None
-    return types.Hover(contents=types.MarkupContent(types.MarkupKind.Markdown, hover_markdown(doc, kernel)))
+    chart = ls.charts.get(doc.uri)
+    return types.Hover(contents=types.MarkupContent(types.MarkupKind.Markdown, hover_markdown(doc, kernel, chart)))
+
+
+@server.feature(types.TEXT_DOCUMENT_CODE_LENS, types.CodeLensOptions(resolve_provider=False))
+@_guard
+def code_lens(ls: KernelLanguageServer, params: types.CodeLensParams):
+    doc = ls.scheduler.docs.get(params.text_document.uri)
+    return code_lenses(doc) if doc is not None else []
 
 
 @server.feature(types.TEXT_DOCUMENT_CODE_ACTION, types.CodeActionOptions(

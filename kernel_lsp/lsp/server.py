@@ -18,11 +18,14 @@ from lsprotocol import types
 from pygls.lsp.server import LanguageServer
 
 from .. import __version__
+from ..check import check_file, long_lived_workers
 from ..codes import severity_of
 from ..config import ConfigError, Settings, apply_overrides, find_pyproject, load_pyproject
+from ..jobs import Stage
 from ..model import Finding, Span
-from ..scheduler import Document, Hooks, Run, Scheduler
+from ..worker.pool import WarmPool
 from .convert import lsp_diagnostic, path_of, uri_of
+from .scheduler import Document, Hooks, Run, Scheduler
 
 log = logging.getLogger("kernel_lsp.server")
 STATUS = "kernelLsp/status"
@@ -37,7 +40,7 @@ class KernelLanguageServer(LanguageServer):
         self.root: Path | None = None
         self.pyproject: Path | None = None
         self.scheduler = Scheduler(Hooks(self.publish, self.run_started, self.run_finished, self.run_stage),
-                                   self.settings, None)
+                                   self.settings, None, check_file, WarmPool(), workers_for=long_lived_workers)
         self.observer = None
         # A save whose text the server has not seen yet (a client that sends didSave before its debounced
         # didChange, like Neovim 0.7): verification waits until the document catches up with it.
@@ -46,6 +49,15 @@ class KernelLanguageServer(LanguageServer):
         # opened first must not be checked (and cached) with the defaults.
         self.ready = False
         self.deferred: dict[str, tuple[bool, bool]] = {}
+        self.charts: dict[str, Path] = {}  # uri -> roofline chart of its current measurement (hover links it)
+
+    def report_server_error(self, error: Exception, source) -> None:
+        """Handler failures were already logged and shown by handlers._guard; other faults (a message that does
+        not parse, say) get pygls's default message."""
+        from pygls.exceptions import FeatureNotificationError, FeatureRequestError
+        if source in (FeatureRequestError, FeatureNotificationError):
+            return
+        super().report_server_error(error, source)
 
     # Configuration ---------------------------------------------------------------------------------------
     def load_settings(self) -> None:
@@ -107,12 +119,12 @@ class KernelLanguageServer(LanguageServer):
         if doc.running is run:
             self.scheduler.cancel(doc)
 
-    def run_stage(self, doc: Document, run: Run, token: Any, event: dict) -> None:
-        message = event.get("stage", "") + (f": {event['detail']}" if event.get("detail") else "")
+    def run_stage(self, doc: Document, run: Run, token: Any, event: Stage) -> None:
+        message = event.stage + (f": {event.detail}" if event.detail else "")
         if token and token in self.work_done_progress.tokens:
             self.work_done_progress.report(token, types.WorkDoneProgressReport(message=message[:200]))
-        self.protocol.notify(STATUS, {"state": event.get("stage"), "uri": doc.uri, "version": doc.version,
-                                      "detail": event.get("detail", "")})
+        self.protocol.notify(STATUS, {"state": event.stage, "uri": doc.uri, "version": doc.version,
+                                      "detail": event.detail})
 
     def run_finished(self, doc: Document, run: Run, token: Any, report) -> None:
         if token:
@@ -127,6 +139,33 @@ class KernelLanguageServer(LanguageServer):
             summary = {"kernels": len(report.kernels), "findings": counts, "cached": report.cached}
         self.protocol.notify(STATUS, {"state": "idle", "uri": doc.uri, "version": doc.version,
                                       "cancelled": report is None, "verified": run.verify, "last": summary})
+        if report is not None:
+            self.measurement_landed(doc, report)
+
+    def measurement_landed(self, doc: Document, report) -> None:
+        """A new report: ask the editor to re-read code lenses (the summary on launch lines), and draw the chart."""
+        measured = any(k.measurement for k in report.kernels.values())
+        if measured or doc.uri in self.charts:
+            self.charts.pop(doc.uri, None)
+            caps = self.client_capabilities.workspace
+            if caps and caps.code_lens and caps.code_lens.refresh_support:
+                self.workspace_code_lens_refresh(None)
+        if measured:
+            asyncio.get_running_loop().run_in_executor(None, self.draw_chart, doc, report, doc.generation)
+
+    def draw_chart(self, doc: Document, report, generation: int) -> None:
+        from ..render.report import ReportError, chart_name, measurement_of, roofline_chart
+        directory = self.settings.cache_path(self.root)
+        m = measurement_of(report)
+        if directory is None or m is None:
+            return
+        try:
+            png = roofline_chart(m, doc.path.name, directory / "charts" / chart_name(str(doc.path)))
+        except (ReportError, OSError) as e:
+            log.info("no roofline chart for %s: %s", doc.path.name, e)
+            return
+        if generation == doc.generation:
+            self.charts[doc.uri] = png
 
     # Document events -------------------------------------------------------------------------------------
     def schedule(self, uri: str, *, save: bool, immediate: bool = False) -> None:

@@ -38,7 +38,7 @@ def render_sarif(reports: list[FileReport], root: str | None = None) -> str:
     for r in reports:
         for f in r.findings:
             span = f.span.to_dict()
-            results.append({
+            result = {
                 "ruleId": f.code,
                 "ruleIndex": index[f.code],
                 "level": _LEVEL[f.severity],
@@ -49,7 +49,10 @@ def render_sarif(reports: list[FileReport], root: str | None = None) -> str:
                                "endLine": span["end_line"] + 1, "endColumn": max(span["end_col"], span["col"] + 1) + 1
                                if span["end_line"] == span["line"] else span["end_col"] + 1},
                 }}],
-            })
+            }
+            if f.data:
+                result["properties"] = f.data  # the evidence: numbers, variants, and a measurement's provenance
+            results.append(result)
     doc = {
         "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
         "version": "2.1.0",

@@ -23,5 +23,17 @@ def render_text(reports: list[FileReport], cwd: str | None = None) -> str:
                f"{counts[Severity.INFO] + counts[Severity.HINT]} advice")
     if not problems:
         summary += ". All checks passed!"
+    note = performance_note(reports)
+    if note:
+        lines.append(f"Performance: {note}")
     lines.append(summary)
     return "\n".join(lines) + "\n"
+
+
+def performance_note(reports: list[FileReport]) -> str | None:
+    """One line for a run in which nothing could be timed because no GPU ran the kernels; never a number."""
+    kernels = [k for r in reports for k in r.kernels.values()]
+    if any(k.measurement for k in kernels):
+        return None
+    return next((k.performance_note for k in kernels
+                 if k.performance_note and k.performance_note.startswith("not measured: no GPU")), None)

@@ -7,13 +7,15 @@ exit; a fault of the user's code that kills the process (segfault, abort) is dia
 from __future__ import annotations
 
 import ctypes
-import json
 import os
 import signal
 import sys
 import traceback
 
-from .protocol import EventWriter
+from ..codes import severity_of
+from ..jobs import CheckJob, Device, Done
+from ..model import Finding, Span
+from .protocol import EventWriter, read_job
 
 PR_SET_NAME, PR_SET_PDEATHSIG = 15, 1
 PARENT_ENV = "KERNEL_LSP_PARENT_PID"
@@ -53,39 +55,35 @@ def main(argv: list[str]) -> int:
     job_path, out_path = argv[1], argv[2]
     parent = os.environ.get(PARENT_ENV)
     die_with_parent(int(parent) if parent and parent.isdigit() else None)
-    with open(job_path, encoding="utf-8") as f:
-        job = json.load(f)
+    job = read_job(job_path)
     with open(out_path, "a", encoding="utf-8") as out:
         w = EventWriter(out)
         try:
-            job["device"] = choose_device(job.get("device", "auto"))
-            w.emit("device", device=job["device"])
-            if job["kind"] == "check":
+            job.device = choose_device(job.device)
+            w.emit(Device(job.device))
+            if job.kind == "check":
                 from ..engine.pipeline import run_check
                 run_check(job, w)
             else:
-                raise ValueError(f"unknown job kind {job['kind']!r}")
+                raise ValueError(f"unknown job kind {job.kind!r}")
         except MemoryError as e:
             w.finding(_oom_finding(job, f"host memory ran out: {e}"))
         except Exception as e:
             if type(e).__name__ == "OutOfMemoryError":  # torch.OutOfMemoryError, without importing torch here
                 w.finding(_oom_finding(job, str(e).splitlines()[0]))
-                w.emit("done")
-                return 0
-            w.finding({"path": job.get("path", ""), "range": {"line": 0, "col": 0, "end_line": 0, "end_col": 1},
-                       "severity": "error", "code": "KL900", "source": "kernel-lsp",
-                       "message": "kernel-lsp failed while checking this file: "
+            else:
+                w.finding(Finding(job.path, Span(0), severity_of("KL900"), "KL900",
+                                  "kernel-lsp failed while checking this file: "
                                   + traceback.format_exc(limit=-3).strip().splitlines()[-1],
-                       "data": {"traceback": traceback.format_exc()}})
-        w.emit("done")
+                                  data={"traceback": traceback.format_exc()}))
+        w.emit(Done())
     return 0
 
 
-def _oom_finding(job: dict, detail: str) -> dict:
-    return {"path": job.get("path", ""), "range": job.get("anchor") or {"line": 0, "col": 0, "end_line": 0, "end_col": 1},
-            "severity": "error", "code": "KL302", "source": "kernel-lsp.worker",
-            "message": f"out of memory while checking this file ({detail[:200]}); on a GPU, check one file at a "
-                       "time (--jobs 1) or lower the problem's sizes", "data": {}}
+def _oom_finding(job: CheckJob, detail: str) -> Finding:
+    return Finding(job.path, job.anchor, severity_of("KL302"), "KL302",
+                   f"out of memory while checking this file ({detail[:200]}); on a GPU, check one file at a time "
+                   "(--jobs 1) or lower the problem's sizes", source="kernel-lsp.worker")
 
 
 if __name__ == "__main__":

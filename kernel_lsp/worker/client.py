@@ -1,13 +1,14 @@
-"""The parent's side of a worker: start a child, enforce the timeout, turn its death into a typed outcome.
+"""The parent's side of a worker job: run it, enforce the timeout, turn its end into a typed outcome.
 
-Each job runs in its own process group so that a timeout or a cancel kills the child and anything it
-started. The child's stderr goes to a file (no pipe to fill up); its tail is kept for crash messages such as
-glibc's "malloc(): unaligned tcache chunk detected".
+Where it runs: on a long-lived worker when one is given (a GPU's, or the runner's: persistent.py); else in a
+child forked from the warm zygote (pool.py); else in a fresh process. A forked or fresh child runs in its own
+process group, so that a timeout or a cancel kills the child and anything it started. Its stderr goes to a file
+(no pipe to fill up); the tail is kept for crash messages such as glibc's "malloc(): unaligned tcache chunk
+detected".
 """
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
@@ -15,51 +16,28 @@ import sys
 import tempfile
 import threading
 import time
-from dataclasses import dataclass, field
-from typing import Any
+from typing import Callable
 
+from ..jobs import CheckJob, Stage
 from .child import PARENT_ENV
+from .outcome import WorkerOutcome
+from .persistent import PersistentPool
 from .pool import ForkedChild, WarmPool
-from .protocol import read_events
-
-
-@dataclass
-class WorkerOutcome:
-    events: list[dict[str, Any]] = field(default_factory=list)
-    returncode: int | None = None
-    timed_out: bool = False
-    cancelled: bool = False
-    stderr_tail: str = ""
-    seconds: float = 0.0
-    warm: bool = False  # forked from the warm zygote rather than started cold
-
-    @property
-    def completed(self) -> bool:
-        return any(e.get("event") == "done" for e in self.events)
-
-    @property
-    def signal_name(self) -> str | None:
-        if self.returncode is not None and self.returncode < 0:
-            try:
-                return signal.Signals(-self.returncode).name
-            except ValueError:
-                return f"signal {-self.returncode}"
-        return None
-
-    def last_stage(self) -> dict[str, Any] | None:
-        stages = [e for e in self.events if e.get("event") == "stage"]
-        return stages[-1] if stages else None
+from .protocol import TornLine, parse_event, read_events, write_job
 
 
 class WorkerJob:
-    """One job in one child process; `cancel()` from any thread kills it."""
+    """One job; `cancel()` from any thread stops it (kills its child, or interrupts it on a long-lived worker)."""
 
-    def __init__(self, job: dict[str, Any], timeout: float, env: dict[str, str] | None = None,
-                 on_stage=None, pool: WarmPool | None = None):
+    def __init__(self, job: CheckJob, timeout: float, env: dict[str, str] | None = None,
+                 on_stage: Callable[[Stage], None] | None = None, pool: WarmPool | None = None,
+                 persistent: PersistentPool | None = None, files: dict[str, str] | None = None):
         self.job, self.timeout = job, timeout
         self.env = env
         self.on_stage = on_stage  # called (from this thread) with each "stage" event as the child starts it
         self.pool = pool  # a warm zygote to fork from; a cold process when None or unusable
+        self.persistent = persistent  # long-lived workers: used for every job when given
+        self.files = files  # file texts shipped with the job (a runner on another machine)
         self.warm = False
         self._proc: subprocess.Popen | ForkedChild | None = None
         self._cancelled = threading.Event()
@@ -69,18 +47,20 @@ class WorkerJob:
         self._kill()
 
     def _kill(self) -> None:
-        proc = self._proc
-        if proc is not None and proc.poll() is None:
+        """Kill the child's process group: the child and anything it started, also after the child itself
+        has exited (its group may outlive it)."""
+        if self._proc is not None and self._proc.pid:
             try:
-                os.killpg(proc.pid, signal.SIGKILL)
+                os.killpg(self._proc.pid, signal.SIGKILL)
             except (ProcessLookupError, PermissionError):
                 pass
 
     def run(self) -> WorkerOutcome:
+        if self.persistent is not None:
+            return self._run_persistent(self.persistent)
         with tempfile.TemporaryDirectory(prefix="kernel-lsp-") as tmp:
             job_path, out_path, err_path = (os.path.join(tmp, n) for n in ("job.json", "events.jsonl", "stderr"))
-            with open(job_path, "w", encoding="utf-8") as f:
-                json.dump(self.job, f)
+            write_job(self.job, job_path)
             env = dict(os.environ if self.env is None else self.env)
             env.setdefault("PYTHONUNBUFFERED", "1")
             env[PARENT_ENV] = str(os.getpid())  # a cold child dies with us (PDEATHSIG), even if we are SIGKILLed
@@ -90,7 +70,7 @@ class WorkerJob:
                 if self._cancelled.is_set():
                     outcome.cancelled = True
                     return outcome
-                forked = (self.pool.spawn(job_path, out_path, err_path, env, self.job.get("device", "auto"))
+                forked = (self.pool.spawn(job_path, out_path, err_path, env, self.job.device)
                           if self.pool is not None else None)
                 self.warm = forked is not None
                 self._proc = forked or subprocess.Popen(
@@ -105,7 +85,7 @@ class WorkerJob:
                     self._kill()
                     outcome.returncode = self._proc.wait()
                 # The child may have started processes of its own: they die with its group.
-                self._kill_group_leftovers()
+                self._kill()
             outcome.cancelled = self._cancelled.is_set()
             outcome.warm = self.warm
             outcome.seconds = time.monotonic() - start
@@ -115,6 +95,17 @@ class WorkerJob:
                 f.seek(max(0, f.tell() - 4000))
                 outcome.stderr_tail = f.read().decode("utf-8", "replace")
             return outcome
+
+    def _run_persistent(self, pool: PersistentPool) -> WorkerOutcome:
+        worker = pool.acquire(self._cancelled)
+        if worker is None:
+            return WorkerOutcome(cancelled=True)
+        try:
+            outcome = worker.run(self.job, self.files, self.timeout, self.on_stage, self._cancelled)
+        finally:
+            pool.release(worker)
+        self.warm = outcome.warm
+        return outcome
 
     def _wait(self, out_path: str, start: float) -> int | None:
         """Wait for the child, forwarding its stage events; None when the timeout passed."""
@@ -139,19 +130,12 @@ class WorkerJob:
         complete = chunk[: chunk.rfind("\n") + 1]
         for line in complete.splitlines():
             try:
-                event = json.loads(line)
-            except json.JSONDecodeError:
+                event = parse_event(line)
+            except TornLine:
                 continue
-            if event.get("event") == "stage":
+            if isinstance(event, Stage):
                 try:
                     self.on_stage(event)
                 except Exception:
                     pass
         return offset + len(complete.encode("utf-8"))
-
-    def _kill_group_leftovers(self) -> None:
-        if self._proc is not None:
-            try:
-                os.killpg(self._proc.pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass

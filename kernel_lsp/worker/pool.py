@@ -58,7 +58,7 @@ class WarmPool:
     def usable(device: str = "auto") -> bool:
         """Linux only (the children rely on prctl's parent-death signal), never for CUDA or beside a GPU (CUDA
         cannot be used in a forked child), not when disabled."""
-        from ..cache import gpu_present
+        from ..device import gpu_present
         return (sys.platform.startswith("linux") and device != "cuda" and not gpu_present()
                 and os.environ.get("KERNEL_LSP_WARM", "1") != "0")
 

@@ -1,56 +1,64 @@
-"""Messages between the parent and a worker child. Standard library only: both sides import this.
+"""The wire between the parent and a worker child. Standard library only: both sides import this.
 
-The parent writes one job (a JSON object) to a file and starts `python -m kernel_lsp.worker.child JOB OUT`.
-The child appends events to OUT as JSON lines, flushing each, so that what it learned before a crash
-survives it. Event kinds:
-
-- {"event": "stage", "stage": NAME, "detail": TEXT}   the child starts a stage (names the variant too)
-- {"event": "finding", "finding": FINDING}            a Finding.to_dict()
-- {"event": "kernel", "name": NAME, "facts": {...}}   facts merged into the kernel's entry (resources...)
-- {"event": "stat", "name": NAME, "value": NUMBER}    counters added up by the parent (compiles, launches)
-- {"event": "done"}                                   the job ended normally
+The parent writes one job (jobs.CheckJob as JSON) to a file and starts `python -m kernel_lsp.worker.child JOB
+OUT`. The child appends events (jobs.Event) to OUT as JSON lines, `{"event": KIND, ...fields}`, flushing each,
+so that what it learned before a crash survives it. This module is the one place jobs and events are turned
+into text and back.
 """
 
 from __future__ import annotations
 
 import json
+from typing import IO
 
-from typing import Any, IO
-
-PROTOCOL_VERSION = 1
+from ..jobs import CheckJob, Event, Sink, event_from_dict, event_to_dict
 
 
-class EventWriter:
+class EventWriter(Sink):
+    """A sink that appends each event to the child's output file at once."""
+
     def __init__(self, stream: IO[str]):
         self._stream = stream
 
-    def emit(self, event: str, **payload: Any) -> None:
-        self._stream.write(json.dumps({"event": event, **payload}, default=str) + "\n")
+    def emit(self, event: Event) -> None:
+        self._stream.write(json.dumps(event_to_dict(event), default=str) + "\n")
         self._stream.flush()
 
-    def stage(self, stage: str, detail: str = "") -> None:
-        self.emit("stage", stage=stage, detail=detail)
 
-    def finding(self, finding: dict[str, Any]) -> None:
-        self.emit("finding", finding=finding)
-
-    def kernel(self, name: str, **facts: Any) -> None:
-        self.emit("kernel", name=name, facts=facts)
-
-    def stat(self, name: str, value: float = 1) -> None:
-        self.emit("stat", name=name, value=value)
+class TornLine(ValueError):
+    """A line the child did not finish writing (it died mid-write)."""
 
 
-def read_events(path: str) -> list[dict[str, Any]]:
-    """Events from a child's output file; a torn last line (the child died mid-write) is dropped."""
-    events = []
+def parse_event(line: str) -> Event | None:
+    """One line of a child's output; None for a kind this version does not know; TornLine for a torn line."""
+    try:
+        return event_from_dict(json.loads(line))
+    except (json.JSONDecodeError, TypeError, KeyError, AttributeError) as e:
+        raise TornLine(str(e)) from None
+
+
+def read_events(path: str) -> list[Event]:
+    """Events from a child's output file; a torn last line ends the list."""
+    events: list[Event] = []
     try:
         with open(path, encoding="utf-8") as f:
             for line in f:
                 try:
-                    events.append(json.loads(line))
-                except json.JSONDecodeError:
+                    event = parse_event(line)
+                except TornLine:
                     break
+                if event is not None:
+                    events.append(event)
     except FileNotFoundError:
         pass
     return events
+
+
+def write_job(job: CheckJob, path: str) -> None:
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(job.to_dict(), f)
+
+
+def read_job(path: str) -> CheckJob:
+    with open(path, encoding="utf-8") as f:
+        return CheckJob.from_dict(json.load(f))

@@ -8,7 +8,7 @@ import signal
 import time
 
 from kernel_lsp.config import Settings
-from kernel_lsp.engine.check import CheckRequest, check_file
+from kernel_lsp.check import CheckRequest, check_file
 from kernel_lsp.worker.pool import WarmPool
 from tests.conftest import CORPUS, FIXTURES
 from tests.lsp.rawclient import kernel_lsp_processes, wait_gone

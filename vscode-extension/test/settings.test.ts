@@ -1,7 +1,14 @@
 import * as assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import * as path from "node:path";
 import { test } from "node:test";
 
 import { sectionOf, serverSettings } from "../src/settings";
+
+// What the server accepts, with its defaults: written from kernel_lsp/config.py (tests/test_config.py keeps it
+// current). Compiled tests run from out/test, three levels below the repository root.
+const manifest = JSON.parse(readFileSync(path.join(__dirname, "..", "..", "..", "kernel_lsp", "schemas",
+  "settings.json"), "utf8")) as { settings: Record<string, unknown>; llm: Record<string, unknown> };
 
 test("server settings keep the server's keys and drop client-only ones", () => {
   const s = serverSettings(sectionOf({
@@ -15,11 +22,16 @@ test("server settings keep the server's keys and drop client-only ones", () => {
   assert.equal("interpreter" in s, false);
 });
 
-test("defaults mirror the server's", () => {
-  const s = serverSettings(sectionOf({}));
-  assert.deepEqual(s.targets, ["sm_90"]);
-  assert.equal(s.verify, "save");
-  assert.equal(s.llm.apiKeyEnv, "OPENAI_API_KEY");
+test("every key sent is one the server accepts, and the defaults are the server's", () => {
+  const s = serverSettings(sectionOf({})) as unknown as Record<string, unknown>;
+  for (const [key, value] of Object.entries(s)) {
+    if (key === "llm") {
+      assert.deepEqual(value, manifest.llm, "llm defaults differ from the server's");
+      continue;
+    }
+    assert.ok(key in manifest.settings, `the server does not accept the setting ${key}`);
+    assert.deepEqual(value, manifest.settings[key], `default of ${key} differs from the server's`);
+  }
 });
 
 test("dotted keys resolve like VS Code's configuration", () => {

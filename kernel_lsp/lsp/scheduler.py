@@ -5,6 +5,9 @@ the running check; a result computed for an older generation is dropped, never p
 for an adaptive debounce (50 to 500 ms, tracking the last run's time, like clangd); verification runs on save
 (or change, per `verify`). Runs execute `check_file` in a thread pool: the work itself is in a worker process,
 the thread only waits for it, so the event loop never blocks.
+
+The scheduler is given the function that checks a file and the warm worker pool (the server passes
+`check.check_file` and a `WarmPool`), so tests drive it in-process with fakes.
 """
 
 from __future__ import annotations
@@ -18,16 +21,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Awaitable, Callable
 
-from .cache import Cache
-from .config import Settings, apply_overrides
-from .engine.check import CheckRequest, check_file
-from .model import FileReport, Finding
-from .worker.pool import WarmPool
+from ..cache import Cache
+from ..check import CheckRequest
+from ..config import Settings, apply_overrides
+from ..jobs import Stage
+from ..model import FileReport, Finding
+from ..worker.persistent import PersistentPool
+from ..worker.pool import WarmPool
 
 log = logging.getLogger(__name__)
 
 MIN_DEBOUNCE, MAX_DEBOUNCE = 0.05, 0.5
 VERIFY_SOURCE = "kernel-lsp.verify"
+MEASURE_SOURCE = "kernel-lsp.measure"
+RUN_SOURCES = (VERIFY_SOURCE, MEASURE_SOURCE)  # what describes a run of the text: withdrawn when the text changes
 QUICK_SOURCES = ("kernel-lsp.discover", "kernel-lsp.link")  # what the at-once stage finds
 
 
@@ -59,6 +66,10 @@ class Document:
     last_seconds: float = 0.2
     published: int = -1  # the generation whose full check was last published
 
+    def current_report(self) -> FileReport | None:
+        """The last report, only while it describes the text as it is now (numbers are never shown stale)."""
+        return self.report if self.published == self.generation else None
+
 
 @dataclass
 class Hooks:
@@ -67,24 +78,37 @@ class Hooks:
     publish: Callable[[Document], None]
     started: Callable[[Document, Run], Awaitable[object]]
     finished: Callable[[Document, Run, object, FileReport | None], None]
-    stage: Callable[[Document, Run, object, dict], None]
+    stage: Callable[[Document, Run, object, Stage], None]
+
+
+CheckFn = Callable[[CheckRequest], FileReport]
+WorkersFor = Callable[[Settings], "PersistentPool | None"]
 
 
 class Scheduler:
-    def __init__(self, hooks: Hooks, settings: Settings, root: Path | None, workers: int = 2):
+    def __init__(self, hooks: Hooks, settings: Settings, root: Path | None, check: CheckFn,
+                 pool: WarmPool | None = None, workers: int = 2, workers_for: WorkersFor | None = None):
         self.hooks = hooks
+        self.check = check
+        # Long-lived workers (a GPU's, or the runner's), made from the settings and remade when they change.
+        self.workers_for = workers_for
+        self.persistent: PersistentPool | None = None
+        self._persistent_key: tuple | None = None
         self.docs: dict[str, Document] = {}
         self.executor = ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="kernel-lsp-check")
         self.workers = max(1, workers)
         # Discovery and linking run at once on every version, on their own thread, so a syntax error or a
         # broken link shows while the check threads are busy verifying other files.
         self.quick_executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kernel-lsp-quick")
-        self.pool = WarmPool()  # a zygote with torch and triton imported; workers fork from it
+        self.pool = pool  # a zygote with torch and triton imported, which workers fork from; cold workers if None
         self.configure(settings, root)
 
     def warm_up(self) -> None:
-        """Start the warm worker now, so the first check does not pay for importing torch and triton."""
-        self.pool.start(self.settings.device)
+        """Start the warm workers now, so the first check does not pay for importing torch and triton."""
+        if self.pool is not None:
+            self.pool.start(self.settings.device)
+        if self.persistent is not None:
+            self.persistent.warm_up()
 
     def configure(self, settings: Settings, root: Path | None) -> None:
         self.settings, self.root = settings, root
@@ -92,7 +116,13 @@ class Scheduler:
             old, self.workers = self.executor, settings.workers
             self.executor = ThreadPoolExecutor(max_workers=settings.workers, thread_name_prefix="kernel-lsp-check")
             old.shutdown(wait=False)
-        self.cache = Cache(Path(settings.cache_dir) if settings.cache_dir else (root / ".kernel_lsp_cache" if root else None))
+        self.cache = Cache(settings.cache_path(root))
+        key = (tuple(settings.runner), settings.device)
+        if self.workers_for is not None and key != self._persistent_key:
+            old, self.persistent = self.persistent, self.workers_for(settings)
+            self._persistent_key = key
+            if old is not None:
+                old.close()
 
     def document(self, uri: str, path: Path) -> Document:
         doc = self.docs.get(uri)
@@ -106,8 +136,9 @@ class Scheduler:
         doc = self.document(uri, path)
         self.cancel(doc)
         doc.version, doc.text = version, text
-        if doc.findings.pop(VERIFY_SOURCE, None):
-            self.hooks.publish(doc)  # verification results were for the old text: never show them as current
+        withdrawn = [doc.findings.pop(src) for src in RUN_SOURCES if src in doc.findings]
+        if any(withdrawn):
+            self.hooks.publish(doc)  # verification and timing results were for the old text: never shown as current
         delay = 0.0 if immediate else min(MAX_DEBOUNCE, max(MIN_DEBOUNCE, doc.last_seconds / 4))
         gen = doc.generation
         loop = asyncio.get_running_loop()
@@ -119,7 +150,7 @@ class Scheduler:
         """Discovery and linking of this version, published at once (no debounce, no worker)."""
         request = CheckRequest(doc.path, self.settings, self.root, source=doc.text, quick=True)
         try:
-            report = await asyncio.get_running_loop().run_in_executor(self.quick_executor, check_file, request)
+            report = await asyncio.get_running_loop().run_in_executor(self.quick_executor, self.check, request)
         except Exception:
             log.exception("quick check of %s failed", doc.uri)
             return
@@ -151,7 +182,10 @@ class Scheduler:
             self.cancel(doc)
         self.executor.shutdown(wait=False, cancel_futures=True)
         self.quick_executor.shutdown(wait=False, cancel_futures=True)
-        self.pool.close()
+        if self.pool is not None:
+            self.pool.close()
+        if self.persistent is not None:
+            self.persistent.close()
 
     async def _run(self, doc: Document, gen: int, verify: bool, delay: float, refresh: bool = False) -> None:
         try:
@@ -163,7 +197,7 @@ class Scheduler:
         run = Run(gen, verify)
         settings = apply_overrides(self.settings, {"verification": verify})
         run.request = CheckRequest(doc.path, settings, self.root, source=doc.text, cache=self.cache,
-                                   cancel=run.cancel, pool=self.pool, refresh=refresh)
+                                   cancel=run.cancel, pool=self.pool, persistent=self.persistent, refresh=refresh)
         doc.running = run
         token = await self.hooks.started(doc, run)
         loop = asyncio.get_running_loop()
@@ -171,7 +205,7 @@ class Scheduler:
         start = time.monotonic()
         report: FileReport | None = None
         try:
-            report = await asyncio.get_running_loop().run_in_executor(self.executor, check_file, run.request)
+            report = await asyncio.get_running_loop().run_in_executor(self.executor, self.check, run.request)
         except asyncio.CancelledError:
             # A newer version took over: kill this run, and still end its progress, or the editor's spinner
             # for it would spin forever.
@@ -190,7 +224,7 @@ class Scheduler:
             by_source: dict[str, list[Finding]] = {}
             for f in report.findings:
                 by_source.setdefault(f.source, []).append(f)
-            keep = {VERIFY_SOURCE: doc.findings.get(VERIFY_SOURCE, [])} if not verify else {}
+            keep = {src: doc.findings.get(src, []) for src in RUN_SOURCES} if not verify else {}
             doc.findings = {**keep, **by_source}
             doc.published = gen
             self.hooks.publish(doc)

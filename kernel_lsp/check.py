@@ -1,7 +1,9 @@
 """Check one file, parent side: read, discover, link, consult the cache, run the worker, collect findings.
 
-Imports neither torch nor triton; user code runs only in the worker child. This is the one entry point the
-CLI and the language server share (`check_file`), so they always agree.
+This module sits above both the engine (whose parent-side stages it calls, and whose worker-side stages the
+child runs) and the worker (which it drives). Imports neither torch nor triton; user code runs only in the
+worker child. It is the one entry point the CLI and the language server share (`check_file`), so they always
+agree.
 """
 
 from __future__ import annotations
@@ -10,17 +12,20 @@ import os
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Callable
 
-from ..cache import Cache, cache_key
-from ..codes import severity_of
-from ..config import Settings
-from ..model import FileReport, Finding, Span
-from ..worker.client import WorkerJob, WorkerOutcome
-from ..worker.pool import WarmPool
-from .deps import dependencies
-from .discover import discover_source
-from .link import ignored_codes, link_file
+from .cache import Cache, cache_key
+from .codes import severity_of
+from .config import Settings
+from .device import gpu_present
+from .engine.deps import dependencies
+from .engine.discover import discover_source
+from .engine.link import ignored_codes, link_file, parse_pragmas
+from .jobs import CheckJob, Device, FindingEvent, KernelEvent, KernelRef, MeasureOptions, Stage, Stat
+from .model import FileReport, Finding, KernelFacts, KernelInfo, Span
+from .worker.client import WorkerJob, WorkerOutcome
+from .worker.persistent import PersistentPool
+from .worker.pool import WarmPool
 
 
 @dataclass
@@ -31,12 +36,24 @@ class CheckRequest:
     cli_reference: Path | None = None
     source: str | None = None  # unsaved editor text; read from disk when None
     cache: Cache | None = None
-    on_event: Callable[[dict[str, Any]], None] | None = None  # progress from the worker
+    on_event: Callable[[Stage], None] | None = None  # progress from the worker
     cancel: threading.Event | None = None
     jobs: list[WorkerJob] = field(default_factory=list)  # running worker jobs, so a caller can kill them
     pool: WarmPool | None = None  # warm workers (the zygote); cold processes when None
+    persistent: PersistentPool | None = None  # long-lived workers: one per GPU, or behind the runner command
     refresh: bool = False  # run the worker even on a cache hit ("Verify again now"), then store the result
     quick: bool = False  # discovery and linking only (the language server's at-once stage): no cache, no worker
+
+
+def long_lived_workers(settings: Settings) -> PersistentPool | None:
+    """Long-lived workers for these settings: behind the runner command when one is set, else one per local GPU
+    (CUDA cannot be used in a forked child, and a fresh process per file pays seconds of imports and CUDA
+    start-up); None where jobs fork from the zygote or start cold (the CPU interpreter)."""
+    if settings.runner:
+        return PersistentPool(settings.runner, settings.device)
+    if settings.device != "cpu" and gpu_present() and os.environ.get("KERNEL_LSP_WARM", "1") != "0":
+        return PersistentPool(None, "cuda" if settings.device == "cuda" else "auto")
+    return None
 
 
 def read_source(path: Path) -> tuple[str | None, Finding | None]:
@@ -59,11 +76,10 @@ def _syntax_finding(path: Path, err: SyntaxError) -> Finding:
                    f"syntax error: {err.msg}", source="kernel-lsp.discover")
 
 
-def kernel_facts(kernels) -> list[dict[str, Any]]:
+def kernel_refs(kernels: list[KernelInfo]) -> list[KernelRef]:
     """Discovery facts the worker needs to place findings (it never re-parses the file)."""
-    return [{"name": k.name, "qualname": k.qualname, "def_line": k.def_span.line, "def_col": k.def_span.col,
-             "name_span": k.name_span.to_dict(), "is_helper": k.is_helper, "end_line": k.end_line,
-             "launches": [s.span.to_dict() for s in k.launches]} for k in kernels]
+    return [KernelRef(k.name, k.qualname, k.def_span.line, k.def_span.col, k.name_span, k.end_line, k.is_helper,
+                      [s.span for s in k.launches]) for k in kernels]
 
 
 def check_file(req: CheckRequest) -> FileReport:
@@ -81,17 +97,17 @@ def check_file(req: CheckRequest) -> FileReport:
         return report
     if not found.kernels:
         return report
-    report.kernels = {k.name: {"def_line": k.def_span.line, "qualname": k.qualname} for k in found.kernels}
+    report.kernels = {k.name: KernelFacts(def_line=k.def_span.line, qualname=k.qualname) for k in found.kernels}
     linked = link_file(path, source, cli_reference=req.cli_reference, root=req.root,
                        mapping=req.settings.references)
     report.findings.extend(linked.findings)
     if linked.link is None or req.quick:
         return _finish(report, source)
 
-    link_job = linked.link.to_job()
+    link_spec = linked.link.to_spec()
     extra = [linked.link.reference] + ([linked.link.inputs_path] if linked.link.inputs_path else [])
     report.dependencies = [str(p) for p in dependencies(source, path, req.root, extra)]
-    key = cache_key(source, link_job, req.settings.fingerprint(), report.dependencies)
+    key = cache_key(source, link_spec.to_dict(), req.settings.fingerprint(), report.dependencies)
     if req.cache is not None and not req.refresh:
         hit = req.cache.get(key)
         if hit is not None:
@@ -102,12 +118,11 @@ def check_file(req: CheckRequest) -> FileReport:
             hit.dependencies = report.dependencies
             return hit
 
-    job = {
-        "kind": "check", "path": str(path), "link": link_job, "kernels": kernel_facts(found.kernels),
-        "anchor": linked.link.anchor.to_dict(), "targets": req.settings.targets, "seed": req.settings.seed,
-        "verify": req.settings.verification, "device": req.settings.device,
-    }
-    outcome = _run_worker(req, job, source)
+    job = CheckJob(path=str(path), link=link_spec, kernels=kernel_refs(found.kernels), anchor=linked.link.anchor,
+                   targets=list(req.settings.targets), seed=req.settings.seed, verify=req.settings.verification,
+                   device=req.settings.device, measure=measure_options(req.settings, source))
+    files = shipped_files(source, job, report.dependencies) if req.persistent and req.persistent.runner else None
+    outcome = _run_worker(req, job, source, files)
     report.stats = {"workers": 1, "warm_workers": int(outcome.warm), "compiles": 0, "launches": 0,
                     "seconds": round(outcome.seconds, 3)}
     _absorb(report, outcome, linked.link.anchor)
@@ -117,12 +132,36 @@ def check_file(req: CheckRequest) -> FileReport:
     return report
 
 
-def _run_worker(req: CheckRequest, job: dict[str, Any], source: str) -> WorkerOutcome:
+def measure_options(settings: Settings, source: str) -> MeasureOptions:
+    """The measure stage's options: the `measure` settings, with `flops=` / `bytes=` from the file's pragmas."""
+    m = settings.measure
+    declared = {k: v for _, kv in parse_pragmas(source) for k, v in kv.items() if k in ("flops", "bytes")}
+    return MeasureOptions(enabled=m["mode"] != "off", cache=m["cache"], compile=m["compile"],
+                          compile_severity=m["compile_severity"], budget_s=float(m["seconds"]),
+                          flops=declared.get("flops", None if m["flops"] is None else str(m["flops"])),
+                          bytes=declared.get("bytes", None if m["bytes"] is None else str(m["bytes"])))
+
+
+def shipped_files(source: str, job: CheckJob, dependencies: list[str]) -> dict[str, str]:
+    """The texts a worker on another machine needs: the kernel file (as the editor holds it), the reference, the
+    input factory, and every workspace module they import. No shared file system is assumed."""
+    files = {job.path: source}
+    for p in [job.link.reference, job.link.inputs_path, *dependencies]:
+        if p and p not in files:
+            try:
+                files[p] = Path(p).read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError):
+                continue  # the worker reports what it then cannot import
+    return files
+
+
+def _run_worker(req: CheckRequest, job: CheckJob, source: str, files: dict[str, str] | None) -> WorkerOutcome:
     if req.source is not None:
         # The editor's unsaved text is what the user sees: the worker must run exactly that.
-        job["source_override"] = source
+        job.source_override = source
     env = dict(os.environ)
-    worker = WorkerJob(job, timeout=req.settings.timeout, env=env, on_stage=req.on_event, pool=req.pool)
+    worker = WorkerJob(job, timeout=req.settings.timeout, env=env, on_stage=req.on_event, pool=req.pool,
+                       persistent=req.persistent, files=files)
     req.jobs.append(worker)
     if req.cancel is not None and req.cancel.is_set():
         worker.cancel()
@@ -131,27 +170,25 @@ def _run_worker(req: CheckRequest, job: dict[str, Any], source: str) -> WorkerOu
 
 def _absorb(report: FileReport, outcome: WorkerOutcome, anchor: Span) -> None:
     for e in outcome.events:
-        kind = e.get("event")
-        if kind == "finding":
-            f = Finding.from_dict(e["finding"])
-            f.path = report.path
-            report.findings.append(f)
-        elif kind == "kernel":
-            entry = report.kernels.setdefault(e["name"], {})
-            for k, v in e["facts"].items():
-                if isinstance(v, list):
-                    entry.setdefault(k, []).extend(v)
-                else:
-                    entry[k] = v
-        elif kind == "stat":
-            report.stats[e["name"]] = report.stats.get(e["name"], 0) + e["value"]
-        elif kind == "device":
-            report.stats["device"] = e["device"]
+        if isinstance(e, FindingEvent):
+            e.finding.path = report.path
+            report.findings.append(e.finding)
+        elif isinstance(e, KernelEvent):
+            report.kernels.setdefault(e.name, KernelFacts()).merge(e.facts)
+        elif isinstance(e, Stat):
+            report.stats[e.name] = report.stats.get(e.name, 0) + e.value
+        elif isinstance(e, Device):
+            report.stats["device"] = e.device
     if outcome.cancelled or outcome.completed:
         return
+    if outcome.start_failed:
+        report.findings.append(Finding(report.path, anchor, severity_of("KL303"), "KL303",
+                                       f"no worker to run this file: {outcome.start_failed}",
+                                       source="kernel-lsp.worker", data={"stderr": outcome.stderr_tail[-2000:]}))
+        return
     stage = outcome.last_stage()
-    during = f" during {stage['stage']}" + (f" ({stage['detail']})" if stage and stage.get("detail") else "") if stage else ""
-    data = {"stage": stage, "stderr": outcome.stderr_tail[-2000:]}
+    during = f" during {stage.stage}" + (f" ({stage.detail})" if stage.detail else "") if stage else ""
+    data = {"stage": stage.to_dict() if stage else None, "stderr": outcome.stderr_tail[-2000:]}
     if outcome.timed_out:
         report.findings.append(Finding(report.path, anchor, severity_of("KL301"), "KL301",
                                        f"the worker timed out after {outcome.seconds:.0f} s{during}; "

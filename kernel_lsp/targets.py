@@ -16,7 +16,6 @@ class Target:
     warp_size: int
     max_shared_per_block: int  # bytes, opt-in maximum
     registers_per_block: int  # 32-bit registers
-    max_registers_per_thread: int
 
 
 _CUDA = {
@@ -46,9 +45,9 @@ def parse_target(name: str) -> Target:
             raise ValueError(f"unknown target {name!r} (known: {known}, {', '.join(_HIP)})")
         cc = int(digits)
         shared, regs = _CUDA[cc]
-        return Target(f"sm_{cc}", "cuda", cc, 32, shared, regs, 255)
+        return Target(f"sm_{cc}", "cuda", cc, 32, shared, regs)
     if n in _HIP:
-        return Target(n, "hip", n, 64, _HIP[n], 512 * 64, 512)
+        return Target(n, "hip", n, 64, _HIP[n], 512 * 64)
     known = ", ".join(f"sm_{k}" for k in _CUDA)
     raise ValueError(f"unknown target {name!r} (known: {known}, {', '.join(_HIP)})")
 

@@ -1,0 +1,90 @@
+"""The tasks/ table from `kernel-lsp check tasks/ --device cuda --format json -o FILE`:
+`python benchmarks/tasks_table.py FILE [--before OLD.json]` prints markdown (eager, torch.compile, Triton, CI,
+% roofline) with the run's provenance and the geomeans; docs/benchmarks.md holds its output."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from pathlib import Path
+
+
+def rows_of(doc: dict) -> dict[str, dict]:
+    out = {}
+    for f in doc["files"]:
+        name = Path(f["path"]).name.removesuffix("_triton.py")
+        m = next((k["measurement"] for k in f["kernels"].values() if k.get("measurement")), None)
+        note = next((k.get("performance_note") for k in f["kernels"].values() if k.get("performance_note")), None)
+        bad = sorted({d["code"] for d in f["findings"] if d["severity"] in ("error", "warning")})
+        out[name] = {"category": Path(f["path"]).parent.name, "m": m, "note": note, "bad": bad}
+    return out
+
+
+def side(m: dict, name: str) -> dict | None:
+    return next((s for s in m["sides"] if s["side"] == name), None)
+
+
+def speedup(m: dict, against: str) -> dict | None:
+    return next((s for s in m["speedups"] if s["against"] == against), None)
+
+
+def fmt_us(x: float | None) -> str:
+    return "-" if x is None else (f"{x:.1f}" if x < 1000 else f"{x:.0f}")
+
+
+def fmt_ratio(s: dict | None) -> str:
+    return "-" if s is None else f"{s['ratio']:.2f}x ({s['low']:.2f}-{s['high']:.2f})"
+
+
+def geomean(xs: list[float]) -> float:
+    return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else float("nan")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("json")
+    ap.add_argument("--before", help="an earlier run, for a 'before' column against torch.compile")
+    args = ap.parse_args()
+    rows = rows_of(json.loads(Path(args.json).read_text()))
+    before = rows_of(json.loads(Path(args.before).read_text())) if args.before else {}
+    prov = next((r["m"]["provenance"] for r in rows.values() if r["m"]), None)
+    if prov:
+        print(f"GPU {prov['gpu']} (SM clock {prov.get('sm_clock_mhz')} MHz at measurement), driver {prov['driver']}, "
+              f"torch {prov['torch']}, triton {prov['triton']}, {prov['cache']} L2, {prov['timer']}, {prov['date']}\n")
+    head = "| category | task | Triton us | eager us | torch.compile us | vs eager (95% CI) | vs torch.compile (95% CI) |"
+    head += " % roofline | bound |" + (" before vs compile |" if before else "")
+    print(head)
+    print("|" + " --- |" * (head.count("|") - 1))
+    eager_r, compile_r = [], []
+    for name in sorted(rows, key=lambda n: (rows[n]["category"], n)):
+        r = rows[name]
+        m = r["m"]
+        if m is None:
+            print(f"| {r['category']} | {name} | not measured: {r['note'] or ', '.join(r['bad']) or '?'} |" +
+                  " |" * (head.count("|") - 4))
+            continue
+        e, c = speedup(m, "eager"), speedup(m, "torch.compile")
+        if e:
+            eager_r.append(e["ratio"])
+        if c:
+            compile_r.append(c["ratio"])
+        roof = m.get("roofline") or {}
+        line = (f"| {r['category']} | {name} | {fmt_us(side(m, 'triton')['median_us'])} | "
+                f"{fmt_us((side(m, 'eager') or {}).get('median_us'))} | "
+                f"{fmt_us((side(m, 'torch.compile') or {}).get('median_us'))} | {fmt_ratio(e)} | {fmt_ratio(c)} | "
+                f"{roof.get('percent', float('nan')):.0f}% | {roof.get('bound', '-')} |")
+        if before:
+            b = before.get(name, {}).get("m")
+            line += f" {fmt_ratio(speedup(b, 'torch.compile')) if b else '-'} |"
+        print(line)
+    print(f"\nGeomean over {len(eager_r)} measured tasks: {geomean(eager_r):.2f}x eager, "
+          f"{geomean(compile_r):.2f}x torch.compile; below torch.compile (whole CI < 1): "
+          f"{sum(1 for r in rows.values() if r['m'] and (speedup(r['m'], 'torch.compile') or {}).get('high', 9) < 1)}"
+          f"; below eager: {sum(1 for r in rows.values() if r['m'] and (speedup(r['m'], 'eager') or {}).get('high', 9) < 1)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

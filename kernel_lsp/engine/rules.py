@@ -1,0 +1,264 @@
+"""The verifier's rules: pure functions from what running one input variant collected (`Evidence`) to findings.
+
+Running user code, poisoning allocations and guarding memory happen in verify.py; deciding what the collected
+outputs mean happens here, with no Triton and no side effects, so every rule is testable in milliseconds with
+hand-made tensors (tests/verify/test_rules.py). Placement is left to the caller: a `RuleFinding` says whether
+it belongs at the launch site or at the store that wrote a given element.
+
+The rules, in the order `judge` applies them:
+- KL204 an input the implementation modified (compared with the reference's inputs after its own call);
+- KL202 a different number of outputs (then nothing else is judged);
+- KL203 unwritten, KL201 NaN/inf, KL200 value, per output (compare.py holds the error budget);
+- KL206 a wrong output identical to an earlier call's output on other inputs (a cached result);
+- KL207 a second run on the same inputs that leaves the budget where the first stayed inside (a race);
+- KL205 no kernel launched while producing the result.
+Random ops are judged by `judge_random` instead: repeatability, distribution (Kolmogorov-Smirnov) and the
+reference's per-sample invariant.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from .compare import Comparison, compare_tensor
+
+SENTINEL = -1.2345e4  # finite in fp16/bf16/fp32; an implementation writing exactly this everywhere is unlikely
+KS_ALPHA = 1e-6
+
+
+@dataclass
+class Evidence:
+    """What running one variant collected. Output lists are flattened (nested tuples of tensors become a list)."""
+
+    variant: str  # the variant's name (seed-1, special, odd-size, strided, ...)
+    kind: str  # values, size or layout
+    description: str
+    shapes: str  # the inputs' shapes (and strides) as the message shows them
+    outputs: list  # the implementation's first run, its allocations poisoned with NaN
+    rerun: list  # a second run on the same inputs, allocations poisoned with SENTINEL (None entries: it raised)
+    reference: list  # PyTorch in the task's dtype
+    truth: list  # the reference in float64 (the same as `reference` when it cannot run in float64)
+    abs_terms: list  # the float64 reference on absolute inputs (None entries where it could not run)
+    truth_dtype: str = "float64"
+    launches: int = 0  # Triton launches the implementation made during the first run
+    inputs_after: list = field(default_factory=list)  # the implementation's inputs after its first run
+    reference_inputs_after: list = field(default_factory=list)  # the reference's inputs after its call
+    earlier: list = field(default_factory=list)  # flattened outputs of earlier calls on other inputs
+    untrusted: bool = False  # the CPU interpreter computes these kernels' numbers wrongly: values not judged
+    sample_message: str | None = None  # random ops: the reference's per-sample invariant, broken
+
+
+@dataclass
+class RuleFinding:
+    code: str
+    message: str
+    place: str = "launch"  # "launch" (the launch site), "store" (the store that wrote `comparison`'s element) or "none"
+    output: int | None = None  # which output, for place "store"
+    rerun: bool = False  # the element is in the second run's output
+    comparison: Comparison | None = None
+    data: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Judgement:
+    findings: list[RuleFinding]
+    verdict: str  # for the variant table: ok, structure, stale, or the worst output's code
+    worst: Comparison | None = None
+
+
+def same(a, b) -> bool:
+    """Bit-level equality of two values; NaN equals NaN."""
+    import torch
+    if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor):
+        if a.shape != b.shape or a.dtype != b.dtype:
+            return False
+        if a.is_floating_point():
+            return bool(((a == b) | (a.isnan() & b.isnan())).all())
+        return bool(torch.equal(a, b))
+    return a == b if not isinstance(a, torch.Tensor) and not isinstance(b, torch.Tensor) else False
+
+
+def describe_variant(kind: str, name: str, description: str, shapes: str | None) -> str:
+    """How a message names a variant: by its sizes, its layout, or its values."""
+    if kind == "size":
+        return f"fails at shape {shapes}, which the reference accepts" if shapes else f"fails at {description}"
+    if kind == "layout":
+        return f"fails with non-contiguous inputs ({description}; {shapes}), which the reference accepts"
+    return f"variant {name} ({description}, inputs {shapes})"
+
+
+def where(e: Evidence) -> str:
+    return describe_variant(e.kind, e.variant, e.description, e.shapes)
+
+
+def output_name(j: int, count: int) -> str:
+    return "output" if count == 1 else f"output {j}"
+
+
+def mutated_input(e: Evidence) -> RuleFinding | None:
+    """KL204: the first input the implementation left different from how the reference left its copy."""
+    import torch
+    for i, (a, b) in enumerate(zip(e.inputs_after, e.reference_inputs_after)):
+        if isinstance(a, torch.Tensor) and not same(a, b):
+            return RuleFinding("KL204", f"input {i} {tuple(a.shape)} was modified by the implementation "
+                               "(the reference leaves it as it was)", data={"input": i})
+    return None
+
+
+def structure(e: Evidence) -> RuleFinding | None:
+    """KL202: the implementation returns a different number of outputs."""
+    if len(e.outputs) != len(e.reference):
+        return RuleFinding("KL202", f"the implementation returns {len(e.outputs)} outputs, the reference "
+                           f"{len(e.reference)}")
+    return None
+
+
+def unwritten_mask(y, y_b):
+    """Elements NaN in the first run and SENTINEL in the second: both came from the poisoned allocation."""
+    import torch
+    if isinstance(y, torch.Tensor) and isinstance(y_b, torch.Tensor) and y.shape == y_b.shape and y.dtype == y_b.dtype:
+        if y.is_floating_point():
+            return torch.isnan(y) & (y_b == torch.tensor(SENTINEL, dtype=y.dtype))
+    return None
+
+
+def stale_output(e: Evidence, j: int, comparison: Comparison) -> RuleFinding | None:
+    """KL206: a wrong output equal to an earlier call's output on other inputs."""
+    y = e.outputs[j]
+    if comparison.ok or comparison.code not in ("KL200", "KL201"):
+        return None
+    if not any(len(prev) == len(e.outputs) and same(prev[j], y) for prev in e.earlier):
+        return None
+    return RuleFinding("KL206", f"{where(e)}: {output_name(j, len(e.outputs))} is identical to an earlier call's "
+                       "output on different inputs: results are cached or do not depend on the inputs")
+
+
+def repeat_differs(e: Evidence, j: int) -> RuleFinding | None:
+    """KL207: the second run on the same inputs leaves the error budget (the first run stayed inside it)."""
+    import torch
+    y_b, rr, tt, aa = e.rerun[j], e.reference[j], e.truth[j], e.abs_terms[j]
+    if not isinstance(y_b, torch.Tensor):
+        return None
+    c2 = compare_tensor(y_b, rr, tt if isinstance(tt, torch.Tensor) else rr, output_name(j, len(e.outputs)), None,
+                        aa if isinstance(aa, torch.Tensor) and aa.is_floating_point() else None)
+    if c2.ok or c2.code not in ("KL200", "KL201"):
+        return None
+    return RuleFinding("KL207", f"{where(e)}: two runs on the same inputs differ beyond rounding ({c2.message}): "
+                       "a likely race", place="store", output=j, rerun=True, comparison=c2)
+
+
+def judge_outputs(e: Evidence) -> tuple[list[RuleFinding], Comparison | None, bool]:
+    """KL200, KL201, KL203, KL206 and KL207 for each output; returns (findings, worst comparison, stale)."""
+    import torch
+    findings: list[RuleFinding] = []
+    worst: Comparison | None = None
+    stale = False
+    for j, (y, y_b, rr, tt, aa) in enumerate(zip(e.outputs, e.rerun, e.reference, e.truth, e.abs_terms)):
+        name = output_name(j, len(e.outputs))
+        if not isinstance(rr, torch.Tensor):
+            continue
+        if e.variant == "special" and not rr.is_floating_point():
+            continue  # NaN -> integer conversion is undefined behaviour: not judged
+        c = compare_tensor(y, rr, tt if isinstance(tt, torch.Tensor) else rr, name, unwritten_mask(y, y_b),
+                           aa if isinstance(aa, torch.Tensor) and aa.is_floating_point() else None)
+        if not c.ok and c.code in ("KL200", "KL201") and e.untrusted:
+            continue  # the interpreter computes this kernel's numbers wrongly: not judged (KL210 says so)
+        cached = stale_output(e, j, c)
+        if cached is not None:
+            stale = True
+            findings.append(cached)
+            continue
+        if worst is None or (not c.ok and worst.ok) or c.max_abs > worst.max_abs:
+            worst = c
+        if not c.ok:
+            msg = c.message
+            if c.code == "KL200" and e.truth_dtype != "float64":
+                msg += f" (truth computed in {e.truth_dtype}: the reference does not run in float64)"
+            findings.append(RuleFinding(c.code, f"{where(e)}: {msg}", place="store", output=j, comparison=c,
+                                        data=c.summary()))
+        elif c.code is None:
+            race = repeat_differs(e, j)
+            if race is not None:
+                findings.append(race)
+    return findings, worst, stale
+
+
+def no_launch(e: Evidence) -> RuleFinding | None:
+    """KL205: a result returned without any Triton launch."""
+    if e.launches:
+        return None
+    return RuleFinding("KL205", "the implementation returned a result without launching any Triton kernel "
+                       "(a PyTorch fallback?)", place="none")
+
+
+def judge(e: Evidence) -> Judgement:
+    """All rules for a deterministic op, in order."""
+    findings = [f for f in [mutated_input(e)] if f is not None]
+    wrong_count = structure(e)
+    if wrong_count is not None:
+        return Judgement(findings + [wrong_count], "structure")
+    outputs, worst, stale = judge_outputs(e)
+    findings += outputs
+    if not stale:
+        findings += [f for f in [no_launch(e)] if f is not None]
+    verdict = "stale" if stale else ("ok" if worst is None or worst.ok else worst.code)
+    return Judgement(findings, verdict, worst)
+
+
+def ks_statistic(a, b) -> tuple[float, float]:
+    """Two-sample Kolmogorov-Smirnov statistic of two tensors' values, and its critical value at KS_ALPHA."""
+    import torch
+    x = torch.sort(a.detach().double().reshape(-1)).values
+    y = torch.sort(b.detach().to(a.device).double().reshape(-1)).values
+    n, m = x.numel(), y.numel()
+    if n == 0 or m == 0:
+        return 0.0, 1.0
+    grid = torch.cat([x, y])
+    cdf_x = torch.searchsorted(x, grid, right=True).double() / n
+    cdf_y = torch.searchsorted(y, grid, right=True).double() / m
+    d = float((cdf_x - cdf_y).abs().max())
+    c_alpha = math.sqrt(-0.5 * math.log(KS_ALPHA / 2))
+    return d, c_alpha * math.sqrt((n + m) / (n * m))
+
+
+def judge_random(e: Evidence) -> Judgement:
+    """Random ops: same structure, repeatable for a fixed seed, no NaN the reference lacks, the same distribution
+    as the reference, the per-sample invariant, and a launch."""
+    import torch
+    findings = [f for f in [mutated_input(e)] if f is not None]
+    wrong_count = structure(e)
+    if wrong_count is not None:
+        return Judgement(findings + [wrong_count], "structure")
+    verdict = "ok"
+    for j, (a, b, rr) in enumerate(zip(e.outputs, e.rerun, e.reference)):
+        name = output_name(j, len(e.outputs))
+        if not isinstance(a, torch.Tensor) or a.shape != rr.shape or a.dtype != rr.dtype:
+            findings.append(RuleFinding("KL202", f"{where(e)}: {name} is {getattr(a, 'dtype', type(a))} "
+                                        f"{tuple(getattr(a, 'shape', ()))}, the reference's {rr.dtype} "
+                                        f"{tuple(rr.shape)}"))
+            verdict = "KL202"
+            continue
+        if isinstance(b, torch.Tensor) and not same(a, b):
+            findings.append(RuleFinding("KL207", f"{where(e)}: two runs with the same inputs and seed give "
+                                        f"different {name}: a fixed seed must give a repeatable result"))
+            verdict = "KL207"
+        if a.is_floating_point() and torch.isnan(a).any() and not torch.isnan(rr).any():
+            findings.append(RuleFinding("KL203", f"{where(e)}: {int(torch.isnan(a).sum())} elements of {name} "
+                                        "are NaN (unwritten?) where the reference has none"))
+            verdict = "KL203"
+            continue
+        d, crit = ks_statistic(a, rr)
+        if d > crit:
+            zeros = (f"; zero fraction {float((a == 0).double().mean()):.4f} vs reference "
+                     f"{float((rr == 0).double().mean()):.4f}")
+            findings.append(RuleFinding("KL200", f"{where(e)}: the distribution of {name} differs from the "
+                                        f"reference's (two-sample Kolmogorov-Smirnov D = {d:.4f} > {crit:.4f} at "
+                                        f"alpha 1e-6{zeros})", data={"ks": d, "ks_critical": crit}))
+            verdict = "KL200"
+    if e.sample_message:
+        findings.append(RuleFinding("KL200", f"{where(e)}: {e.sample_message}"))
+        verdict = "KL200"
+    findings += [f for f in [no_launch(e)] if f is not None]
+    return Judgement(findings, verdict)

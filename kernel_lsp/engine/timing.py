@@ -1,0 +1,164 @@
+"""Timing methods: one small function per method, each taking callables and budgets and returning plain numbers.
+Runs in a worker on a GPU (the statistics are in stats.py, the roofline in roofline.py).
+
+One timed call, on every side alike (`CudaClock.time`):
+1. cold L2 (the default): a write of max(2 x L2, 256 MB) evicts the previous call's data; hot mode skips it;
+2. a device-wide synchronize, so the GPU is idle when the timer starts;
+3. a CUDA event on the current stream, the call, a second event;
+4. a device-wide synchronize again, so work on any stream has finished before the next call;
+5. the host clock around 3-4 as well: when the host saw much more time than the events did, work ran outside
+   the caller's stream (a side stream the events cannot see) and the host clock is the honest number.
+
+`time_sides` interleaves the sides (A B C, B C A, C A B, ...) so a change of clocks hits all alike, after a
+warm-up, until each side has enough samples and the budget is spent. `time_graph` replays a CUDA graph of the
+call (launch overhead gone; no L2 flush inside the graph, so it is hot by nature). `HostClock` exists for tests
+of the loop on machines without a GPU; its numbers are never reported.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+FLUSH_MIN_BYTES = 256 << 20
+ESCAPE_MIN_US = 20.0  # host time beyond the events' that means work escaped the stream...
+ESCAPE_FRACTION = 0.25  # ...when also this fraction of the events' time
+
+
+@dataclass
+class Samples:
+    event_us: list[float] = field(default_factory=list)
+    host_us: list[float] = field(default_factory=list)
+    last_output: Any = None
+
+    def add(self, event_us: float, host_us: float) -> None:
+        self.event_us.append(event_us)
+        self.host_us.append(host_us)
+
+
+class CudaClock:
+    """Times single calls on the current CUDA device; the flush buffer and the events are made once."""
+
+    def __init__(self, cache: str = "cold"):
+        import torch
+        self.torch = torch
+        self.cache = cache
+        props = torch.cuda.get_device_properties(torch.cuda.current_device())
+        self.l2_bytes = int(getattr(props, "L2_cache_size", 0) or 0)
+        nbytes = max(2 * self.l2_bytes, FLUSH_MIN_BYTES)
+        self.flush_buffer = torch.empty(nbytes // 4, dtype=torch.int32, device="cuda") if cache == "cold" else None
+        self.start = torch.cuda.Event(enable_timing=True)
+        self.end = torch.cuda.Event(enable_timing=True)
+
+    def time(self, fn: Callable[[], Any]) -> tuple[float, float, Any]:
+        """(event microseconds, host microseconds, the call's result) of one call."""
+        torch = self.torch
+        if self.flush_buffer is not None:
+            self.flush_buffer.zero_()
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        self.start.record()
+        out = fn()
+        self.end.record()
+        torch.cuda.synchronize()
+        t1 = time.perf_counter()
+        return self.start.elapsed_time(self.end) * 1e3, (t1 - t0) * 1e6, out
+
+    def sync(self) -> None:
+        self.torch.cuda.synchronize()
+
+
+class HostClock:
+    """The host clock alone, for tests of the loop without a GPU. Never used for a reported number."""
+
+    cache = "hot"
+    l2_bytes = 0
+
+    def time(self, fn: Callable[[], Any]) -> tuple[float, float, Any]:
+        t0 = time.perf_counter()
+        out = fn()
+        us = (time.perf_counter() - t0) * 1e6
+        return us, us, out
+
+    def sync(self) -> None:
+        pass
+
+
+def time_sides(sides: dict[str, Callable[[], Any]], clock, *, warmup: int = 3, min_rounds: int = 10,
+               max_rounds: int = 200, budget_s: float = 1.0) -> dict[str, Samples]:
+    """Interleaved samples of every side: each round calls every side once, the order rotating by one each round."""
+    for fn in sides.values():
+        for _ in range(warmup):
+            fn()
+    clock.sync()
+    names = list(sides)
+    out = {name: Samples() for name in names}
+    start = time.monotonic()
+    rounds = 0
+    while rounds < max_rounds and (rounds < min_rounds or time.monotonic() - start < budget_s):
+        for k in range(len(names)):
+            name = names[(rounds + k) % len(names)]
+            event_us, host_us, result = clock.time(sides[name])
+            out[name].add(event_us, host_us)
+            out[name].last_output = result
+        rounds += 1
+    return out
+
+
+def escaped(samples: Samples, overhead_us: float) -> bool:
+    """Did work run outside the timed stream? The host saw much more than the events plus the usual overhead
+    (the host-minus-events gap of an empty launch, timed the same way)."""
+    from .stats import median
+    gap = median([h - e for h, e in zip(samples.host_us, samples.event_us)]) - overhead_us
+    return gap > max(ESCAPE_MIN_US, ESCAPE_FRACTION * median(samples.event_us))
+
+
+def honest_times(samples: Samples, overhead_us: float) -> tuple[list[float], str]:
+    """The samples to report and the timer they came from."""
+    if escaped(samples, overhead_us):
+        return [max(h - overhead_us, e) for h, e in zip(samples.host_us, samples.event_us)], "host clock"
+    return list(samples.event_us), "cuda events"
+
+
+def time_graph(fn: Callable[[], Any], clock, rounds: int = 50) -> list[float] | None:
+    """Event times of replaying `fn` captured as a CUDA graph; None when it cannot be captured (a host sync,
+    a CPU tensor, an allocation the graph cannot own)."""
+    import torch
+    try:
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            for _ in range(3):
+                fn()
+        torch.cuda.current_stream().wait_stream(side)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            fn()
+        torch.cuda.synchronize()
+    except Exception:
+        torch.cuda.synchronize()
+        return None
+    times = []
+    for _ in range(rounds):
+        event_us, _, _ = clock.time(graph.replay)
+        times.append(event_us)
+    return times
+
+
+_EMPTY = None
+
+
+def empty_launch() -> Callable[[], None]:
+    """A launch of an empty Triton kernel: the least any kernel call costs, timed the same way as the sides."""
+    global _EMPTY
+    if _EMPTY is None:
+        import triton
+
+        @triton.jit
+        def _kernel_lsp_empty():
+            pass
+
+        _EMPTY = _kernel_lsp_empty
+    kernel = _EMPTY
+    return lambda: kernel[(1,)]()

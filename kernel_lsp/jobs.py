@@ -1,0 +1,154 @@
+"""What crosses the worker boundary: the job going in, the events coming out, and the sink the engine writes to.
+
+Standard library only: the parent (check.py), the engine's worker-side stages and the worker's wire format
+(worker/protocol.py) all import this module. Every type is a `Record`, converted to and from dicts only where it
+is serialized (protocol.py for the wire; model.FileReport for the cache and JSON).
+
+Events, in the order a job usually sends them: `Device` (where kernels run), `Stage` (a stage starts; names the
+variant too), `FindingEvent`, `KernelEvent` (facts merged into the kernel's entry), `Stat` (counters the parent
+adds up), and `Done` when the job ended normally. A job that dies sends no `Done`; the parent diagnoses it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Union
+
+from .model import Finding, KernelFacts, Record, Span
+
+
+@dataclass
+class LinkSpec(Record):
+    """How the worker finds the reference: the linking form, the files and the names in them."""
+
+    kind: str  # "kernelbench" or "native"
+    reference: str  # the file holding the reference (may be the implementation itself)
+    reference_name: str = "Model"
+    inputs_path: str = ""
+    inputs_name: str = "get_inputs"
+    entry: str = "ModelNew"
+
+
+@dataclass
+class KernelRef(Record):
+    """Discovery's facts about one kernel, so the worker can place findings without re-parsing the file."""
+
+    name: str
+    qualname: str
+    def_line: int
+    def_col: int
+    name_span: Span
+    end_line: int
+    is_helper: bool = False
+    launches: list[Span] = field(default_factory=list)  # the `kernel[grid](...)` call sites
+
+
+@dataclass
+class MeasureOptions(Record):
+    """What the measure stage does after a clean verification (settings `measure`, docs/performance-method.md)."""
+
+    enabled: bool = False
+    cache: str = "cold"  # "cold": L2 flushed before every timed call; "hot": not flushed
+    compile: bool = True  # also time torch.compile of the reference
+    compile_severity: str = "info"  # of KL401: "info" or "warning"
+    budget_s: float = 1.0  # seconds of interleaved timing per file, after warm-up
+    flops: str | None = None  # declared work: a number, or a function of the reference module returning one
+    bytes: str | None = None
+
+
+@dataclass
+class CheckJob(Record):
+    """One file to load, capture, compile and verify in a worker."""
+
+    path: str
+    link: LinkSpec
+    kernels: list[KernelRef]
+    anchor: Span  # where findings without a better place go (the link pragma, or line 1)
+    targets: list[str] = field(default_factory=lambda: ["sm_90"])
+    seed: int = 0
+    verify: bool = True
+    device: str = "auto"  # auto, cpu or cuda; the child replaces it with where kernels really run
+    source_override: str | None = None  # the editor's unsaved text, run instead of the file's bytes
+    measure: MeasureOptions = field(default_factory=MeasureOptions)
+    kind: str = "check"
+
+
+# Events --------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Stage(Record):
+    stage: str
+    detail: str = ""
+
+
+@dataclass
+class FindingEvent(Record):
+    finding: Finding
+
+
+@dataclass
+class KernelEvent(Record):
+    name: str
+    facts: KernelFacts
+
+
+@dataclass
+class Stat(Record):
+    name: str
+    value: float = 1
+
+
+@dataclass
+class Device(Record):
+    device: str  # "cpu" (the interpreter) or "cuda"
+
+
+@dataclass
+class Done(Record):
+    pass
+
+
+Event = Union[Stage, FindingEvent, KernelEvent, Stat, Device, Done]
+EVENT_TYPES: dict[str, type] = {"stage": Stage, "finding": FindingEvent, "kernel": KernelEvent, "stat": Stat,
+                                "device": Device, "done": Done}
+_NAMES = {cls: name for name, cls in EVENT_TYPES.items()}
+
+
+def event_to_dict(event: Event) -> dict[str, Any]:
+    return {"event": _NAMES[type(event)], **event.to_dict()}
+
+
+def event_from_dict(d: dict[str, Any]) -> Event | None:
+    """The typed event, or None for a kind this version does not know."""
+    cls = EVENT_TYPES.get(d.get("event", ""))
+    return None if cls is None else cls.from_dict({k: v for k, v in d.items() if k != "event"})
+
+
+class Sink:
+    """Where the engine sends what it learns, as soon as it learns it. Subclasses implement `emit`."""
+
+    def emit(self, event: Event) -> None:
+        raise NotImplementedError
+
+    def stage(self, stage: str, detail: str = "") -> None:
+        self.emit(Stage(stage, detail))
+
+    def finding(self, finding: Finding) -> None:
+        self.emit(FindingEvent(finding))
+
+    def kernel(self, name: str, facts: KernelFacts) -> None:
+        self.emit(KernelEvent(name, facts))
+
+    def stat(self, name: str, value: float = 1) -> None:
+        self.emit(Stat(name, value))
+
+
+class ListSink(Sink):
+    """Keeps events in memory (tests, and callers that run a stage in-process)."""
+
+    def __init__(self) -> None:
+        self.events: list[Event] = []
+
+    def emit(self, event: Event) -> None:
+        self.events.append(event)

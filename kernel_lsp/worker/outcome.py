@@ -1,0 +1,39 @@
+"""How one worker job ended, as the parent saw it: its events, and how the process behaved (exit status, signal,
+timeout, cancel, a worker that never started). One type for cold children, forked children and long-lived
+workers alike; check.py turns it into findings."""
+
+from __future__ import annotations
+
+import signal
+from dataclasses import dataclass, field
+
+from ..jobs import Done, Event, Stage
+
+
+@dataclass
+class WorkerOutcome:
+    events: list[Event] = field(default_factory=list)
+    returncode: int | None = None
+    timed_out: bool = False
+    cancelled: bool = False
+    stderr_tail: str = ""
+    seconds: float = 0.0
+    warm: bool = False  # ran in a process that was already running (the zygote's fork, a long-lived worker)
+    start_failed: str | None = None  # no worker could be started, and why
+
+    @property
+    def completed(self) -> bool:
+        return any(isinstance(e, Done) for e in self.events)
+
+    @property
+    def signal_name(self) -> str | None:
+        if self.returncode is not None and self.returncode < 0:
+            try:
+                return signal.Signals(-self.returncode).name
+            except ValueError:
+                return f"signal {-self.returncode}"
+        return None
+
+    def last_stage(self) -> Stage | None:
+        stages = [e for e in self.events if isinstance(e, Stage)]
+        return stages[-1] if stages else None

@@ -1,0 +1,207 @@
+"""`kernel-lsp worker`: a long-lived worker that runs jobs sent over its stdin and streams events on its stdout.
+
+It holds torch, triton and (on a GPU) the CUDA context between jobs, so a job starts in milliseconds instead of
+the seconds a fresh process needs. It is what the parent starts once per visible GPU, and what a `runner` command
+starts on another machine (`ssh gpu-box kernel-lsp worker`): the protocol assumes nothing but a byte stream.
+
+Protocol, JSON lines (worker/stdio_protocol in docs/architecture.md):
+- worker to parent, once: {"ready": {"pid", "device", "gpu"}}
+- parent to worker: {"id": N, "job": CheckJob, "files": {abs path: text} or null}; with files, the worker writes
+  them under a fresh root and runs the job there (no shared file system is assumed), then maps paths back;
+- worker to parent, per event: {"id": N, "event": EVENT}; then {"id": N, "end": {"cancelled": bool}};
+- parent to worker: {"cancel": N} interrupts job N (KeyboardInterrupt in the job); EOF on stdin ends the worker.
+
+The user's code shares this process across jobs; the engine restores what it patches after each job (the launch
+recorder, the bounds guard). After a CUDA error the context is unusable: the worker ends the job and exits, and
+the parent starts a new one. User code that prints cannot corrupt the protocol: fd 1 is pointed at stderr and the
+protocol writes to a private duplicate of the original stdout.
+"""
+
+from __future__ import annotations
+
+import _thread
+import json
+import os
+import queue
+import shutil
+import sys
+import tempfile
+import threading
+import traceback
+from pathlib import Path
+from typing import IO, Any
+
+from ..codes import severity_of
+from ..jobs import CheckJob, Device, Done, Event, FindingEvent, event_to_dict
+from ..model import Finding, Span
+from .child import PARENT_ENV, choose_device, die_with_parent
+from .protocol import EventWriter
+
+POISONED_CONTEXT = ("CUDA error", "illegal memory access", "AcceleratorError", "unspecified launch failure",
+                    "device-side assert")
+
+
+class StreamSink(EventWriter):
+    """Events of job `job_id`, tagged with it, with paths under the shipped-files root mapped back."""
+
+    def __init__(self, stream: IO[str], lock: threading.Lock, job_id: Any, root: str | None, path: str):
+        super().__init__(stream)
+        self.lock, self.job_id, self.root, self.path = lock, job_id, root, path
+
+    def emit(self, event: Event) -> None:
+        if isinstance(event, FindingEvent):
+            event.finding.path = self.path
+            if self.root:
+                event.finding.message = event.finding.message.replace(self.root, "")
+        with self.lock:
+            self._stream.write(json.dumps({"id": self.job_id, "event": event_to_dict(event)}, default=str) + "\n")
+            self._stream.flush()
+
+
+def place_files(job: CheckJob, files: dict[str, str]) -> str:
+    """Write shipped files under a fresh root (each absolute path re-rooted there) and point the job at them."""
+    root = tempfile.mkdtemp(prefix="kernel-lsp-job-")
+    for path, text in files.items():
+        target = Path(root + str(Path(path)))
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text, encoding="utf-8")
+    job.path = root + job.path
+    job.link.reference = root + job.link.reference
+    if job.link.inputs_path:
+        job.link.inputs_path = root + job.link.inputs_path
+    return root
+
+
+def serve(device: str = "auto") -> int:
+    protocol = os.fdopen(os.dup(1), "w", encoding="utf-8", buffering=1)
+    os.dup2(2, 1)  # the user's prints go to stderr, never into the protocol
+    sys.stdout = sys.stderr
+    parent = os.environ.get(PARENT_ENV)
+    die_with_parent(int(parent) if parent and parent.isdigit() else None)
+    device = choose_device(device)
+    gpu = ""
+    import torch  # noqa: F401  (warm: imported once for every job)
+    import triton  # noqa: F401
+    from ..engine import pipeline
+    if device == "cuda":
+        torch.cuda.init()
+        gpu = torch.cuda.get_device_name()
+    lock = threading.Lock()
+
+    def send(message: dict) -> None:
+        with lock:
+            protocol.write(json.dumps(message) + "\n")
+            protocol.flush()
+
+    jobs: queue.Queue = queue.Queue()
+    current: dict[str, Any] = {"id": None}
+
+    def read_stdin() -> None:
+        for line in sys.stdin:
+            try:
+                message = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            if "cancel" in message:
+                if message["cancel"] == current["id"] and current["id"] is not None:
+                    _thread.interrupt_main()
+            else:
+                jobs.put(message)
+        jobs.put(None)  # EOF: the parent is gone
+
+    threading.Thread(target=read_stdin, name="kernel-lsp-worker-stdin", daemon=True).start()
+    send({"ready": {"pid": os.getpid(), "device": device, "gpu": gpu}})
+    while True:
+        try:
+            message = jobs.get()
+            if message is None:
+                return 0
+            if run_one(message, device, send, lock, protocol, current, pipeline):
+                return 3  # the CUDA context cannot be trusted after a fault: the parent starts a fresh worker
+        except KeyboardInterrupt:
+            continue  # a cancel that arrived between jobs
+
+
+def run_one(message: dict, device: str, send, lock, protocol, current, pipeline) -> bool:
+    """Run one job; returns True when the process must not run another (a CUDA fault poisoned its context)."""
+    job_id = message.get("id")
+    root = None
+    poisoned = False
+    cancelled = False
+    try:
+        job = CheckJob.from_dict(message["job"])
+        path = job.path
+        if message.get("files"):
+            root = place_files(job, message["files"])
+        sink = StreamSink(protocol, lock, job_id, root, path)
+        job.device = device
+        sink.emit(Device(device))
+        current["id"] = job_id
+        try:
+            pipeline.run_check(job, sink)
+        except KeyboardInterrupt:
+            cancelled = True
+        except Exception as e:
+            text = f"{type(e).__name__}: {e}"
+            poisoned = any(s in text for s in POISONED_CONTEXT)
+            if type(e).__name__ == "OutOfMemoryError":
+                sink.finding(Finding(path, job.anchor, severity_of("KL302"), "KL302",
+                                     f"out of GPU memory while checking this file ({text.splitlines()[0][:200]})",
+                                     source="kernel-lsp.worker"))
+            elif poisoned:
+                sink.finding(Finding(path, job.anchor, severity_of("KL300"), "KL300",
+                                     f"the kernel faulted on the GPU ({text.splitlines()[0][:300]}); the worker's "
+                                     "CUDA context is replaced", source="kernel-lsp.worker"))
+            else:
+                sink.finding(Finding(path, Span(0), severity_of("KL900"), "KL900",
+                                     "kernel-lsp failed while checking this file: " + text.splitlines()[0][:300],
+                                     data={"traceback": traceback.format_exc()}))
+        finally:
+            current["id"] = None
+        if not cancelled:
+            sink.emit(Done())
+    except KeyboardInterrupt:
+        cancelled = True
+    finally:
+        if root:
+            shutil.rmtree(root, ignore_errors=True)
+        _release_memory(device)
+    # A fault the job reported as a finding (an illegal address inside the implementation is KL105) still leaves
+    # the context unusable: probe it, and leave rather than fail every later job.
+    poisoned = poisoned or (device == "cuda" and not _context_healthy())
+    send({"id": job_id, "end": {"cancelled": cancelled}})
+    return poisoned
+
+
+def _context_healthy() -> bool:
+    try:
+        import torch
+        torch.ones(1, device="cuda").add_(1)
+        torch.cuda.synchronize()
+        return True
+    except Exception:
+        return False
+
+
+def _release_memory(device: str) -> None:
+    if device == "cuda":
+        try:
+            import gc
+
+            import torch
+            gc.collect()
+            torch.cuda.empty_cache()
+        except Exception:
+            pass
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+    p = argparse.ArgumentParser(prog="kernel-lsp worker")
+    p.add_argument("--device", choices=["auto", "cpu", "cuda"], default=os.environ.get("KERNEL_LSP_DEVICE", "auto"))
+    args = p.parse_args(argv)
+    return serve(args.device)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,30 @@
+"""The timing loop's logic without a GPU: interleaving, rounds, and the escaped-work rule (engine/timing.py).
+HostClock exists for exactly these tests; no reported number ever comes from it."""
+
+from __future__ import annotations
+
+from kernel_lsp.engine.timing import HostClock, Samples, escaped, honest_times, time_sides
+
+
+def test_timing_sides_are_interleaved_with_a_rotating_order():
+    calls: list[str] = []
+    sides = {name: (lambda n=name: calls.append(n)) for name in ("triton", "eager", "torch.compile")}
+    out = time_sides(sides, HostClock(), warmup=2, min_rounds=3, max_rounds=3, budget_s=0.0)
+    assert calls[:6] == ["triton"] * 2 + ["eager"] * 2 + ["torch.compile"] * 2  # warm-up first
+    assert calls[6:] == ["triton", "eager", "torch.compile", "eager", "torch.compile", "triton",
+                         "torch.compile", "triton", "eager"]
+    assert all(len(s.event_us) == 3 for s in out.values())
+
+
+def test_timing_keeps_each_sides_last_output():
+    counter = iter(range(100))
+    out = time_sides({"a": lambda: next(counter)}, HostClock(), warmup=1, min_rounds=4, max_rounds=4)
+    assert out["a"].last_output == 4
+
+
+def test_timing_work_outside_the_stream_is_detected_and_the_host_time_used():
+    inside = Samples([10.0] * 20, [22.0] * 20)  # the usual 12 us of host overhead
+    assert not escaped(inside, overhead_us=12.0) and honest_times(inside, 12.0) == ([10.0] * 20, "cuda events")
+    outside = Samples([10.0] * 20, [1012.0] * 20)  # the events saw 10 us, the host 1 ms
+    times, timer = honest_times(outside, 12.0)
+    assert escaped(outside, 12.0) and timer == "host clock" and times == [1000.0] * 20

@@ -1,0 +1,134 @@
+"""The measure stage on a real GPU (marked `gpu`: skipped without CUDA; run on an H200, results recorded in
+docs/results/). Fixtures: tests/fixtures/perf (relu(2x + 1) on 32M fp32 elements, four implementations)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.conftest import FIXTURES, ROOT, run_cli
+
+PERF = FIXTURES / "perf"
+pytestmark = pytest.mark.gpu
+
+
+def check(path, *extra: str) -> dict:
+    proc = run_cli("check", str(path), "--device", "cuda", "--format", "json", "--no-cache", *extra, timeout=900)
+    assert proc.returncode in (0, 1), proc.stderr[-3000:]
+    return json.loads(proc.stdout)
+
+
+def measurement(doc: dict) -> dict | None:
+    return next((k["measurement"] for k in doc["files"][0]["kernels"].values() if "measurement" in k), None)
+
+
+def codes(doc: dict) -> list[str]:
+    return [d["code"] for d in doc["diagnostics"]]
+
+
+def test_gpu_one_element_per_program_is_slower_than_eager():
+    doc = check(PERF / "one_per_program.py")
+    m = measurement(doc)
+    assert m is not None and "KL400" in codes(doc), doc["diagnostics"]
+    eager = next(s for s in m["speedups"] if s["against"] == "eager")
+    assert eager["high"] < 0.5
+    kl400 = next(d for d in doc["diagnostics"] if d["code"] == "KL400")
+    assert kl400["message"].startswith("slower than PyTorch eager: ") and "H200" in kl400["message"]
+
+
+def test_gpu_fused_kernel_is_not_flagged_and_near_the_roofline():
+    doc = check(PERF / "tuned.py")
+    m = measurement(doc)
+    assert m is not None and "KL400" not in codes(doc) and "KL403" not in codes(doc), doc["diagnostics"]
+    eager = next(s for s in m["speedups"] if s["against"] == "eager")
+    assert eager["low"] > 1.5  # one pass instead of three
+    assert m["roofline"]["bound"] == "memory" and 50 < m["roofline"]["percent"] <= 105
+    assert m["provenance"]["timer"] == "cuda events" and m["provenance"]["cache"] == "cold"
+    assert any(s["side"] == "torch.compile" for s in m["sides"])
+
+
+def test_gpu_side_stream_kernel_is_timed_in_full():
+    side, same = measurement(check(PERF / "side_stream.py")), measurement(check(PERF / "tuned.py"))
+    t_side = next(s for s in side["sides"] if s["side"] == "triton")["median_us"]
+    t_same = next(s for s in same["sides"] if s["side"] == "triton")["median_us"]
+    assert 0.8 * t_same < t_side < 1.5 * t_same, (t_side, t_same)
+
+
+def test_gpu_unsynchronized_side_stream_work_escapes_the_events_and_is_caught():
+    """The timer itself: a kernel left running on a side stream is invisible to events on the caller's stream;
+    the host clock sees it, and the honest time is the kernel's."""
+    import torch
+    import triton
+    import triton.language as tl
+
+    from kernel_lsp.engine.stats import median
+    from kernel_lsp.engine.timing import CudaClock, escaped, honest_times, time_sides
+
+    @triton.jit
+    def _spin(x_ptr, n, BLOCK: tl.constexpr):
+        offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+        v = tl.load(x_ptr + offs, mask=offs < n)
+        for _ in range(200):
+            v = v * 1.0000001 + 1e-7
+        tl.store(x_ptr + offs, v, mask=offs < n)
+
+    x = torch.randn(1 << 24, device="cuda")
+    side = torch.cuda.Stream()
+    grid = (triton.cdiv(x.numel(), 1024),)
+
+    def on_side():
+        with torch.cuda.stream(side):
+            _spin[grid](x, x.numel(), BLOCK=1024)
+
+    def on_current():
+        _spin[grid](x, x.numel(), BLOCK=1024)
+
+    clock = CudaClock("cold")
+    out = time_sides({"side": on_side, "current": on_current}, clock, min_rounds=20, max_rounds=40)
+    empty = time_sides({"e": lambda: None}, clock, min_rounds=20, max_rounds=20)["e"]
+    overhead = median([h - e for h, e in zip(empty.host_us, empty.event_us)])
+    assert escaped(out["side"], overhead) and not escaped(out["current"], overhead)
+    honest, timer = honest_times(out["side"], overhead)
+    assert timer == "host clock" and median(honest) > 0.7 * median(out["current"].event_us)
+
+
+def test_gpu_cached_result_is_faster_than_physically_possible():
+    doc = check(PERF / "cached.py")
+    assert "KL403" in codes(doc), doc["diagnostics"]
+    kl403 = next(d for d in doc["diagnostics"] if d["code"] == "KL403")
+    assert "faster than physically possible" in kl403["message"] and "GB/s" in kl403["message"]
+    assert "KL402" not in codes(doc)  # no speedup is claimed
+
+
+def test_gpu_three_runs_of_one_task_agree_within_their_intervals():
+    task = ROOT / "tasks" / "Activation" / "gelu_triton.py"
+    runs = [measurement(check(task)) for _ in range(3)]
+    assert all(runs)
+    meds = [next(s for s in m["sides"] if s["side"] == "triton") for m in runs]
+    ratios = [next(s for s in m["speedups"] if s["against"] == "eager") for m in runs]
+    for a in range(3):
+        for b in range(a + 1, 3):
+            assert meds[a]["low_us"] <= meds[b]["high_us"] and meds[b]["low_us"] <= meds[a]["high_us"], meds
+            assert ratios[a]["low"] <= ratios[b]["high"] and ratios[b]["low"] <= ratios[a]["high"], ratios
+
+
+def test_gpu_worker_survives_an_illegal_address():
+    """A kernel that stores to a wild address poisons its worker's CUDA context: it is reported, the worker is
+    replaced, and the next file runs on a fresh one in the same pool."""
+    from kernel_lsp.check import CheckRequest, check_file
+    from kernel_lsp.config import Settings
+    from kernel_lsp.worker.persistent import PersistentPool
+
+    pool = PersistentPool(None, "cuda", size=1)
+    try:
+        settings = Settings(device="cuda", timeout=300)
+        bad = check_file(CheckRequest(PERF / "illegal_address.py", settings, PERF, persistent=pool))
+        first_pid = pool.workers[0].info.get("pid")
+        assert any("illegal" in f.message.lower() for f in bad.findings), [f.message for f in bad.findings]
+        good = check_file(CheckRequest(PERF / "tuned.py", settings, PERF, persistent=pool))
+        assert [f.code for f in good.findings if f.severity <= 2] == [], [f.message for f in good.findings]
+        assert pool.workers[0].info.get("pid") != first_pid
+        assert any(k.measurement for k in good.kernels.values())
+    finally:
+        pool.close()

@@ -1,0 +1,151 @@
+"""The verifier's rules as pure functions: each decision from a hand-made evidence record, in milliseconds, with no
+Triton and no worker (kernel_lsp/engine/rules.py)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from kernel_lsp.engine.rules import SENTINEL, Evidence, judge, judge_random, ks_statistic
+
+
+def evidence(outputs, reference=None, truth=None, **kw) -> Evidence:
+    reference = [r.clone() for r in outputs] if reference is None else reference
+    truth = [r.double() for r in reference] if truth is None else truth
+    base = dict(variant="seed-1", kind="values", description="the problem's own distribution, seed 1",
+                shapes="(8,)", outputs=outputs, rerun=[o.clone() for o in outputs], reference=reference, truth=truth,
+                abs_terms=[None] * len(reference), launches=1)
+    base.update(kw)
+    return Evidence(**base)
+
+
+def codes(j) -> list[str]:
+    return [f.code for f in j.findings]
+
+
+def test_rules_import_without_triton():
+    """The rules module and what it imports from kernel-lsp name no Triton module (other tests may have imported
+    triton into this process, so the imports are read, not sys.modules)."""
+    import ast
+    import inspect
+
+    import kernel_lsp.engine.rules as rules
+    tree = ast.parse(inspect.getsource(rules))
+    imported = {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+    imported |= {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
+    assert not any("triton" in m for m in imported)
+
+
+def test_rules_correct_output_is_ok():
+    x = torch.randn(8)
+    j = judge(evidence([x]))
+    assert codes(j) == [] and j.verdict == "ok" and j.worst.ok
+
+
+def test_rules_value_beyond_budget_is_kl200_at_the_store():
+    t = torch.randn(64)
+    y = t.clone()
+    y[5] += 1.0
+    j = judge(evidence([y], reference=[t.clone()]))
+    (f,) = j.findings
+    assert f.code == "KL200" and f.place == "store" and f.output == 0 and f.comparison.worst_index == (5,)
+    assert "output[5]" in f.message and f.data["bad_count"] == 1 and j.verdict == "KL200"
+
+
+def test_rules_dropped_nan_is_kl201():
+    t = torch.tensor([1.0, float("nan"), 3.0])
+    y = torch.tensor([1.0, 0.0, 3.0])
+    assert codes(judge(evidence([y], reference=[t.clone()], truth=[t.double()]))) == ["KL201"]
+
+
+def test_rules_unwritten_elements_are_kl203():
+    t = torch.arange(6.0)
+    y1, y2 = t.clone(), t.clone()
+    y1[4:] = float("nan")
+    y2[4:] = SENTINEL  # the same elements kept each run's poison: never written
+    j = judge(evidence([y1], reference=[t.clone()], rerun=[y2]))
+    assert codes(j) == ["KL203"] and "2 of 6" in j.findings[0].message
+
+
+def test_rules_shape_and_count_are_kl202():
+    x = torch.randn(4)
+    assert codes(judge(evidence([x[:3]], reference=[x]))) == ["KL202"]
+    j = judge(evidence([x, x], reference=[x], rerun=[x, x]))
+    assert codes(j) == ["KL202"] and j.verdict == "structure"
+
+
+def test_rules_mutated_input_is_kl204_naming_the_input():
+    x = torch.randn(4)
+    changed = x.clone()
+    changed[0] = 7.0
+    j = judge(evidence([x], inputs_after=[x.clone(), changed], reference_inputs_after=[x.clone(), x.clone()]))
+    (f,) = j.findings
+    assert f.code == "KL204" and f.data == {"input": 1} and "input 1" in f.message
+
+
+def test_rules_no_launch_is_kl205_without_a_line():
+    j = judge(evidence([torch.randn(4)], launches=0))
+    (f,) = j.findings
+    assert f.code == "KL205" and f.place == "none"
+
+
+def test_rules_wrong_output_equal_to_an_earlier_one_is_kl206_not_kl200():
+    old = torch.randn(8)
+    t = torch.randn(8)
+    j = judge(evidence([old.clone()], reference=[t], earlier=[[old.clone()]], launches=0))
+    assert codes(j) == ["KL206"] and j.verdict == "stale"  # and no KL205: a cached result is its own finding
+
+
+def test_rules_second_run_beyond_budget_is_kl207():
+    t = torch.randn(16)
+    again = t.clone()
+    again[3] += 0.5
+    j = judge(evidence([t.clone()], reference=[t.clone()], rerun=[again]))
+    (f,) = j.findings
+    assert f.code == "KL207" and f.rerun and f.place == "store" and j.verdict == "ok"
+
+
+def test_rules_untrusted_values_are_not_judged():
+    t = torch.randn(8)
+    assert codes(judge(evidence([t + 1], reference=[t], untrusted=True))) == []
+
+
+def test_rules_float32_truth_is_said_in_the_message():
+    t = torch.randn(8)
+    (f,) = judge(evidence([t + 1], reference=[t], truth=[t.clone()], truth_dtype="torch.float32")).findings
+    assert "truth computed in torch.float32" in f.message
+
+
+def test_rules_integer_outputs_of_the_special_variant_are_not_judged():
+    t = torch.arange(4)
+    assert codes(judge(evidence([t + 1], reference=[t], truth=[t], variant="special"))) == []
+
+
+@pytest.mark.parametrize("kind, expected", [("size", "fails at shape (8,), which the reference accepts"),
+                                            ("layout", "fails with non-contiguous inputs"),
+                                            ("values", "variant seed-1 (")])
+def test_rules_messages_name_the_variant_by_kind(kind, expected):
+    t = torch.randn(8)
+    (f,) = judge(evidence([t + 1], reference=[t], kind=kind)).findings
+    assert f.message.startswith(expected)
+
+
+def test_rules_random_op_same_distribution_passes_and_a_shifted_one_fails():
+    g = torch.Generator().manual_seed(0)
+    a, b = torch.rand(20000, generator=g), torch.rand(20000, generator=g)
+    assert codes(judge_random(evidence([a], reference=[b], rerun=[a.clone()]))) == []
+    j = judge_random(evidence([a + 0.1], reference=[b], rerun=[a + 0.1]))
+    assert codes(j) == ["KL200"] and "Kolmogorov-Smirnov" in j.findings[0].message
+
+
+def test_rules_random_op_not_repeatable_is_kl207_and_invariant_message_is_kl200():
+    g = torch.Generator().manual_seed(1)
+    a, b = torch.rand(5000, generator=g), torch.rand(5000, generator=g)
+    j = judge_random(evidence([a], reference=[b], rerun=[torch.rand(5000, generator=g)], sample_message="row 3 sums to 2"))
+    assert codes(j) == ["KL207", "KL200"] and j.findings[1].message.endswith("row 3 sums to 2")
+
+
+def test_rules_ks_statistic_of_identical_samples_is_zero():
+    x = torch.randn(1000)
+    d, crit = ks_statistic(x, x.clone())
+    assert d == 0.0 and 0 < crit < 1
