@@ -23,7 +23,7 @@ export CUDA_VISIBLE_DEVICES=0
 python3 -c "from kernel_lsp.engine.ceilings import load_or_measure; import json; c, hit = load_or_measure(); print(json.dumps(c.to_dict()))" \
   | tee "$OUT/ceilings.json"
 if [ "${GPU_TESTS:-1}" = 1 ]; then
-  timeout ${TESTS_TIMEOUT:-330} python3 -m pytest -q -p no:cacheprovider -x -rA tests/test_gpu.py tests/test_gpu_measure.py \
+  timeout ${TESTS_TIMEOUT:-330} python3 -m pytest -q -p no:cacheprovider -rA tests/test_gpu_measure.py tests/test_gpu.py \
     >"$OUT/gpu_tests.txt" 2>&1; echo "tests exit $?"; tail -15 "$OUT/gpu_tests.txt"
 fi
 if [ "${GPU_LATENCY:-1}" = 1 ]; then

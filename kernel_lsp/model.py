@@ -40,7 +40,8 @@ class Record:
     """A dataclass that converts itself to and from JSON-ready dicts, nested records included.
 
     `to_dict` leaves out fields that are None, so optional facts appear in JSON only once known; `from_dict`
-    ignores keys it does not know (a newer cache entry or worker) and fills absent fields with defaults.
+    ignores keys it does not know (a newer cache entry or worker), fills absent fields with their defaults, and
+    absent fields without a default (left out because they were None) with None.
     """
 
     def to_dict(self) -> dict[str, Any]:
@@ -54,8 +55,15 @@ class Record:
     @classmethod
     def from_dict(cls, d: dict[str, Any]):
         hints = _hints(cls)
-        known = {f.name for f in dataclasses.fields(cls) if f.init}  # type: ignore[arg-type]
-        return cls(**{k: _decode(hints[k], v) for k, v in d.items() if k in known})
+        values = {}
+        for f in dataclasses.fields(cls):  # type: ignore[arg-type]
+            if not f.init:
+                continue
+            if f.name in d:
+                values[f.name] = _decode(hints[f.name], d[f.name])
+            elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+                values[f.name] = None
+        return cls(**values)
 
 
 def _encode(value: Any) -> Any:

@@ -15,7 +15,7 @@ GPU_CASES = ["ok_add_fp32.py", "ok_softmax_fp32.py", "ok_matmul_fp16.py", "ok_ro
 @pytest.mark.gpu
 @pytest.mark.parametrize("name", GPU_CASES)
 def test_gpu_corpus_case_gets_same_codes(name):
-    proc = run_cli("check", str(CORPUS / name), "--device", "cuda", "--format", "json", "--no-cache")
+    proc = run_cli("check", str(CORPUS / name), "--device", "cuda", "--format", "json", "--no-cache", "--no-measure")
     doc = json.loads(proc.stdout)
     import re
     expected = re.search(r"^# expect: (.+)$", (CORPUS / name).read_text(), re.M).group(1).split()

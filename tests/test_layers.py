@@ -23,7 +23,7 @@ ALLOWED = {
     "cache": {"model", "device"},
     "render": {"model", "codes"},
     "check": {"engine", "worker", "cache", "config", "jobs", "model", "codes", "device"},
-    "lsp": {"check", "engine", "worker", "cache", "config", "jobs", "model", "codes", "device"},
+    "lsp": {"check", "engine", "worker", "cache", "config", "jobs", "model", "codes", "device", "render"},
     "cli": {"check", "engine", "worker", "cache", "config", "jobs", "model", "codes", "device", "render", "lsp"},
 }
 

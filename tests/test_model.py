@@ -7,8 +7,9 @@ import json
 
 from kernel_lsp.jobs import (CheckJob, Device, Done, FindingEvent, KernelEvent, KernelRef, LinkSpec, Stage, Stat,
                              event_from_dict, event_to_dict)
-from kernel_lsp.model import (CompileFacts, FileReport, Finding, KernelFacts, Severity, SkippedVariant, Span,
-                              VariantRow, Verification)
+from kernel_lsp.model import (Ceiling, Ceilings, CompileFacts, FileReport, Finding, KernelFacts, Measurement,
+                              Provenance, Roofline, Severity, SideTiming, SkippedVariant, Span, Speedup, VariantRow,
+                              Verification)
 from kernel_lsp.worker.protocol import EventWriter, read_events
 
 
@@ -26,6 +27,17 @@ def test_model_file_report_round_trips_with_typed_kernel_facts():
     assert again == report
     assert isinstance(again.kernels["k"].compile[0], CompileFacts)
     assert isinstance(again.kernels["k"].verification.variants[0], VariantRow)
+
+
+def test_model_measurement_with_unknown_numbers_round_trips():
+    """Required fields that are None (no FLOPs counted) are left out of JSON and come back as None."""
+    prov = Provenance("NVIDIA H200", None, "580", "2.11", "3.6", "cold", False, "cuda events", "2026-11-30")
+    roof = Roofline(1024, "inputs and outputs", None, "none", 10.0, None, "memory", "copy", 4000.0, 0.2, 50.0)
+    m = Measurement([SideTiming("triton", 1.0, 0.9, 1.1, 20)], [Speedup("eager", 2.0, 1.9, 2.1)], prov, roof,
+                    device=Ceilings("NVIDIA H200", "580", 1, [Ceiling("copy", 4000.0, 0.01)]))
+    d = KernelFacts(measurement=m).to_dict()
+    assert "flops" not in d["measurement"]["roofline"] and "sm_clock_mhz" not in d["measurement"]["provenance"]
+    assert KernelFacts.from_dict(json.loads(json.dumps(d))).measurement == m
 
 
 def test_model_optional_facts_are_left_out_until_known():
@@ -75,3 +87,13 @@ def test_jobs_unknown_event_kinds_are_skipped_not_fatal():
     buf = io.StringIO()
     EventWriter(buf).stage("load")
     assert json.loads(buf.getvalue()) == {"event": "stage", "stage": "load", "detail": ""}
+
+
+def test_jobs_an_event_that_does_not_decode_is_an_internal_error_not_a_silent_cut(tmp_path):
+    out = tmp_path / "events.jsonl"
+    out.write_text('{"event": "stage", "stage": "load", "detail": ""}\n'
+                   '{"event": "kernel", "name": "k", "facts": {"measurement": {"sides": 3}}}\n'
+                   '{"event": "done"}\n')
+    events = read_events(str(out))
+    assert isinstance(events[0], Stage) and isinstance(events[2], Done)
+    assert isinstance(events[1], FindingEvent) and events[1].finding.code == "KL900"

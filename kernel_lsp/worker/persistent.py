@@ -25,9 +25,10 @@ import threading
 import time
 from typing import Callable
 
-from ..jobs import CheckJob, Stage, event_from_dict
+from ..jobs import CheckJob, Stage
 from .child import PARENT_ENV
 from .outcome import WorkerOutcome
+from .protocol import decode_event
 
 log = logging.getLogger(__name__)
 
@@ -207,7 +208,7 @@ class PersistentWorker:
             if message.get("id") != job_id:
                 continue  # the tail of an earlier, cancelled job
             if "event" in message:
-                event = event_from_dict(message["event"])
+                event = decode_event(message["event"])
                 if event is None:
                     continue
                 outcome.events.append(event)

@@ -11,7 +11,9 @@ from __future__ import annotations
 import json
 from typing import IO
 
-from ..jobs import CheckJob, Event, Sink, event_from_dict, event_to_dict
+from ..codes import severity_of
+from ..jobs import CheckJob, Event, FindingEvent, Sink, event_from_dict, event_to_dict
+from ..model import Finding, Span
 
 
 class EventWriter(Sink):
@@ -30,11 +32,23 @@ class TornLine(ValueError):
 
 
 def parse_event(line: str) -> Event | None:
-    """One line of a child's output; None for a kind this version does not know; TornLine for a torn line."""
+    """One line of a child's output; None for a kind this version does not know; TornLine for a torn line. An
+    event that parses as JSON but not as its type is a bug of kernel-lsp: it becomes a KL900 finding, so it is
+    seen instead of silently cutting the job's results short."""
     try:
-        return event_from_dict(json.loads(line))
-    except (json.JSONDecodeError, TypeError, KeyError, AttributeError) as e:
+        message = json.loads(line)
+    except json.JSONDecodeError as e:
         raise TornLine(str(e)) from None
+    return decode_event(message)
+
+
+def decode_event(message: dict) -> Event | None:
+    try:
+        return event_from_dict(message)
+    except (TypeError, KeyError, AttributeError, ValueError) as e:
+        return FindingEvent(Finding("", Span(0), severity_of("KL900"), "KL900",
+                                    f"kernel-lsp could not read a worker event ({type(e).__name__}: {e}); "
+                                    "please report it", data={"event": str(message)[:2000]}))
 
 
 def read_events(path: str) -> list[Event]:

@@ -22,15 +22,17 @@ from kernel_lsp.engine.loader import load_problem
 from kernel_lsp.engine.measure import measure_problem
 from kernel_lsp.engine.pipeline import Reporter
 from kernel_lsp.engine.timing import HostClock
-from kernel_lsp.jobs import CheckJob, FindingEvent, KernelEvent, ListSink, MeasureOptions
+from kernel_lsp.jobs import CheckJob, FindingEvent, KernelEvent, MeasureOptions
 from kernel_lsp.model import Ceiling, Ceilings
+from kernel_lsp.worker.protocol import EventWriter, read_events
 
 path = Path(sys.argv[1]).resolve()
 text = path.read_text()
 link = link_file(path, text).link
 job = CheckJob(str(path), link.to_spec(), kernel_refs(discover_source(text).kernels), link.anchor,
                measure=MeasureOptions(enabled=True, compile=False, budget_s=0.05, flops=sys.argv[2] or None))
-sink = ListSink()
+wire = sys.argv[3]
+sink = EventWriter(open(wire, "w"))
 rep = Reporter(sink, job.path, job.kernels, job.anchor)
 recorder = LaunchRecorder()
 recorder.install()
@@ -40,14 +42,17 @@ recorder.uninstall()
 ceilings = Ceilings("Made-up GPU", "0", 1 << 20, [Ceiling("copy", 1000.0, 0.01), Ceiling("matmul fp32", 10.0, 0.01),
                                                    Ceiling("matmul tf32", 20.0, 0.01)])
 m = measure_problem(problem, recorder, rep, job, clock=HostClock(), ceilings=ceilings)
-print(json.dumps({"findings": [e.finding.to_dict() for e in sink.events if isinstance(e, FindingEvent)],
-                  "kernels": {e.name: e.facts.to_dict() for e in sink.events if isinstance(e, KernelEvent)},
+events = read_events(wire)  # through the wire, as the parent reads them
+print(json.dumps({"findings": [e.finding.to_dict() for e in events if isinstance(e, FindingEvent)],
+                  "kernels": {e.name: e.facts.to_dict() for e in events if isinstance(e, KernelEvent)},
                   "measurement": m.to_dict() if m else None}))
 '''
 
 
-def run(case, flops: str = "") -> dict:
-    proc = subprocess.run([sys.executable, "-c", SCRIPT, str(case), flops], capture_output=True, text=True,
+def run(case, flops: str = "", tmp=None) -> dict:
+    import tempfile
+    wire = tempfile.NamedTemporaryFile(suffix=".jsonl", delete=False).name
+    proc = subprocess.run([sys.executable, "-c", SCRIPT, str(case), flops, wire], capture_output=True, text=True,
                           timeout=300, cwd=ROOT)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return json.loads(proc.stdout.strip().splitlines()[-1])
@@ -66,7 +71,7 @@ def test_measure_stage_runs_every_step_and_reports_typed_facts():
     assert "KL402" in codes and set(codes) <= {"KL400", "KL401", "KL402", "KL404", "KL406"}
     summary = next(f for f in out["findings"] if f["code"] == "KL402")
     assert summary["message"] == m["summary"] and summary["data"]["provenance"]["gpu"] == m["provenance"]["gpu"]
-    assert out["kernels"]["_add_kernel"]["measurement"]["summary"] == m["summary"]
+    assert out["kernels"]["_add_kernel"]["measurement"] == m  # the same record after the wire
 
 
 def test_measure_stage_declared_flops_come_from_the_reference_module(tmp_path):
