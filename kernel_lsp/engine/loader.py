@@ -40,6 +40,31 @@ class UserCodeError(Exception):
         super().__init__(f"{what}: {type(exc).__name__}: {exc}")
 
 
+DEVICE_FAULTS = ("illegal memory access", "AcceleratorError", "unspecified launch failure", "device-side assert",
+                 "misaligned address", "illegal instruction", "CUDA error: an illegal")
+
+
+def is_device_fault(exc: BaseException) -> bool:
+    """A GPU fault (an illegal address, a device-side assert): the CUDA context is lost for every later call, so
+    the job must stop rather than blame whatever ran next (an input factory, the reference)."""
+    text = f"{type(exc).__name__}: {exc}"
+    return any(s in text for s in DEVICE_FAULTS)
+
+
+class DeviceFault(Exception):
+    """The GPU faulted while running user code; the job stops here (its CUDA context cannot run anything else)."""
+
+    def __init__(self, exc: BaseException):
+        super().__init__(f"{type(exc).__name__}: {exc}")
+        self.exc = exc
+
+
+def raise_device_fault(exc: BaseException) -> None:
+    """Re-raise a GPU fault as DeviceFault: no later step may blame its symptoms on anything else."""
+    if is_device_fault(exc):
+        raise DeviceFault(exc) from exc
+
+
 def deepest_line(exc: BaseException, path: str) -> int | None:
     """0-based line of the deepest traceback frame in `path`, following the cause chain."""
     target = str(Path(path).resolve())

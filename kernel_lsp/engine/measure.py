@@ -26,6 +26,7 @@ from ..jobs import CheckJob
 from ..model import KernelFacts, Measurement, Provenance, Severity, SideTiming, Speedup
 from . import perf_rules
 from .compare import compare_tensor, flatten_outputs
+from .loader import is_device_fault
 from .roofline import count_flops, dtype_name, impossible, minimal_bytes, resolve_declared, roofline, tensors_of
 from .stats import median, median_interval, ratio_of_medians
 from .timing import CudaClock, honest_times, time_graph, time_sides, empty_launch
@@ -33,6 +34,7 @@ from .variants import absolute, clone_inputs, upcast
 
 SOURCE = "kernel-lsp.measure"
 GRAPH_BELOW_US = 40.0  # calls shorter than this are also replayed as CUDA graphs, to tell launch overhead apart
+COPIES = 4  # input copies per side, at different addresses, rotated through (memory permitting)
 _COMPILED: dict[str, tuple[Any, float]] = {}  # reference content -> (torch.compile'd reference, first call seconds)
 
 
@@ -88,15 +90,26 @@ def _sm_clock_mhz() -> int | None:
         return None
 
 
-def _timing(name: str, times: list[float], graph: list[float] | None = None) -> SideTiming:
-    ci = median_interval(times)
+def _timing(name: str, times: list[float], groups: list[int], graph: list[float] | None = None) -> SideTiming:
+    ci = median_interval(times, groups=groups)
     return SideTiming(name, round(ci.estimate, 3), round(ci.low, 3), round(ci.high, 3), len(times),
                       round(median(graph), 3) if graph else None)
 
 
-def _speedup(against: str, base: list[float], impl: list[float]) -> Speedup:
-    ci = ratio_of_medians(base, impl)
+def _speedup(against: str, base: list[float], base_groups: list[int], impl: list[float],
+             impl_groups: list[int]) -> Speedup:
+    ci = ratio_of_medians(base, impl, numerator_groups=base_groups, denominator_groups=impl_groups)
     return Speedup(against, round(ci.estimate, 4), round(ci.low, 4), round(ci.high, 4))
+
+
+def _copies(pristine: list, sides: int) -> int:
+    """How many input copies per side: COPIES, or fewer when they would take over a quarter of free GPU memory."""
+    import torch
+    if not torch.cuda.is_available():
+        return 2
+    per_copy = sum(t.numel() * t.element_size() for t in tensors_of(pristine))
+    free, _ = torch.cuda.mem_get_info()
+    return max(1, min(COPIES, int(0.25 * free) // max(1, per_copy * sides)))
 
 
 def _outputs_ok(got, truth, reference, abs_terms) -> str | None:
@@ -147,15 +160,17 @@ def measure_problem(problem, recorder, rep, job: CheckJob, clock=None, ceilings=
         except Exception:
             abs_terms = None
         clock = clock or CudaClock(opts.cache)
-        inputs = {"triton": clone_inputs(pristine), "eager": clone_inputs(pristine)}
-        sides = {"triton": lambda: impl(*inputs["triton"]), "eager": lambda: ref(*inputs["eager"])}
+        k = _copies(pristine, 3 if opts.compile else 2)
+        inputs = {name: [clone_inputs(pristine) for _ in range(k)] for name in ("triton", "eager")}
+        sides = {"triton": [lambda c=c: impl(*c) for c in inputs["triton"]],
+                 "eager": [lambda c=c: ref(*c) for c in inputs["eager"]]}
         compile_info: tuple[float, bool] | None = None
         if opts.compile:
-            inputs["torch.compile"] = clone_inputs(pristine)
+            inputs["torch.compile"] = [clone_inputs(pristine) for _ in range(k)]
             try:
-                compiled, seconds, cached = compiled_reference(ref, _reference_key(job, {}), inputs["torch.compile"],
-                                                               clock)
-                sides["torch.compile"] = lambda: compiled(*inputs["torch.compile"])
+                compiled, seconds, cached = compiled_reference(ref, _reference_key(job, {}),
+                                                               inputs["torch.compile"][0], clock)
+                sides["torch.compile"] = [lambda c=c: compiled(*c) for c in inputs["torch.compile"]]
                 compile_info = (seconds, cached)
             except Exception as e:
                 rep.add("KL407", f"torch.compile of the reference failed ({type(e).__name__}: "
@@ -164,21 +179,27 @@ def measure_problem(problem, recorder, rep, job: CheckJob, clock=None, ceilings=
         rep.w.stage("measure", "an empty launch")
         empty = time_sides({"empty": empty_launch()}, clock, min_rounds=20, max_rounds=50, budget_s=0.05)["empty"]
         overhead = median([h - e for h, e in zip(empty.host_us, empty.event_us)])
-        rep.w.stage("measure", f"{', '.join(sides)} interleaved ({clock.cache} L2)")
-        samples = time_sides(sides, clock, budget_s=opts.budget_s)
+        rep.w.stage("measure", f"{', '.join(sides)} interleaved ({clock.cache} L2, {k} input copies)")
+        problem_text = None
+        try:
+            samples = time_sides(sides, clock, budget_s=opts.budget_s)
+        except Exception as e:
+            if is_device_fault(e):
+                raise
+            samples, problem_text = None, f"the implementation raised during the timed calls: {type(e).__name__}: {e}"
         times, timers = {}, set()
-        for name, s in samples.items():
+        for name, s in (samples or {}).items():
             times[name], timer = honest_times(s, overhead)
             timers.add(timer)
         # The timed outputs, once warmed up, must still be right.
-        if problem.random:
-            problem_text = None
-        elif _same_inputs(inputs["triton"], pristine):
+        if samples is None or problem.random:
+            pass
+        elif _same_inputs(inputs["triton"][samples["triton"].copy[-1]], pristine):
             problem_text = _outputs_ok(samples["triton"].last_output, truth, r, abs_terms)
         else:
             problem_text = _outputs_ok(impl(*clone_inputs(pristine)), truth, r, abs_terms)
         if problem_text is not None:
-            rep.add("KL405", f"the output of the timed calls is wrong once warmed up: {problem_text}", where,
+            rep.add("KL405", f"the output of the timed calls is wrong once warmed up: {problem_text[:600]}", where,
                     source=SOURCE)
             for qual in launched:
                 rep.w.kernel(qual.rsplit(".", 1)[-1], KernelFacts(
@@ -188,12 +209,13 @@ def measure_problem(problem, recorder, rep, job: CheckJob, clock=None, ceilings=
         graphs: dict[str, list[float] | None] = {}
         if impl_median < GRAPH_BELOW_US and torch.cuda.is_available():
             rep.w.stage("measure", "CUDA graph replay")
-            graphs = {name: time_graph(fn, clock) for name, fn in sides.items()}
-        timings = [_timing(name, times[name], graphs.get(name)) for name in sides]
+            graphs = {name: time_graph(fns[0], clock) for name, fns in sides.items()}
+        timings = [_timing(name, times[name], samples[name].copy, graphs.get(name)) for name in sides]
         if compile_info is not None:
             t = next(t for t in timings if t.side == "torch.compile")
             t.compile_seconds, t.cached_compile = round(compile_info[0], 3), compile_info[1]
-        speedups = [_speedup(name, times[name], times["triton"]) for name in sides if name != "triton"]
+        speedups = [_speedup(name, times[name], samples[name].copy, times["triton"], samples["triton"].copy)
+                    for name in sides if name != "triton"]
         impl_timing = timings[0]
         provenance = Provenance(_gpu_name(), _sm_clock_mhz(), _driver(), torch.__version__,
                                 _triton_version(), clock.cache, bool(graphs),

@@ -12,12 +12,13 @@ import warnings
 from typing import Any
 
 from ..codes import severity_of
-from ..jobs import CheckJob, KernelRef, Sink
+from ..jobs import CheckJob, KernelRef, Sink, Stage
 from ..model import Finding, KernelFacts, Severity, Span
 from ..targets import Target, parse_targets
 from .capture import LaunchRecorder, Spec
 from .compile import CompileResult, compile_spec, jit_function_for
-from .loader import IMPLEMENTATION, INPUTS, Problem, UserCodeError, load_problem
+from .loader import (IMPLEMENTATION, INPUTS, DeviceFault, Problem, UserCodeError, is_device_fault,
+                     load_problem)
 from .positions import map_compile_error, readable
 
 LOAD_SOURCE = "kernel-lsp.load"  # findings about importing and building user code (not the at-once link stage)
@@ -198,13 +199,39 @@ def run_check(job: CheckJob, w: Sink) -> None:
     import torch  # imported before user code so its import cost is not blamed on it
     import triton  # noqa: F401
 
+    w = StageTracker(w)
     rep = Reporter(w, job.path, job.kernels, job.anchor)
     recorder = LaunchRecorder()
     recorder.install()
     try:
         _run_stages(job, w, rep, recorder, torch)
+    except Exception as e:
+        fault = e.exc if isinstance(e, DeviceFault) else e
+        if not is_device_fault(fault):
+            raise
+        # The context is lost: say where, once, and stop (the worker replaces its CUDA context).
+        text = readable(f"{type(fault).__name__}: {fault}").splitlines()[0][:300]
+        during = f" during {w.last.stage}" + (f" ({w.last.detail})" if w.last.detail else "") if w.last else ""
+        oob = "illegal memory access" in text or "misaligned address" in text
+        rep.add("KL208" if oob else "KL105",
+                f"the GPU faulted{during}: {text}" + ("; a load or store outside every allocation (the CPU check "
+                                                      "and compute-sanitizer can name the line)" if oob else ""),
+                rep.launch_span(recorder), source="kernel-lsp.verify")
+        raise DeviceFault(fault) from None
     finally:
         recorder.uninstall()  # a long-lived worker runs the next job with Triton as it found it
+
+
+class StageTracker(Sink):
+    """Forwards events and remembers the last stage, so a fault can say where it happened."""
+
+    def __init__(self, sink: Sink):
+        self.sink, self.last = sink, None
+
+    def emit(self, event) -> None:
+        if isinstance(event, Stage):
+            self.last = event
+        self.sink.emit(event)
 
 
 def _run_stages(job: CheckJob, w: Sink, rep: Reporter, recorder: LaunchRecorder, torch) -> None:
@@ -291,7 +318,10 @@ def _capture(problem: Problem, seed: int) -> tuple[UserCodeError | None, Any]:
         return UserCodeError("the input factory raised", e, None, INPUTS), None
     try:
         with torch.no_grad():
-            return None, problem.implementation(*inputs)
+            out = problem.implementation(*inputs)
+            if problem.device == "cuda":
+                torch.cuda.synchronize()  # a fault of the launch surfaces here, not in whatever runs next
+            return None, out
     except Exception as e:
         return UserCodeError("the implementation raised", e, _impl_file(problem), IMPLEMENTATION), None
 

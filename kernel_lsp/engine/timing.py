@@ -1,16 +1,20 @@
 """Timing methods: one small function per method, each taking callables and budgets and returning plain numbers.
 Runs in a worker on a GPU (the statistics are in stats.py, the roofline in roofline.py).
 
-One timed call, on every side alike (`CudaClock.time`):
-1. cold L2 (the default): a write of max(2 x L2, 256 MB) evicts the previous call's data; hot mode skips it;
-2. a device-wide synchronize, so the GPU is idle when the timer starts;
-3. a CUDA event on the current stream, the call, a second event;
-4. a device-wide synchronize again, so work on any stream has finished before the next call;
-5. the host clock around 3-4 as well: when the host saw much more time than the events did, work ran outside
-   the caller's stream (a side stream the events cannot see) and the host clock is the honest number.
+One timed call, on every side alike (`CudaClock.time`), starting from an idle GPU (the previous call ended with a
+device-wide synchronize):
+1. cold L2 (the default): a write of max(2 x L2, 256 MB) is queued, evicting the previous call's data; while the
+   GPU runs it, the host records the start event and launches the call, so the launch overhead overlaps with the
+   flush as in triton.testing.do_bench (hot mode skips the flush, and the launch overhead is then in the time);
+2. a CUDA event on the current stream, the call, a second event;
+3. a device-wide synchronize, so work on any stream has finished before the next call;
+4. the host clock around 1-3 as well: when the host saw much more time than the events did (beyond what an empty
+   launch shows), work ran outside the caller's stream and the host clock is the honest number.
 
 `time_sides` interleaves the sides (A B C, B C A, C A B, ...) so a change of clocks hits all alike, after a
-warm-up, until each side has enough samples and the budget is spent. `time_graph` replays a CUDA graph of the
+warm-up, until each side has enough samples and the budget is spent. Each side may have several copies of its
+inputs (at different addresses); calls rotate through them so the result does not hang on one memory placement,
+and each sample records its copy, for the clustered bootstrap in stats.py. `time_graph` replays a CUDA graph of the
 call (launch overhead gone; no L2 flush inside the graph, so it is hot by nature). `HostClock` exists for tests
 of the loop on machines without a GPU; its numbers are never reported.
 """
@@ -30,11 +34,13 @@ ESCAPE_FRACTION = 0.25  # ...when also this fraction of the events' time
 class Samples:
     event_us: list[float] = field(default_factory=list)
     host_us: list[float] = field(default_factory=list)
+    copy: list[int] = field(default_factory=list)  # which input copy each sample used
     last_output: Any = None
 
-    def add(self, event_us: float, host_us: float) -> None:
+    def add(self, event_us: float, host_us: float, copy: int = 0) -> None:
         self.event_us.append(event_us)
         self.host_us.append(host_us)
+        self.copy.append(copy)
 
 
 class CudaClock:
@@ -54,10 +60,9 @@ class CudaClock:
     def time(self, fn: Callable[[], Any]) -> tuple[float, float, Any]:
         """(event microseconds, host microseconds, the call's result) of one call."""
         torch = self.torch
+        t0 = time.perf_counter()
         if self.flush_buffer is not None:
             self.flush_buffer.zero_()
-        torch.cuda.synchronize()
-        t0 = time.perf_counter()
         self.start.record()
         out = fn()
         self.end.record()
@@ -85,12 +90,18 @@ class HostClock:
         pass
 
 
-def time_sides(sides: dict[str, Callable[[], Any]], clock, *, warmup: int = 3, min_rounds: int = 10,
+Side = Callable[[], Any]
+
+
+def time_sides(sides: dict[str, Side | list[Side]], clock, *, warmup: int = 3, min_rounds: int = 10,
                max_rounds: int = 200, budget_s: float = 1.0) -> dict[str, Samples]:
-    """Interleaved samples of every side: each round calls every side once, the order rotating by one each round."""
-    for fn in sides.values():
-        for _ in range(warmup):
-            fn()
+    """Interleaved samples of every side: each round calls every side once, the order rotating by one each round.
+    A side given as a list of callables (one per input copy) uses copy `round % len` in each round."""
+    copies = {name: (fn if isinstance(fn, list) else [fn]) for name, fn in sides.items()}
+    for fns in copies.values():
+        for fn in fns:
+            for _ in range(warmup):
+                fn()
     clock.sync()
     names = list(sides)
     out = {name: Samples() for name in names}
@@ -99,8 +110,9 @@ def time_sides(sides: dict[str, Callable[[], Any]], clock, *, warmup: int = 3, m
     while rounds < max_rounds and (rounds < min_rounds or time.monotonic() - start < budget_s):
         for k in range(len(names)):
             name = names[(rounds + k) % len(names)]
-            event_us, host_us, result = clock.time(sides[name])
-            out[name].add(event_us, host_us)
+            copy = rounds % len(copies[name])
+            event_us, host_us, result = clock.time(copies[name][copy])
+            out[name].add(event_us, host_us, copy)
             out[name].last_output = result
         rounds += 1
     return out
@@ -121,7 +133,7 @@ def honest_times(samples: Samples, overhead_us: float) -> tuple[list[float], str
     return list(samples.event_us), "cuda events"
 
 
-def time_graph(fn: Callable[[], Any], clock, rounds: int = 50) -> list[float] | None:
+def time_graph(fn: Side, clock, rounds: int = 50) -> list[float] | None:
     """Event times of replaying `fn` captured as a CUDA graph; None when it cannot be captured (a host sync,
     a CPU tensor, an allocation the graph cannot own)."""
     import torch

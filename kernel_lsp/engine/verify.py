@@ -22,7 +22,7 @@ from typing import Any
 from ..model import KernelFacts, SkippedVariant, Span, VariantRow, Verification
 from .compare import Comparison, flatten_outputs
 from .guards import MemoryGuard, poisoned_allocations
-from .loader import IMPLEMENTATION, UserCodeError, deepest_line
+from .loader import IMPLEMENTATION, UserCodeError, deepest_line, raise_device_fault
 from .positions import readable
 from .rules import SENTINEL, Evidence, RuleFinding, describe_variant, judge, judge_random
 from .variants import (Variant, absolute, clone_inputs, describe_inputs, input_dtype, plan, upcast)
@@ -170,6 +170,7 @@ class Verifier:
                 torch.manual_seed(v.seed)
                 inputs = v.transform(inputs)
         except Exception as e:
+            raise_device_fault(e)
             self.skipped.append((v.name, f"the input factory rejects these sizes ({type(e).__name__})"))
             return None
         if v.name == "transposed" and not any(isinstance(x, torch.Tensor) and x.dim() >= 2 for x in inputs):
@@ -179,17 +180,20 @@ class Verifier:
         try:
             r = _call(ref, ref_inputs)
         except Exception as e:
+            raise_device_fault(e)
             self.skipped.append((v.name, f"the reference rejects {shapes}: {type(e).__name__}"))
             return None
         try:
             truth = _call(self.problem.float64(ref), upcast(clone_inputs(inputs)))
             truth_dtype = "float64"
-        except Exception:
+        except Exception as e:
+            raise_device_fault(e)
             truth, truth_dtype = r, str(input_dtype(inputs))
         r_flat, t_flat = flatten_outputs(r), flatten_outputs(truth)
         try:  # the reference on absolute values: the accumulation floor of the budget (compare.py)
             a_flat = flatten_outputs(_call(self.problem.float64(ref, absolute=True), absolute(upcast(clone_inputs(inputs)))))
-        except Exception:
+        except Exception as e:
+            raise_device_fault(e)
             a_flat = [None] * len(r_flat)
         if len(a_flat) != len(r_flat):
             a_flat = [None] * len(r_flat)
@@ -214,6 +218,7 @@ class Verifier:
             with poisoned_allocations(float("nan")):
                 y1 = _call(impl, impl_inputs)
         except Exception as e:
+            raise_device_fault(e)
             line = deepest_line(e, self.job.path)
             self.fail("KL209", v, f"{self.where(v, shapes)}: the implementation raised "
                       f"{type(e).__name__}: {readable(str(e))[:300]}", line)
@@ -227,7 +232,8 @@ class Verifier:
         try:
             with poisoned_allocations(SENTINEL):
                 y2 = _call(impl, clone_inputs(inputs))
-        except Exception:
+        except Exception as e:
+            raise_device_fault(e)
             y2 = None
         self.collect_oob(v)
         y1_flat = flatten_outputs(y1)

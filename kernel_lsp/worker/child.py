@@ -71,7 +71,7 @@ def main(argv: list[str]) -> int:
         except Exception as e:
             if type(e).__name__ == "OutOfMemoryError":  # torch.OutOfMemoryError, without importing torch here
                 w.finding(_oom_finding(job, str(e).splitlines()[0]))
-            else:
+            elif type(e).__name__ != "DeviceFault":  # a GPU fault is reported by the pipeline, with its stage
                 w.finding(Finding(job.path, Span(0), severity_of("KL900"), "KL900",
                                   "kernel-lsp failed while checking this file: "
                                   + traceback.format_exc(limit=-3).strip().splitlines()[-1],

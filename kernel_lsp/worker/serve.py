@@ -34,12 +34,9 @@ from typing import IO, Any
 from ..codes import severity_of
 from ..jobs import CheckJob, Device, Done, Event, FindingEvent, event_to_dict
 from ..model import Finding, Span
+from ..engine.loader import DeviceFault, is_device_fault
 from .child import PARENT_ENV, choose_device, die_with_parent
 from .protocol import EventWriter
-
-POISONED_CONTEXT = ("CUDA error", "illegal memory access", "AcceleratorError", "unspecified launch failure",
-                    "device-side assert")
-
 
 class StreamSink(EventWriter):
     """Events of job `job_id`, tagged with it, with paths under the shipped-files root mapped back."""
@@ -141,9 +138,11 @@ def run_one(message: dict, device: str, send, lock, protocol, current, pipeline)
             pipeline.run_check(job, sink)
         except KeyboardInterrupt:
             cancelled = True
+        except DeviceFault:
+            poisoned = True  # reported by the pipeline, with the stage it happened in
         except Exception as e:
             text = f"{type(e).__name__}: {e}"
-            poisoned = any(s in text for s in POISONED_CONTEXT)
+            poisoned = is_device_fault(e)
             if type(e).__name__ == "OutOfMemoryError":
                 sink.finding(Finding(path, job.anchor, severity_of("KL302"), "KL302",
                                      f"out of GPU memory while checking this file ({text.splitlines()[0][:200]})",

@@ -58,3 +58,17 @@ def test_stats_median_interval_and_spread():
     ci = median_interval(xs)
     assert ci.low <= median(xs) <= ci.high
     assert relative_spread([100.0, 101.0, 99.0, 102.0]) == pytest.approx(102.0 / 100.5 - 1)
+
+
+def test_stats_clustered_interval_holds_the_spread_between_placements():
+    """Four memory placements at +-1.5%, each very steady: the plain interval is far too narrow to cover another
+    run's placements; clustering by placement widens it to the spread between them."""
+    xs, groups = [], []
+    for g, offset in enumerate([1.0, 1.015, 0.985, 1.01]):
+        xs += lognormal(100 * offset, 0.003, 50, 20 + g)
+        groups += [g] * 50
+    plain, clustered = median_interval(xs), median_interval(xs, groups=groups)
+    assert (clustered.high - clustered.low) > 3 * (plain.high - plain.low)
+    assert clustered.low < 99.5 and clustered.high > 101.0
+    ratio = ratio_of_medians(xs, xs, numerator_groups=groups, denominator_groups=groups)
+    assert ratio.contains(1.0) and ratio.high - ratio.low > 0.01

@@ -28,3 +28,10 @@ def test_timing_work_outside_the_stream_is_detected_and_the_host_time_used():
     outside = Samples([10.0] * 20, [1012.0] * 20)  # the events saw 10 us, the host 1 ms
     times, timer = honest_times(outside, 12.0)
     assert escaped(outside, 12.0) and timer == "host clock" and times == [1000.0] * 20
+
+
+def test_timing_rotates_through_input_copies_and_records_them():
+    used: list[int] = []
+    copies = [lambda k=k: used.append(k) for k in range(3)]
+    out = time_sides({"triton": copies}, HostClock(), warmup=1, min_rounds=6, max_rounds=6)
+    assert used[3:] == [0, 1, 2, 0, 1, 2] and out["triton"].copy == [0, 1, 2, 0, 1, 2]
