@@ -56,6 +56,9 @@ def roofline_chart(m: Measurement, title: str, out: Path) -> Path:
                        label=f"{side.side} {side.median_us:.1f} us", zorder=3)
         ax.set_xscale("log")
         ax.set_yscale("log")
+        rates = [r.flops / (side.median_us * 1e-6) / 1e12 for side in m.sides]
+        tops = [c.value for c in (m.device.ceilings if m.device else []) if c.name.startswith("matmul")] + rates
+        ax.set_ylim(min(rates) / 5, max(tops) * 2)
         ax.set_xlabel("FLOPs per byte (reference's minimal traffic)")
         ax.set_ylabel("achieved TFLOP/s")
     elif r is not None:
@@ -91,7 +94,7 @@ def write_report(reports: list[FileReport], directory: Path, root: str | None = 
             note = next((k.performance_note for k in report.kernels.values() if k.performance_note), None)
             rows.append(f"<tr><td>{html.escape(name)}</td><td>{html.escape(note or 'not measured')}</td><td></td></tr>")
             continue
-        png = roofline_chart(m, name, directory / chart_name(report.path))
+        png = roofline_chart(m, name, directory / chart_name(name))
         rows.append(f"<tr><td>{html.escape(name)}</td><td>{html.escape(m.summary)}</td>"
                     f"<td><a href=\"{png.name}\"><img src=\"{png.name}\" width=\"360\"></a></td></tr>")
     index = directory / "index.html"

@@ -219,13 +219,26 @@ class PersistentWorker:
                         pass
             elif "end" in message:
                 outcome.cancelled = outcome.cancelled or bool(message["end"].get("cancelled"))
-                self._set("ready")
+                if message["end"].get("exiting"):
+                    self._retire()  # the job is complete; the process leaves and the next job starts a new one
+                else:
+                    self._set("ready")
                 break
         outcome.seconds = time.monotonic() - start
-        if not self.alive():
+        if not self.alive() and not outcome.completed:
             outcome.returncode = self._proc.returncode if self._proc is not None else None
             outcome.stderr_tail = self.stderr_tail()
         return outcome
+
+    def _retire(self) -> None:
+        proc = self._proc
+        if proc is not None:
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                pass
+        self.kill()
+        self._set("dead")
 
     def _died(self, outcome: WorkerOutcome, start: float) -> WorkerOutcome:
         proc = self._proc

@@ -8,7 +8,8 @@ Protocol, JSON lines (worker/stdio_protocol in docs/architecture.md):
 - worker to parent, once: {"ready": {"pid", "device", "gpu"}}
 - parent to worker: {"id": N, "job": CheckJob, "files": {abs path: text} or null}; with files, the worker writes
   them under a fresh root and runs the job there (no shared file system is assumed), then maps paths back;
-- worker to parent, per event: {"id": N, "event": EVENT}; then {"id": N, "end": {"cancelled": bool}};
+- worker to parent, per event: {"id": N, "event": EVENT}; then {"id": N, "end": {"cancelled": bool, "exiting":
+  bool}}, where exiting says the worker ends after this job (a GPU fault lost its CUDA context);
 - parent to worker: {"cancel": N} interrupts job N (KeyboardInterrupt in the job); EOF on stdin ends the worker.
 
 The user's code shares this process across jobs; the engine restores what it patches after each job (the launch
@@ -168,7 +169,7 @@ def run_one(message: dict, device: str, send, lock, protocol, current, pipeline)
     # A fault the job reported as a finding (an illegal address inside the implementation is KL105) still leaves
     # the context unusable: probe it, and leave rather than fail every later job.
     poisoned = poisoned or (device == "cuda" and not _context_healthy())
-    send({"id": job_id, "end": {"cancelled": cancelled}})
+    send({"id": job_id, "end": {"cancelled": cancelled, "exiting": poisoned}})
     return poisoned
 
 

@@ -66,3 +66,37 @@ def test_runner_that_cannot_start_is_one_clear_finding(tmp_path, runner, says):
     _, doc = check_json(case, extra=("--no-cache", "--runner", runner))
     (d,) = doc["diagnostics"]
     assert d["code"] == "KL303" and says in d["message"] and d["message"].startswith("no worker to run this file")
+
+
+FAKE_WORKER = r'''
+import json, os, sys
+print(json.dumps({"ready": {"pid": os.getpid(), "device": "cuda", "gpu": "fake"}}), flush=True)
+for line in sys.stdin:
+    message = json.loads(line)
+    job = message["job"]
+    finding = {"path": job["path"], "range": {"line": 0, "col": 0, "end_line": 0, "end_col": 1}, "severity": "info",
+               "code": "KL402", "message": f"ran in {os.getpid()}", "source": "kernel-lsp.measure", "data": {}}
+    print(json.dumps({"id": message["id"], "event": {"event": "finding", "finding": finding}}), flush=True)
+    print(json.dumps({"id": message["id"], "event": {"event": "done"}}), flush=True)
+    print(json.dumps({"id": message["id"], "end": {"cancelled": False, "exiting": True}}), flush=True)
+    sys.exit(3)  # as a worker does after a GPU fault lost its CUDA context
+'''
+
+
+def test_runner_worker_that_retires_after_a_job_is_replaced_for_the_next(tmp_path):
+    """A worker that ends itself after a job (a lost CUDA context) is not handed the next job: a new one is."""
+    from kernel_lsp.check import CheckRequest, check_file
+    from kernel_lsp.config import Settings
+    from kernel_lsp.worker.persistent import PersistentPool
+
+    script = tmp_path / "fake_worker.py"
+    script.write_text(FAKE_WORKER)
+    case = shutil.copy(CORPUS / "ok_add_fp32.py", tmp_path / "add.py")
+    pool = PersistentPool([sys.executable, str(script)], "auto")
+    try:
+        reports = [check_file(CheckRequest(case, Settings(), tmp_path, persistent=pool)) for _ in range(2)]
+    finally:
+        pool.close()
+    messages = [[f.message for f in r.findings] for r in reports]
+    assert all(len(m) == 1 and m[0].startswith("ran in ") for m in messages), messages
+    assert messages[0] != messages[1]  # two processes
