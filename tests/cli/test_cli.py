@@ -1,5 +1,9 @@
 """Exit codes and error messages of `kernel-lsp check`: 0 clean, 1 findings, 2 usage or configuration."""
 
+import json
+import re
+import shutil
+
 from tests.conftest import CORPUS, run_cli, write
 
 
@@ -58,3 +62,24 @@ def test_cli_ignore_pragma_suppresses_a_finding(tmp_path):
     write(tmp_path / "k.py", text)
     proc = run_cli("check", str(tmp_path / "k.py"))
     assert proc.returncode == 0, proc.stdout
+
+
+def test_cli_says_once_that_performance_was_not_measured_without_a_gpu(tmp_path):
+    shutil.copy(CORPUS / "ok_add_fp32.py", tmp_path / "a.py")
+    shutil.copy(CORPUS / "ok_gelu_fp32.py", tmp_path / "b.py")
+    proc = run_cli("check", str(tmp_path), "--no-cache", "--report", str(tmp_path / "report"))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    lines = proc.stdout.strip().splitlines()
+    assert lines[-1].startswith("Checked 2 files") and lines.count(lines[-2]) == 1
+    assert lines[-2] == ("Performance: not measured: no GPU (kernels ran in the CPU interpreter); use a CUDA machine "
+                         "or a runner")
+    assert not any(re.search(r"\b\d+(\.\d+)? us\b|GB/s|x eager", line) for line in lines)  # never a number
+    index = (tmp_path / "report" / "index.html").read_text()
+    assert "a.py" in index and "not measured: no GPU" in index and "<img" not in index
+
+
+def test_cli_no_measure_leaves_no_note(tmp_path):
+    shutil.copy(CORPUS / "ok_add_fp32.py", tmp_path / "a.py")
+    proc = run_cli("check", str(tmp_path / "a.py"), "--no-cache", "--no-measure", "--format", "json")
+    doc = json.loads(proc.stdout)
+    assert all("performance_note" not in k for k in doc["files"][0]["kernels"].values())
