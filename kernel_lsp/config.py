@@ -28,9 +28,14 @@ class ConfigError(ValueError):
 
 
 VERIFY_TRIGGERS = ("save", "change", "off")
-LLM_DEFAULTS = {"endpoint": "", "model": "", "api_key_env": "OPENAI_API_KEY"}
+# The LLM behind the fix and optimize code actions (docs/code-actions.md): where, which model, the *name* of the
+# variable holding its key, and the budget of one request (candidates per round, rounds, tokens, seconds).
+LLM_DEFAULTS: dict[str, Any] = {"endpoint": "", "model": "", "api_key_env": "OPENAI_API_KEY", "temperature": 0.2,
+                                "candidates": 2, "rounds": 2, "max_tokens": 60000, "max_seconds": 600}
 _LLM_KEYS = {"endpoint": "endpoint", "model": "model", "api_key_env": "api_key_env", "api-key-env": "api_key_env",
-             "apiKeyEnv": "api_key_env"}
+             "apiKeyEnv": "api_key_env", "temperature": "temperature", "candidates": "candidates",
+             "rounds": "rounds", "max_tokens": "max_tokens", "max-tokens": "max_tokens", "maxTokens": "max_tokens",
+             "max_seconds": "max_seconds", "max-seconds": "max_seconds", "maxSeconds": "max_seconds"}
 # The measure stage (docs/performance-method.md): mode auto times verified kernels wherever they run on a GPU.
 MEASURE_DEFAULTS: dict[str, Any] = {"mode": "auto", "cache": "cold", "compile": True, "compile_severity": "info",
                                     "seconds": 1.0, "flops": None, "bytes": None}
@@ -76,6 +81,7 @@ class Settings:
                               f"OPENAI_API_KEY, got {self.llm.get('api_key_env')!r}")
         if not isinstance(self.llm.get("model", ""), str):
             raise ConfigError("llm.model: expected a model name")
+        _validate_llm_budget(self.llm)
         _validate_measure(self.measure)
         if not isinstance(self.runner, list) or not all(isinstance(a, str) and a for a in self.runner):
             raise ConfigError("runner: expected a command, as a string or a list of arguments, such as "
@@ -100,7 +106,8 @@ class Settings:
 
 _FIELDS = {f.name: f for f in dataclasses.fields(Settings)}
 _ALIASES = {"cache-dir": "cache_dir"}
-_LLM_EDITOR_SPELLING = {"endpoint": "endpoint", "model": "model", "api_key_env": "apiKeyEnv"}
+_LLM_EDITOR_SPELLING = {"endpoint": "endpoint", "model": "model", "api_key_env": "apiKeyEnv",
+                        "max_tokens": "maxTokens", "max_seconds": "maxSeconds"}
 _MEASURE_EDITOR_SPELLING = {"compile_severity": "compileSeverity"}
 
 
@@ -112,6 +119,18 @@ def settings_manifest() -> dict[str, Any]:
     llm = {_LLM_EDITOR_SPELLING.get(k, k): v for k, v in defaults.llm.items()}
     measure = {_MEASURE_EDITOR_SPELLING.get(k, k): v for k, v in defaults.measure.items()}
     return {"settings": top, "llm": llm, "measure": measure}
+
+
+def _validate_llm_budget(llm: dict[str, Any]) -> None:
+    t = llm.get("temperature")
+    if isinstance(t, bool) or not isinstance(t, (int, float)) or not 0 <= t <= 2:
+        raise ConfigError(f"llm.temperature: expected a number from 0 to 2, got {t!r}")
+    for key, spelled, low, high in (("candidates", "candidates", 1, 16), ("rounds", "rounds", 1, 10),
+                                    ("max_tokens", "max-tokens", 1000, 10_000_000),
+                                    ("max_seconds", "max-seconds", 10, 86_400)):
+        v = llm.get(key)
+        if isinstance(v, bool) or not isinstance(v, int) or not low <= v <= high:
+            raise ConfigError(f"llm.{spelled}: expected an integer from {low} to {high}, got {v!r}")
 
 
 def _validate_measure(m: dict[str, Any]) -> None:
@@ -163,7 +182,8 @@ def _coerce(key: str, value: Any) -> Any:
         llm = dict(LLM_DEFAULTS)
         for k, v in value.items():
             if k not in _LLM_KEYS:
-                raise ConfigError(f"llm: unknown key {k!r} (expected endpoint, model, api-key-env)")
+                raise ConfigError(f"llm: unknown key {k!r} (expected endpoint, model, api-key-env, temperature, "
+                                  "candidates, rounds, max-tokens, max-seconds)")
             if v is not None:
                 llm[_LLM_KEYS[k]] = v
         return llm

@@ -387,3 +387,38 @@ class FileReport:
             stats=d.get("stats", {}),
             dependencies=d.get("dependencies", []),
         )
+
+
+# Proposals (the code actions that change a kernel) ----------------------------------------------------------
+
+
+@dataclass
+class Candidate(Record):
+    """One proposed version of a file, and what became of it."""
+
+    origin: str  # "llm round 1 #2", "tune BLOCK=256, num_warps=8"
+    verdict: str  # "accepted", "selected", "verified", "rejected", "blocked", "unparsable", "not run"
+    reason: str = ""  # why it was rejected or blocked: the findings or the screen's words
+    findings: list[str] = field(default_factory=list)  # "KL200 line 17: ..." of its check
+    median_us: float | None = None  # the implementation's time, when measured
+    speedup: Speedup | None = None  # against the current kernel, when raced
+    diff_lines: int = 0
+
+
+@dataclass
+class Proposal(Record):
+    """The result of a fix, optimize or tune request: the accepted edit (if any) and the evidence behind it."""
+
+    mode: str  # fix, optimize, tune
+    path: str
+    accepted: bool
+    summary: str  # one line for the user
+    diff: str = ""  # unified diff of the accepted candidate against the file as it was
+    new_text: str | None = None  # the accepted file text
+    candidates: list[Candidate] = field(default_factory=list)
+    before: Measurement | None = None
+    after: Measurement | None = None
+    variants: list[VariantRow] = field(default_factory=list)  # the accepted candidate's verification
+    tokens: int = 0
+    seconds: float = 0.0
+    notes: list[str] = field(default_factory=list)  # what could not be done ("no GPU: configs pruned only")

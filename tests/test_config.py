@@ -1,6 +1,7 @@
 """Settings validation: the LLM table takes an endpoint URL and the *name* of the key's variable, never a key."""
 
 import json
+import shlex
 from pathlib import Path
 
 import pytest
@@ -12,8 +13,10 @@ CLIENT_ONLY = {"interpreter", "trace.server"}  # settings of the extension itsel
 
 
 def test_llm_settings_accept_the_editor_and_pyproject_spellings():
-    s = apply_overrides(Settings(), {"llm": {"endpoint": "http://127.0.0.1:8000/v1", "model": "m", "apiKeyEnv": "K"}})
-    assert s.llm == {"endpoint": "http://127.0.0.1:8000/v1", "model": "m", "api_key_env": "K"}
+    s = apply_overrides(Settings(), {"llm": {"endpoint": "http://127.0.0.1:8000/v1", "model": "m", "apiKeyEnv": "K",
+                                             "maxTokens": 5000, "max-seconds": 60}})
+    assert {k: s.llm[k] for k in ("endpoint", "model", "api_key_env", "max_tokens", "max_seconds")} == \
+        {"endpoint": "http://127.0.0.1:8000/v1", "model": "m", "api_key_env": "K", "max_tokens": 5000, "max_seconds": 60}
     s = apply_overrides(Settings(), {"llm": {"api-key-env": "MY_KEY"}})
     assert s.llm["api_key_env"] == "MY_KEY" and s.llm["endpoint"] == ""
     assert Settings().llm["api_key_env"] == "OPENAI_API_KEY"
@@ -22,7 +25,10 @@ def test_llm_settings_accept_the_editor_and_pyproject_spellings():
 @pytest.mark.parametrize("llm, key", [
     ({"endpoint": "ftp://host"}, "llm.endpoint"),
     ({"apiKeyEnv": "sk-live-1234 5678"}, "llm.api-key-env"),  # a key pasted where its variable's name belongs
-    ({"temperature": 0}, "unknown key"),
+    ({"top_p": 0.9}, "unknown key"),
+    ({"temperature": 3}, "llm.temperature"),
+    ({"candidates": 0}, "llm.candidates"),
+    ({"max-tokens": "lots"}, "llm.max-tokens"),
     ("http://x", "expected a table"),
 ])
 def test_bad_llm_settings_name_the_key(llm, key):
@@ -43,7 +49,8 @@ def _extension_defaults() -> dict:
         node = payload
         for p in parents:
             node = node.setdefault(p, {})
-        node[leaf] = spec["default"]
+        # settings.ts sends the runner string split as a shell splits words (splitCommand)
+        node[leaf] = shlex.split(spec["default"]) if name == "runner" else spec["default"]
     return payload
 
 
@@ -54,8 +61,10 @@ def test_the_vscode_extensions_settings_payload_is_accepted_with_the_same_defaul
     s = apply_overrides(Settings(), payload)
     manifest = settings_manifest()
     for key, value in payload.items():
-        if key == "llm":
-            assert value == manifest["llm"], "the extension's llm defaults differ from the server's"
+        if isinstance(value, dict):  # a table (llm, measure): every key the extension sends, with the same default
+            for sub, v in value.items():
+                assert sub in manifest[key], f"{key}.{sub}: the server does not accept it"
+                assert v == manifest[key][sub], f"{key}.{sub}: extension default {v!r}, server's {manifest[key][sub]!r}"
         else:
             assert value == manifest["settings"][key], f"{key}: extension default {value!r}, server's differs"
     assert s.llm["api_key_env"] == Settings().llm["api_key_env"]

@@ -7,22 +7,52 @@ export interface ServerSettings {
   device: string;
   timeout: number;
   workers: number;
-  llm: { endpoint: string; model: string; apiKeyEnv: string };
+  runner: string[];
+  measure: { mode: string; cache: string; compile: boolean; compileSeverity: string; seconds: number };
+  llm: {
+    endpoint: string; model: string; apiKeyEnv: string; temperature: number; candidates: number; rounds: number;
+    maxTokens: number; maxSeconds: number;
+  };
 }
 
 type Section = { get<T>(key: string): T | undefined };
 
+// A runner typed as one string is split as a shell splits words (the server accepts a list).
+export function splitCommand(text: string): string[] {
+  const words: string[] = [];
+  const re = /"((?:\\.|[^"\\])*)"|'([^']*)'|(\S+)/g;
+  let m: RegExpExecArray | null;
+  while ((m = re.exec(text)) !== null) {
+    words.push(m[1] !== undefined ? m[1].replace(/\\(.)/g, "$1") : m[2] !== undefined ? m[2] : m[3]);
+  }
+  return words;
+}
+
 export function serverSettings(section: Section): ServerSettings {
+  const runner = section.get<string | string[]>("runner") ?? "";
   return {
     targets: section.get<string[]>("targets") ?? ["sm_90"],
     verify: section.get<string>("verify") ?? "save",
     device: section.get<string>("device") ?? "auto",
     timeout: section.get<number>("timeout") ?? 60,
     workers: section.get<number>("workers") ?? 2,
+    runner: Array.isArray(runner) ? runner : splitCommand(runner),
+    measure: {
+      mode: section.get<string>("measure.mode") ?? "auto",
+      cache: section.get<string>("measure.cache") ?? "cold",
+      compile: section.get<boolean>("measure.compile") ?? true,
+      compileSeverity: section.get<string>("measure.compileSeverity") ?? "info",
+      seconds: section.get<number>("measure.seconds") ?? 1.0,
+    },
     llm: {
       endpoint: section.get<string>("llm.endpoint") ?? "",
       model: section.get<string>("llm.model") ?? "",
       apiKeyEnv: section.get<string>("llm.apiKeyEnv") ?? "OPENAI_API_KEY",
+      temperature: section.get<number>("llm.temperature") ?? 0.2,
+      candidates: section.get<number>("llm.candidates") ?? 2,
+      rounds: section.get<number>("llm.rounds") ?? 2,
+      maxTokens: section.get<number>("llm.maxTokens") ?? 60000,
+      maxSeconds: section.get<number>("llm.maxSeconds") ?? 600,
     },
   };
 }
