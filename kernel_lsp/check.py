@@ -43,6 +43,7 @@ class CheckRequest:
     persistent: PersistentPool | None = None  # long-lived workers: one per GPU, or behind the runner command
     refresh: bool = False  # run the worker even on a cache hit ("Verify again now"), then store the result
     quick: bool = False  # discovery and linking only (the language server's at-once stage): no cache, no worker
+    measure_against: str | None = None  # another version of the file, raced against this one (the proposers)
 
 
 def long_lived_workers(settings: Settings) -> PersistentPool | None:
@@ -108,7 +109,7 @@ def check_file(req: CheckRequest) -> FileReport:
     extra = [linked.link.reference] + ([linked.link.inputs_path] if linked.link.inputs_path else [])
     report.dependencies = [str(p) for p in dependencies(source, path, req.root, extra)]
     key = cache_key(source, link_spec.to_dict(), req.settings.fingerprint(), report.dependencies)
-    if req.cache is not None and not req.refresh:
+    if req.cache is not None and not req.refresh and req.measure_against is None:
         hit = req.cache.get(key)
         if hit is not None:
             hit.path = str(path)
@@ -121,13 +122,14 @@ def check_file(req: CheckRequest) -> FileReport:
     job = CheckJob(path=str(path), link=link_spec, kernels=kernel_refs(found.kernels), anchor=linked.link.anchor,
                    targets=list(req.settings.targets), seed=req.settings.seed, verify=req.settings.verification,
                    device=req.settings.device, measure=measure_options(req.settings, source))
+    job.measure.against = req.measure_against
     files = shipped_files(source, job, report.dependencies) if req.persistent and req.persistent.runner else None
     outcome = _run_worker(req, job, source, files)
     report.stats = {"workers": 1, "warm_workers": int(outcome.warm), "compiles": 0, "launches": 0,
                     "seconds": round(outcome.seconds, 3)}
     _absorb(report, outcome, linked.link.anchor)
     _finish(report, source)
-    if req.cache is not None and outcome.completed and not outcome.cancelled:
+    if req.cache is not None and outcome.completed and not outcome.cancelled and req.measure_against is None:
         req.cache.put(key, report)
     return report
 

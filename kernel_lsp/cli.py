@@ -128,6 +128,59 @@ def cmd_check(args: argparse.Namespace) -> int:
     return EXIT_FINDINGS if worst else EXIT_CLEAN
 
 
+def cmd_optimize(args: argparse.Namespace) -> int:
+    """Propose a change to one file (fix, optimize or tune), verify it, and print the diff and its evidence."""
+    import json
+    import threading
+
+    from .check import long_lived_workers
+    from .propose.loop import Cancelled, ProposeRequest, propose
+    from .render.text import render_proposal
+
+    path = Path(args.file)
+    if not path.is_file():
+        raise UsageError(f"file does not exist: {args.file}")
+    if args.reference and not Path(args.reference).is_file():
+        raise UsageError(f"--reference file does not exist: {args.reference}")
+    if args.candidates is not None and not 1 <= args.candidates <= 64:
+        raise UsageError("--candidates: expected 1 to 64")
+    if args.rounds is not None and not 1 <= args.rounds <= 10:
+        raise UsageError("--rounds: expected 1 to 10")
+    args.paths = [args.file]
+    settings, root = _settings_for(args)
+    if args.mode in ("fix", "optimize") and not settings.llm.get("endpoint"):
+        raise UsageError(f"--mode {args.mode} needs an LLM: set [tool.kernel-lsp.llm] endpoint (and model), "
+                         "see docs/code-actions.md; --mode tune needs none")
+    text = path.read_text(encoding="utf-8")
+    warm, persistent = WarmPool(), long_lived_workers(settings)
+    cancel = threading.Event()
+    req = ProposeRequest(args.mode, path.resolve(), text, settings, root, args.kernel, args.candidates, args.rounds,
+                         Path(args.reference).resolve() if args.reference else None, warm, persistent, cancel,
+                         progress=lambda m: sys.stderr.write(f"kernel-lsp: {m}\n") if not args.quiet else None)
+    try:
+        proposal = propose(req)
+    except (Cancelled, KeyboardInterrupt):
+        cancel.set()
+        return 130
+    finally:
+        warm.close()
+        if persistent is not None:
+            persistent.close()
+    if args.apply and proposal.accepted and proposal.new_text is not None:
+        if path.read_text(encoding="utf-8") != text:
+            sys.stderr.write("kernel-lsp: the file changed while the proposal was being made; not applied\n")
+            return EXIT_FINDINGS
+        tmp = path.with_name(f".{path.name}.kernel-lsp.tmp")
+        tmp.write_text(proposal.new_text, encoding="utf-8")
+        os.replace(tmp, path)
+        proposal.notes.append(f"applied to {path}")
+    if args.format == "json":
+        sys.stdout.write(json.dumps(proposal.to_dict(), indent=2) + "\n")
+    else:
+        sys.stdout.write(render_proposal(proposal))
+    return EXIT_CLEAN if proposal.accepted else EXIT_FINDINGS
+
+
 def cmd_worker(args: argparse.Namespace) -> int:
     from .worker.serve import serve
     return serve(args.device)
@@ -168,6 +221,26 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--no-cache", action="store_true", help="ignore and do not write the cache")
     c.add_argument("--config", help="pyproject.toml to read [tool.kernel-lsp] from")
     c.set_defaults(func=cmd_check)
+    o = sub.add_parser("optimize", help="propose a verified fix or speed-up of one file and print its diff",
+                       description="Fix (LLM), optimize (LLM) or tune (a search over launch literals, no LLM) one "
+                       "file. Every candidate is verified like user code; only a verified one is accepted, and for "
+                       "speed only one faster than the current kernel beyond its 95%% interval. Exit codes: 0 a "
+                       "proposal was accepted, 1 none was, 2 usage or configuration error, 130 interrupted.")
+    o.add_argument("file")
+    o.add_argument("--mode", choices=["fix", "optimize", "tune"], default="fix")
+    o.add_argument("--kernel", help="the kernel to work on (default: the file's)")
+    o.add_argument("--candidates", type=int, help="candidates per round (default: llm.candidates; tune: 32)")
+    o.add_argument("--rounds", type=int, help="rounds (default: llm.rounds; tune: 2)")
+    o.add_argument("--apply", action="store_true", help="write an accepted proposal into the file")
+    o.add_argument("--reference", help="reference file (KernelBench problem)")
+    o.add_argument("--target", help="comma-separated GPU targets (default sm_90)")
+    o.add_argument("--device", choices=DEVICES, help="where kernels run (default auto)")
+    o.add_argument("--runner", help="command that starts `kernel-lsp worker` where a GPU is")
+    o.add_argument("--timeout", type=float, help="seconds per check of a candidate (default 60)")
+    o.add_argument("--config", help="pyproject.toml to read [tool.kernel-lsp] from")
+    o.add_argument("--format", choices=["text", "json"], default="text")
+    o.add_argument("--quiet", "-q", action="store_true", help="no progress lines on stderr")
+    o.set_defaults(func=cmd_optimize, jobs=None, no_verify=False, no_measure=False)
     w = sub.add_parser("worker", help="serve worker jobs on stdin/stdout (what a runner command starts)")
     w.add_argument("--device", choices=DEVICES, default=os.environ.get("KERNEL_LSP_DEVICE", "auto"))
     w.set_defaults(func=cmd_worker)

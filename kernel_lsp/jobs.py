@@ -54,6 +54,7 @@ class MeasureOptions(Record):
     budget_s: float = 1.0  # seconds of interleaved timing per file, after warm-up
     flops: str | None = None  # declared work: a number, or a function of the reference module returning one
     bytes: str | None = None
+    against: str | None = None  # another version of the file (the current one, in a race): timed as "current"
 
 
 @dataclass

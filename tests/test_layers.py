@@ -23,8 +23,10 @@ ALLOWED = {
     "cache": {"model", "device"},
     "render": {"model", "codes"},
     "check": {"engine", "worker", "cache", "config", "jobs", "model", "codes", "device"},
-    "lsp": {"check", "engine", "worker", "cache", "config", "jobs", "model", "codes", "device", "render"},
-    "cli": {"check", "engine", "worker", "cache", "config", "jobs", "model", "codes", "device", "render", "lsp"},
+    "propose": {"check", "engine", "worker", "config", "model", "codes"},
+    "lsp": {"check", "engine", "worker", "cache", "config", "jobs", "model", "codes", "device", "render", "propose"},
+    "cli": {"check", "engine", "worker", "cache", "config", "jobs", "model", "codes", "device", "render", "lsp",
+            "propose"},
 }
 
 

@@ -123,6 +123,8 @@ class Problem:
     sample_check: Callable[[list, Any], str | None] | None = None  # per-sample invariant from the reference
     _built: dict[tuple, tuple[Callable, Callable]] = field(default_factory=dict)
     _float64: dict[tuple[int, bool], Callable] = field(default_factory=dict)
+    # Another version of the implementation file, built like the implementation (a race between two versions).
+    build_other: Callable[[str], Callable] | None = None
 
     def float64(self, ref: Callable, absolute: bool = False) -> Callable:
         """The reference upcast to float64 (parameters made absolute when asked), copied once per reference
@@ -257,8 +259,18 @@ def load_problem(link: LinkSpec, impl_path: str, seed: int, source: str | None =
                     m.eval().to(device)
             return ref_model, impl_model
 
+        def build_other(source: str) -> Callable:
+            try:
+                other = import_path(impl_path, "other", source)
+                torch.manual_seed(seed)
+                model = other.ModelNew(*list(ref.get_init_inputs()))
+            except BaseException as e:
+                raise UserCodeError("the other version could not be built", e, impl_path, IMPLEMENTATION) from e
+            return model.eval().to(device) if isinstance(model, torch.nn.Module) else model
+
         problem = Problem(build, ref.get_inputs, ref, _size_knobs(ref, ref.get_inputs, ref.get_init_inputs),
-                          lambda: ref.Model(*ref.get_init_inputs()), device, **_random_contract(ref))
+                          lambda: ref.Model(*ref.get_init_inputs()), device, **_random_contract(ref),
+                          build_other=build_other)
         problem.callables()  # build once now, so a broken model is reported as a load failure
         return problem
     named = {}
@@ -269,8 +281,14 @@ def load_problem(link: LinkSpec, impl_path: str, seed: int, source: str | None =
         except AttributeError as e:
             raise UserCodeError(f"the linked {side} name {name!r} is missing", e, None, side) from e
     reference, factory, entry = named[REFERENCE], named[INPUTS], named[IMPLEMENTATION]
+    def build_other_entry(source: str) -> Callable:
+        try:
+            return getattr(import_path(impl_path, "other", source), link.entry)
+        except BaseException as e:
+            raise UserCodeError("the other version could not be built", e, impl_path, IMPLEMENTATION) from e
+
     return Problem(lambda knobs: (reference, entry), factory, inputs_mod, _size_knobs(inputs_mod, factory),
-                   lambda: reference, device, **_random_contract(ref))
+                   lambda: reference, device, **_random_contract(ref), build_other=build_other_entry)
 
 
 def _random_contract(ref: types.ModuleType) -> dict[str, Any]:

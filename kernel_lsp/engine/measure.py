@@ -160,10 +160,14 @@ def measure_problem(problem, recorder, rep, job: CheckJob, clock=None, ceilings=
         except Exception:
             abs_terms = None
         clock = clock or CudaClock(opts.cache)
-        k = _copies(pristine, 3 if opts.compile else 2)
+        k = _copies(pristine, 2 + int(opts.compile) + int(opts.against is not None))
         inputs = {name: [clone_inputs(pristine) for _ in range(k)] for name in ("triton", "eager")}
         sides = {"triton": [lambda c=c: impl(*c) for c in inputs["triton"]],
                  "eager": [lambda c=c: ref(*c) for c in inputs["eager"]]}
+        if opts.against is not None and problem.build_other is not None:
+            current = problem.build_other(opts.against)
+            inputs["current"] = [clone_inputs(pristine) for _ in range(k)]
+            sides["current"] = [lambda c=c: current(*c) for c in inputs["current"]]
         compile_info: tuple[float, bool] | None = None
         if opts.compile:
             inputs["torch.compile"] = [clone_inputs(pristine) for _ in range(k)]

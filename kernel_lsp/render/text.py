@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..model import FileReport, Severity
+from ..model import FileReport, Proposal, Severity
 
 
 def render_text(reports: list[FileReport], cwd: str | None = None) -> str:
@@ -37,3 +37,29 @@ def performance_note(reports: list[FileReport]) -> str | None:
         return None
     return next((k.performance_note for k in kernels
                  if k.performance_note and k.performance_note.startswith("not measured: no GPU")), None)
+
+
+def render_proposal(p: Proposal) -> str:
+    """A proposal as `kernel-lsp optimize` prints it: the verdict, the diff, and the evidence behind it."""
+    lines = [f"{p.mode}: {'accepted' if p.accepted else 'nothing accepted'}: {p.summary}"]
+    if p.diff:
+        lines += ["", p.diff.rstrip("\n"), ""]
+    if p.before is not None or p.after is not None:
+        for label, m in (("before", p.before), ("after", p.after)):
+            if m is not None:
+                lines.append(f"{label}: {m.summary}")
+    if p.variants:
+        ok = sum(1 for v in p.variants if v.verdict == "ok")
+        lines.append(f"verification of the accepted version: {ok} of {len(p.variants)} input variants pass "
+                     f"({', '.join(v.variant for v in p.variants)})")
+    if p.candidates:
+        lines.append(f"candidates ({len(p.candidates)}):")
+        for c in p.candidates:
+            time = f", {c.median_us:.1f} us" if c.median_us is not None else ""
+            race = (f", {c.speedup.ratio:.2f}x current (95% CI {c.speedup.low:.2f}-{c.speedup.high:.2f})"
+                    if c.speedup else "")
+            lines.append(f"  {c.origin}: {c.verdict}{time}{race}" + (f": {c.reason}" if c.reason else ""))
+    for note in p.notes:
+        lines.append(f"note: {note}")
+    lines.append(f"{p.tokens} tokens, {p.seconds:.1f} s")
+    return "\n".join(lines) + "\n"

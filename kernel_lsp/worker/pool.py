@@ -56,10 +56,10 @@ class WarmPool:
 
     @staticmethod
     def usable(device: str = "auto") -> bool:
-        """Linux only (the children rely on prctl's parent-death signal), never for CUDA or beside a GPU (CUDA
-        cannot be used in a forked child), not when disabled."""
+        """Linux only (the children rely on prctl's parent-death signal), never for CUDA (it cannot be used in a
+        forked child): jobs asked to run on the CPU, or any job on a machine without a GPU; not when disabled."""
         from ..device import gpu_present
-        return (sys.platform.startswith("linux") and device != "cuda" and not gpu_present()
+        return (sys.platform.startswith("linux") and (device == "cpu" or (device != "cuda" and not gpu_present()))
                 and os.environ.get("KERNEL_LSP_WARM", "1") != "0")
 
     def start(self, device: str = "auto") -> bool:

@@ -1,0 +1,378 @@
+"""The proposer loop: prompt -> candidates -> screen -> compile -> verify -> measure -> select -> accept.
+
+Runs in the parent (the language server or `kernel-lsp optimize`); every candidate runs only in workers, through
+the same `check_file` as any user file, several at once. Each step is a function with a typed result:
+- `fix`: an LLM proposes versions of the file; a candidate is accepted only when the diagnostics it targeted are
+  gone and no new error or warning appeared, and a second, fresh check of it agrees (determinism);
+- `optimize`: an LLM proposes faster versions; `tune`: the launch literals are searched (tune.py), no LLM. Both
+  keep only verified candidates, pick the fastest, and re-time it against the current kernel in one interleaved
+  measurement: it is accepted only when the whole 95% interval of that speedup lies above 1 (the best of several
+  noisy timings is biased up; the race is fresh). Without a GPU nothing is timed, so nothing is accepted.
+Failures (the screen's words, compile errors, the verifier's findings) go into the next round's prompt.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from ..check import CheckRequest, check_file
+from ..config import Settings, apply_overrides
+from ..model import Candidate, FileReport, Measurement, Proposal, Severity
+from ..worker.persistent import PersistentPool
+from ..worker.pool import WarmPool
+from . import edits, prompt, screen, tune
+from .llm import LLM, Budget, LLMError
+
+MODES = ("fix", "optimize", "tune")
+
+
+class Cancelled(Exception):
+    """The request was cancelled; its workers have been killed."""
+
+
+@dataclass
+class ProposeRequest:
+    mode: str  # fix, optimize or tune
+    path: Path
+    text: str  # the file as the editor holds it (or as it is on disk)
+    settings: Settings
+    root: Path | None = None
+    kernel: str | None = None
+    candidates: int | None = None  # per round; default: the llm settings (tune: up to tune.MAX_CONFIGS)
+    rounds: int | None = None
+    reference: Path | None = None  # as `check --reference` takes it
+    pool: WarmPool | None = None
+    persistent: PersistentPool | None = None
+    cancel: threading.Event = field(default_factory=threading.Event)
+    progress: Callable[[str], None] = lambda message: None
+    fix_codes: set[str] | None = None  # fix: the codes to fix (default: every KL1xx and KL2xx error or warning)
+
+
+def _bad(report: FileReport) -> list:
+    """Errors, and warnings of the verifier: what makes a candidate unacceptable (performance findings aside)."""
+    return [f for f in report.findings if not f.code.startswith("KL4") and
+            (f.severity == Severity.ERROR or (f.severity == Severity.WARNING and f.code.startswith(("KL1", "KL2"))))]
+
+
+def _summary_lines(report: FileReport) -> list[str]:
+    return [f"{f.code} line {f.span.line + 1}: {f.message[:300]}" for f in _bad(report)]
+
+
+def _measurement(report: FileReport) -> Measurement | None:
+    return next((k.measurement for k in report.kernels.values() if k.measurement is not None), None)
+
+
+def _variants(report: FileReport):
+    return next((k.verification.variants for k in report.kernels.values() if k.verification is not None), [])
+
+
+class Proposer:
+    def __init__(self, req: ProposeRequest):
+        if req.mode not in MODES:
+            raise ValueError(f"mode must be one of {', '.join(MODES)}")
+        self.req = req
+        self.active: list[CheckRequest] = []
+        self.lock = threading.Lock()
+        self.started = time.monotonic()
+        llm = req.settings.llm
+        self.budget = Budget(llm["max_tokens"], llm["max_seconds"])
+        self.rounds = req.rounds or (llm["rounds"] if req.mode != "tune" else 2)
+        self.per_round = req.candidates or (llm["candidates"] if req.mode != "tune" else tune.MAX_CONFIGS)
+        self.workers = max(1, len(req.persistent.workers) if req.persistent else req.settings.workers)
+        threading.Thread(target=self._watch_cancel, daemon=True, name="kernel-lsp-propose-cancel").start()
+
+    # Running checks -----------------------------------------------------------------------------------------
+    def _watch_cancel(self) -> None:
+        self.req.cancel.wait()
+        with self.lock:
+            for r in self.active:
+                for job in list(r.jobs):
+                    job.cancel()
+
+    def _checkpoint(self) -> None:
+        if self.req.cancel.is_set():
+            raise Cancelled()
+
+    def check(self, text: str, *, measure: bool = True, compile_only: bool = False,
+              against: str | None = None) -> FileReport:
+        self._checkpoint()
+        overrides: dict = {"measure": {**self.req.settings.measure, "mode": "auto" if measure else "off"}}
+        if compile_only:
+            overrides.update(verification=False, device="cpu")
+        settings = apply_overrides(self.req.settings, overrides)
+        request = CheckRequest(self.req.path, settings, self.req.root, self.req.reference, source=text,
+                               cancel=self.req.cancel, pool=self.req.pool,
+                               persistent=None if compile_only else self.req.persistent, measure_against=against)
+        with self.lock:
+            self.active.append(request)
+        try:
+            report = check_file(request)
+        finally:
+            with self.lock:
+                self.active.remove(request)
+        self._checkpoint()
+        return report
+
+    def check_many(self, texts: list[str], **kw) -> list[FileReport]:
+        with ThreadPoolExecutor(max_workers=self.workers) as pool:
+            return list(pool.map(lambda t: self.check(t, **kw), texts))
+
+    # The loop ----------------------------------------------------------------------------------------------
+    def run(self) -> Proposal:
+        req = self.req
+        req.progress("checking the current file")
+        baseline = self.check(req.text)
+        on_gpu = baseline.stats.get("device") == "cuda"
+        proposal = Proposal(req.mode, str(req.path), False, "", before=_measurement(baseline))
+        try:
+            if req.mode == "fix":
+                self.fix(baseline, proposal)
+            elif req.mode == "optimize":
+                self.optimize(baseline, proposal, on_gpu)
+            else:
+                self.tune(baseline, proposal, on_gpu)
+        except LLMError as e:
+            proposal.summary = f"no proposal: {e}"
+            proposal.notes.append(str(e))
+        proposal.tokens = self.budget.tokens
+        proposal.seconds = round(time.monotonic() - self.started, 2)
+        return proposal
+
+    def _ask(self, baseline: FileReport, failures: list[Candidate], round_no: int, proposal: Proposal,
+             llm: LLM) -> list[tuple[str, str]]:
+        """Candidates of one round as (origin, text); unparsable and blocked ones go to `proposal` and `failures`."""
+        req = self.req
+        reference = _reference_text(req, baseline)
+        out = []
+        for i in range(self.per_round):
+            self._checkpoint()
+            why = self.budget.spent()
+            if why:
+                proposal.notes.append(f"stopped asking: {why}")
+                break
+            origin = f"llm round {round_no} #{i + 1}"
+            req.progress(f"round {round_no}: asking {llm.describe()} for candidate {i + 1} of {self.per_round}")
+            reply = llm.complete(prompt.messages(req.mode, req.path.name, req.text, reference, baseline, failures,
+                                                 req.kernel), self.budget)
+            try:
+                text = edits.candidate_from_reply(req.text, reply.text)
+            except edits.ReplyError as e:
+                c = Candidate(origin, "unparsable", str(e))
+                proposal.candidates.append(c)
+                failures.append(c)
+                continue
+            if text == req.text:
+                c = Candidate(origin, "rejected", "the reply changes nothing")
+                proposal.candidates.append(c)
+                failures.append(c)
+                continue
+            blocked = screen.screen(req.text, text)
+            if blocked:
+                c = Candidate(origin, "blocked", "the static screen refused it: " + "; ".join(blocked))
+                proposal.candidates.append(c)
+                failures.append(c)
+                continue
+            out.append((origin, text))
+        return out
+
+    def _llm(self) -> LLM:
+        llm = self.req.settings.llm
+        return LLM(llm["endpoint"], llm["model"], llm["api_key_env"], llm["temperature"])
+
+    def fix(self, baseline: FileReport, proposal: Proposal) -> None:
+        req = self.req
+        targeted = [f for f in _bad(baseline) if f.code.startswith(("KL1", "KL2"))
+                    and (req.fix_codes is None or f.code in req.fix_codes)]
+        if not targeted:
+            proposal.summary = "nothing to fix: no compile or verification error or warning in this file"
+            return
+        target_codes = {f.code for f in targeted}
+        others = Counter(f.code for f in _bad(baseline) if f.code not in target_codes)
+        llm = self._llm()
+        failures: list[Candidate] = []
+        for round_no in range(1, self.rounds + 1):
+            asked = self._ask(baseline, failures, round_no, proposal, llm)
+            if not asked:
+                continue
+            req.progress(f"round {round_no}: verifying {len(asked)} candidate(s)")
+            reports = self.check_many([t for _, t in asked], measure=False)
+            passing = []
+            for (origin, text), report in zip(asked, reports):
+                bad = _bad(report)
+                still = sorted({f.code for f in bad if f.code in target_codes})
+                new = Counter(f.code for f in bad if f.code not in target_codes) - others
+                c = Candidate(origin, "verified", findings=_summary_lines(report),
+                              diff_lines=len(edits.unified_diff(req.text, text, "f").splitlines()))
+                if still:
+                    c.verdict, c.reason = "rejected", f"still has {', '.join(still)}"
+                elif new:
+                    c.verdict, c.reason = "rejected", f"introduces {', '.join(sorted(new))}"
+                proposal.candidates.append(c)
+                if c.verdict == "verified":
+                    passing.append((c, text, report))
+                else:
+                    failures.append(c)
+            for c, text, report in sorted(passing, key=lambda p: p[0].diff_lines):
+                req.progress("checking the fix once more in a fresh job")
+                again = self.check(text, measure=False)
+                if _bad(again) and any(f.code in target_codes for f in _bad(again)):
+                    c.verdict, c.reason = "rejected", "a second check of it disagrees (not deterministic)"
+                    failures.append(c)
+                    continue
+                c.verdict = "accepted"
+                self._accept(proposal, text, again, f"fixes {', '.join(sorted(target_codes))}; verified on "
+                                                    f"{_device(again)} ({len(_variants(again))} input variants)")
+                return
+        proposal.summary = (f"no verified fix in {len(proposal.candidates)} candidate(s): "
+                            + (failures[-1].reason if failures else "the model gave none"))
+
+    def optimize(self, baseline: FileReport, proposal: Proposal, on_gpu: bool) -> None:
+        if _bad(baseline):
+            proposal.summary = "fix the file first: only a verified kernel is optimized"
+            return
+        llm = self._llm()
+        failures: list[Candidate] = []
+        verified: list[tuple[Candidate, str]] = []
+        for round_no in range(1, self.rounds + 1):
+            asked = self._ask(baseline, failures, round_no, proposal, llm)
+            if asked:
+                verified += self._judge_speed(asked, proposal, failures, on_gpu, round_no)
+        self._select(baseline, proposal, verified, on_gpu)
+
+    def tune(self, baseline: FileReport, proposal: Proposal, on_gpu: bool) -> None:
+        req = self.req
+        if _bad(baseline):
+            proposal.summary = "fix the file first: only a verified kernel is tuned"
+            return
+        sites = tune.launch_sites(req.text, req.kernel)
+        if not sites:
+            proposal.summary = "nothing to tune: no launch passes integer literals for tile sizes"
+            return
+        site = sites[0]
+        tried = {tune.describe({k.name: k.value for k in site.knobs})}
+        verified: list[tuple[Candidate, str]] = []
+        center = req.text
+        for round_no in range(1, self.rounds + 1):
+            center_site = tune.launch_sites(center, site.kernel)[0]
+            settings = [v for v in tune.configs(center_site, self.per_round) if tune.describe(v) not in tried]
+            tried |= {tune.describe(v) for v in settings}
+            if not settings:
+                break
+            texts = [tune.apply(center, center_site, v) for v in settings]
+            origins = [f"tune {tune.describe(v)}" for v in settings]
+            req.progress(f"round {round_no}: compiling {len(texts)} configs for {', '.join(req.settings.targets)}")
+            compiled = self.check_many(texts, measure=False, compile_only=True)
+            survivors = []
+            for origin, text, report in zip(origins, texts, compiled):
+                pruned = [f for f in report.findings if f.code in ("KL100", "KL101", "KL103")
+                          and f.severity == Severity.ERROR]
+                if pruned:
+                    proposal.candidates.append(Candidate(origin, "rejected", "pruned by the compile stage: "
+                                                         + pruned[0].message[:200]))
+                else:
+                    survivors.append((origin, text))
+            if not on_gpu:
+                proposal.notes.append(f"no GPU: {len(survivors)} of {len(texts)} configs compile within the "
+                                      f"targets' limits and {len(texts) - len(survivors)} were pruned; timing needs "
+                                      "a GPU, so nothing was changed")
+                proposal.candidates += [Candidate(o, "not run", "no GPU to time it") for o, _ in survivors]
+                proposal.summary = proposal.notes[-1]
+                return
+            found = self._judge_speed(survivors, proposal, [], on_gpu, round_no)
+            verified += found
+            if not verified:
+                break
+            center = min(verified, key=lambda p: p[0].median_us or float("inf"))[1]  # climb from the best so far
+        self._select(baseline, proposal, verified, on_gpu)
+
+    def _judge_speed(self, asked: list[tuple[str, str]], proposal: Proposal, failures: list[Candidate], on_gpu: bool,
+                     round_no: int) -> list[tuple[Candidate, str]]:
+        self.req.progress(f"round {round_no}: verifying and timing {len(asked)} candidate(s)")
+        reports = self.check_many([t for _, t in asked], measure=True)
+        out = []
+        for (origin, text), report in zip(asked, reports):
+            bad = _bad(report)
+            m = _measurement(report)
+            c = Candidate(origin, "verified", findings=_summary_lines(report),
+                          diff_lines=len(edits.unified_diff(self.req.text, text, "f").splitlines()))
+            impossible = [f for f in report.findings if f.code in ("KL403", "KL405", "KL406")]
+            if bad:
+                c.verdict, c.reason = "rejected", "fails verification: " + ", ".join(sorted({f.code for f in bad}))
+            elif impossible:
+                c.verdict, c.reason = "rejected", f"{impossible[0].code}: {impossible[0].message[:200]}"
+            elif on_gpu and m is None:
+                c.verdict, c.reason = "rejected", "not measured"
+            if m is not None:
+                c.median_us = m.side("triton").median_us if m.side("triton") else None
+            proposal.candidates.append(c)
+            if c.verdict == "verified":
+                out.append((c, text))
+            else:
+                failures.append(c)
+        return out
+
+    def _select(self, baseline: FileReport, proposal: Proposal, verified: list[tuple[Candidate, str]],
+                on_gpu: bool) -> None:
+        if not verified:
+            proposal.summary = (proposal.summary or
+                                f"no verified candidate in {len(proposal.candidates)} tried: nothing changed")
+            return
+        if not on_gpu:
+            proposal.notes.append(f"{len(verified)} candidate(s) verified on the CPU, but without a GPU none can be "
+                                  "timed, so none is accepted (set a runner to measure on a GPU)")
+            proposal.summary = proposal.notes[-1]
+            return
+        best, text = min(verified, key=lambda p: p[0].median_us or float("inf"))
+        best.verdict = "selected"
+        self.req.progress(f"racing the fastest candidate ({best.origin}) against the current kernel")
+        race = self.check(text, measure=True, against=self.req.text)
+        m = _measurement(race)
+        speed = m.speedup("current") if m else None
+        best.speedup = speed
+        if _bad(race) or speed is None:
+            best.verdict, best.reason = "rejected", "the race could not be run: " + "; ".join(_summary_lines(race)[:2])
+            proposal.summary = f"no accepted candidate: {best.reason}"
+            return
+        if not speed.low > 1.0:
+            best.verdict = "rejected"
+            best.reason = (f"{speed.ratio:.2f}x the current kernel (95% CI {speed.low:.2f}-{speed.high:.2f}): "
+                           "not faster beyond doubt")
+            proposal.summary = f"no real win: the fastest candidate is {best.reason}"
+            return
+        best.verdict = "accepted"
+        self._accept(proposal, text, race, f"{speed.ratio:.2f}x faster than the current kernel (95% CI "
+                                           f"{speed.low:.2f}-{speed.high:.2f}), verified; {m.summary}")
+
+    def _accept(self, proposal: Proposal, text: str, report: FileReport, summary: str) -> None:
+        proposal.accepted = True
+        proposal.new_text = text
+        proposal.diff = edits.unified_diff(self.req.text, text, self.req.path.name)
+        proposal.after = _measurement(report)
+        proposal.variants = list(_variants(report))
+        proposal.summary = summary
+
+
+def _device(report: FileReport) -> str:
+    return "the GPU" if report.stats.get("device") == "cuda" else "the CPU"
+
+
+def _reference_text(req: ProposeRequest, baseline: FileReport) -> str | None:
+    from ..engine.link import link_file
+    linked = link_file(req.path, req.text, cli_reference=req.reference, root=req.root,
+                       mapping=req.settings.references).link
+    if linked is None or Path(linked.reference).resolve() == req.path.resolve():
+        return None  # self-contained: the reference is in the file shown already
+    try:
+        return Path(linked.reference).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def propose(req: ProposeRequest) -> Proposal:
+    return Proposer(req).run()

@@ -1,0 +1,184 @@
+"""Launch-parameter search without an LLM: candidates that differ from the file only in literals.
+
+At each launch site `kernel[grid](..., BLOCK=1024, num_warps=4)` the tunable knobs are the integer literals given
+to the kernel's power-of-two `tl.constexpr` parameters (tile sizes), `num_warps` and `num_stages` (added to the
+call when absent), and a local `BLOCK = 1024` that the call passes on (`BLOCK=BLOCK`). When a tile size's literal
+also appears in the grid expression (`triton.cdiv(n, 1024)`), it changes there too, so the grid still covers
+the data. Candidates are the grid of values around the current ones, nearest first; each is a minimal edit of
+those literals, and the verifier decides which are still correct.
+"""
+
+from __future__ import annotations
+
+import ast
+import itertools
+from dataclasses import dataclass, field
+
+WARPS = (1, 2, 4, 8, 16)
+STAGES = (1, 2, 3, 4, 5)
+BLOCK_RANGE = (16, 16384)
+MAX_CONFIGS = 32
+
+
+@dataclass
+class Knob:
+    name: str  # the keyword: BLOCK, num_warps, num_stages
+    value: int
+    spans: list[tuple[int, int, int, int]] = field(default_factory=list)  # (line, col, end_line, end_col), 1-based lines
+    insert_at: tuple[int, int] | None = None  # where `, name=value` goes when the call lacks the keyword
+
+
+@dataclass
+class Site:
+    kernel: str
+    line: int  # 0-based line of the launch
+    knobs: list[Knob]
+
+
+def _constexpr_params(tree: ast.Module, kernel: str) -> set[str]:
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef) and node.name == kernel:
+            return {a.arg for a in node.args.args + node.args.kwonlyargs
+                    if a.annotation is not None and "constexpr" in ast.unparse(a.annotation)}
+    return set()
+
+
+def _is_pow2(v: object) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and v > 0 and v & (v - 1) == 0
+
+
+def _span(node: ast.AST) -> tuple[int, int, int, int]:
+    return node.lineno, node.col_offset, node.end_lineno, node.end_col_offset
+
+
+def _local_assignments(func: ast.AST) -> dict[str, ast.Constant]:
+    """Local names bound to integer literals: `BLOCK = 1024` and `bm, bn, bk = 128, 128, 64`."""
+    out: dict[str, ast.Constant] = {}
+    for node in ast.walk(func):
+        if not (isinstance(node, ast.Assign) and len(node.targets) == 1):
+            continue
+        target, value = node.targets[0], node.value
+        pairs = []
+        if isinstance(target, ast.Name):
+            pairs = [(target, value)]
+        elif isinstance(target, ast.Tuple) and isinstance(value, ast.Tuple) and len(target.elts) == len(value.elts):
+            pairs = list(zip(target.elts, value.elts))
+        for t, v in pairs:
+            if isinstance(t, ast.Name) and isinstance(v, ast.Constant) and isinstance(v.value, int):
+                out.setdefault(t.id, v)  # the first assignment; a reassigned name is not tuned
+    return out
+
+
+def launch_sites(source: str, kernel: str | None = None) -> list[Site]:
+    tree = ast.parse(source)
+    parents = {child: node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
+    sites = []
+    for call in ast.walk(tree):
+        if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Subscript)):
+            continue
+        target = call.func.value
+        name = target.attr if isinstance(target, ast.Attribute) else getattr(target, "id", None)
+        if name is None or (kernel and name != kernel):
+            continue
+        consts = _constexpr_params(tree, name)
+        if not consts:
+            continue
+        func = call
+        while func in parents and not isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            func = parents[func]
+        locals_ = _local_assignments(func) if func is not call else {}
+        knobs: list[Knob] = []
+        grid = call.func.slice
+        if isinstance(grid, ast.Name) and func is not call:  # grid = (triton.cdiv(n, 1024),) earlier in the function
+            grid = next((n.value for n in ast.walk(func) if isinstance(n, ast.Assign) and len(n.targets) == 1
+                         and isinstance(n.targets[0], ast.Name) and n.targets[0].id == grid.id), grid)
+        for kw in call.keywords:
+            if kw.arg is None:
+                continue
+            literal = kw.value if isinstance(kw.value, ast.Constant) else None
+            if literal is None and isinstance(kw.value, ast.Name) and kw.value.id in locals_:
+                literal = locals_[kw.value.id]
+            if literal is None or not isinstance(literal.value, int) or isinstance(literal.value, bool):
+                continue
+            if kw.arg in ("num_warps", "num_stages") or (kw.arg in consts and _is_pow2(literal.value)):
+                knobs.append(Knob(kw.arg, literal.value, [_span(literal)]))
+        knobs = _tie_grid_literals(knobs, consts, grid)
+        names = {n for k in knobs for n in k.name.split("/")}
+        if not any(n in consts for n in names):
+            continue  # nothing to tile: warps alone are tuned only beside a tile size
+        end = (call.end_lineno, call.end_col_offset - 1)  # the closing parenthesis
+        for extra, default in (("num_warps", 4), ("num_stages", 3)):
+            if extra not in names:
+                knobs.append(Knob(extra, default, [], insert_at=end))
+        sites.append(Site(name, call.lineno - 1, knobs))
+    return sites
+
+
+def _tie_grid_literals(knobs: list[Knob], consts: set[str], grid: ast.AST) -> list[Knob]:
+    """A tile size's literal also written in the grid (cdiv(n, 1024)) moves with it. When several tile sizes
+    share that literal (BM = BN = 32 and cdiv(m, 32), cdiv(n, 32)), which grid literal belongs to which cannot be
+    told, so they are tuned as one knob ("BM/BN") that keeps them equal."""
+    in_grid = [c for c in ast.walk(grid) if isinstance(c, ast.Constant) and isinstance(c.value, int)]
+    out: list[Knob] = []
+    tiles: dict[int, list[Knob]] = {}
+    for k in knobs:
+        if k.name in consts and any(c.value == k.value for c in in_grid):
+            tiles.setdefault(k.value, []).append(k)
+        else:
+            out.append(k)
+    for value, group in tiles.items():
+        spans = [s for k in group for s in k.spans] + [_span(c) for c in in_grid if c.value == value]
+        out.insert(0, Knob("/".join(k.name for k in group), value, spans))
+    return out
+
+
+def _values(knob: Knob) -> list[int]:
+    if knob.name == "num_warps":
+        return list(WARPS)
+    if knob.name == "num_stages":
+        return list(STAGES)
+    lo, hi = BLOCK_RANGE
+    return [v for v in (knob.value // 4, knob.value // 2, knob.value, knob.value * 2, knob.value * 4)
+            if lo <= v <= hi and _is_pow2(v)]
+
+
+def configs(site: Site, limit: int = MAX_CONFIGS) -> list[dict[str, int]]:
+    """Value settings around the current one, nearest first (by how many knobs change, then by how far), without
+    the current setting itself."""
+    current = {k.name: k.value for k in site.knobs}
+    grid = [dict(zip(current, values)) for values in itertools.product(*(_values(k) for k in site.knobs))]
+
+    def distance(c: dict[str, int]) -> tuple:
+        changed = [n for n in c if c[n] != current[n]]
+        spread = sum(abs((c[n].bit_length()) - (current[n].bit_length())) for n in changed)
+        return len(changed), spread, sorted(c.items())
+
+    return [c for c in sorted(grid, key=distance) if c != current][:limit]
+
+
+def apply(source: str, site: Site, values: dict[str, int]) -> str:
+    """The source with the site's literals set to `values` (a minimal edit of those literals only)."""
+    lines = source.splitlines(keepends=True)
+    edits: list[tuple[int, int, int, int, str]] = []
+    for knob in site.knobs:
+        value = values.get(knob.name, knob.value)
+        if value == knob.value and not knob.insert_at:
+            continue
+        if knob.insert_at is not None:
+            if value != knob.value:
+                line, col = knob.insert_at
+                edits.append((line, col, line, col, f", {knob.name}={value}"))
+            continue
+        for (l1, c1, l2, c2) in dict.fromkeys(knob.spans):
+            edits.append((l1, c1, l2, c2, str(value)))
+    for l1, c1, l2, c2, text in sorted(edits, reverse=True):
+        if l1 == l2:
+            line = lines[l1 - 1]
+            lines[l1 - 1] = line[:c1] + text + line[c2:]
+        else:
+            lines[l1 - 1: l2] = [lines[l1 - 1][:c1] + text + lines[l2 - 1][c2:]]
+    return "".join(lines)
+
+
+def describe(values: dict[str, int]) -> str:
+    return ", ".join(f"{k}={v}" for k, v in values.items())
