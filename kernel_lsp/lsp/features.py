@@ -153,6 +153,34 @@ def reference_candidates(path: Path, limit: int = 5) -> list[Path]:
     return out
 
 
+def proposal_actions(doc: Document, params: types.CodeActionParams, llm_configured: bool) -> list[types.CodeAction]:
+    """Fix with LLM on compile and verification problems; optimize and tune on performance findings and on any
+    verified kernel. The heavy work runs when chosen (a command), and only a verified result is offered."""
+    from .proposals import PROPOSE, TITLES
+    ours = [d for d in params.context.diagnostics if (d.source or "").startswith("kernel-lsp") and d.code]
+    problems = [d for d in ours if str(d.code).startswith(("KL1", "KL2")) and
+                d.severity in (types.DiagnosticSeverity.Error, types.DiagnosticSeverity.Warning)]
+    perf = [d for d in ours if str(d.code).startswith("KL4")]
+    kernel = kernel_at(doc, params.range.start.line, params.range.start.character)
+    current = doc.current_report()
+    verified = current is not None and any(k.verification is not None for k in current.kernels.values()) and not any(
+        f.severity <= 2 and f.code.startswith(("KL1", "KL2", "KL3", "KL9")) for f in current.findings)
+    no_llm = types.CodeActionDisabled("set [tool.kernel-lsp.llm] endpoint and model (docs/code-actions.md)")
+    out = []
+
+    def action(mode: str, kind: str, diagnostics, disabled=None) -> types.CodeAction:
+        return types.CodeAction(title=TITLES[mode], kind=kind, diagnostics=diagnostics or None, disabled=disabled,
+                                command=types.Command(title=TITLES[mode], command=PROPOSE,
+                                                      arguments=[doc.uri, doc.version, mode, kernel]))
+
+    if problems:
+        out.append(action("fix", types.CodeActionKind.QuickFix, problems, None if llm_configured else no_llm))
+    if perf or verified:
+        out.append(action("optimize", types.CodeActionKind.RefactorRewrite, perf, None if llm_configured else no_llm))
+        out.append(action("tune", types.CodeActionKind.RefactorRewrite, perf))
+    return out
+
+
 def code_actions(doc: Document, params: types.CodeActionParams) -> list[types.CodeAction]:
     actions: list[types.CodeAction] = []
     for d in params.context.diagnostics:

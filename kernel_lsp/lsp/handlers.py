@@ -18,7 +18,8 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcInternalError
 
 from .convert import path_of
-from .features import VERIFY_NOW, code_actions, code_lenses, hover_markdown, kernel_at
+from .features import VERIFY_NOW, code_actions, code_lenses, hover_markdown, kernel_at, proposal_actions
+from .proposals import PROPOSE
 from .server import SECTION, KernelLanguageServer, log, server
 
 
@@ -134,11 +135,25 @@ def code_lens(ls: KernelLanguageServer, params: types.CodeLensParams):
 
 
 @server.feature(types.TEXT_DOCUMENT_CODE_ACTION, types.CodeActionOptions(
-    code_action_kinds=[types.CodeActionKind.QuickFix, types.CodeActionKind.Source]))
+    code_action_kinds=[types.CodeActionKind.QuickFix, types.CodeActionKind.RefactorRewrite,
+                       types.CodeActionKind.Source]))
 @_guard
 def code_action(ls: KernelLanguageServer, params: types.CodeActionParams):
     doc = ls.scheduler.docs.get(params.text_document.uri)
-    return code_actions(doc, params) if doc is not None else None
+    if doc is None:
+        return None
+    return proposal_actions(doc, params, bool(ls.settings.llm.get("endpoint"))) + code_actions(doc, params)
+
+
+@server.command(PROPOSE)
+def propose_command(ls: KernelLanguageServer, uri: str, version: int | None, mode: str, kernel: str | None = None):
+    """Start a fix, optimize or tune request; it runs in the background with its own progress (proposals.py)."""
+    if mode not in ("fix", "optimize", "tune"):
+        raise ValueError(f"unknown mode {mode!r}")
+    task = asyncio.get_running_loop().create_task(ls.proposals.request(uri, version, mode, kernel))
+    task.add_done_callback(lambda t: t.cancelled() or t.exception() is None or
+                           log.error("%s request failed: %r", mode, t.exception()))
+    return None
 
 
 @server.command(VERIFY_NOW)

@@ -50,6 +50,8 @@ class KernelLanguageServer(LanguageServer):
         self.ready = False
         self.deferred: dict[str, tuple[bool, bool]] = {}
         self.charts: dict[str, Path] = {}  # uri -> roofline chart of its current measurement (hover links it)
+        from .proposals import Proposals
+        self.proposals = Proposals(self)  # fix, optimize and tune requests in flight
 
     def report_server_error(self, error: Exception, source) -> None:
         """Handler failures were already logged and shown by handlers._guard; other faults (a message that does
@@ -229,6 +231,7 @@ class KernelLanguageServer(LanguageServer):
                 self.schedule(uri, save=True)
 
     def stop_everything(self) -> None:
+        self.proposals.shutdown()
         self.scheduler.shutdown()
         if self.observer is not None:
             self.observer.stop()
