@@ -154,7 +154,7 @@ def _validate_measure(m: dict[str, Any]) -> None:
                               f"reference module, got {v!r}")
 
 
-def _coerce(key: str, value: Any) -> Any:
+def _coerce(key: str, value: Any, current: Any = None) -> Any:
     if key == "targets" and isinstance(value, str):
         return [t.strip() for t in value.split(",") if t.strip()]
     if key == "runner" and isinstance(value, str):
@@ -167,7 +167,7 @@ def _coerce(key: str, value: Any) -> Any:
         if not isinstance(value, dict):
             raise ConfigError("measure: expected a table with mode, cache, compile, compile-severity, seconds, "
                               "flops and bytes")
-        measure = dict(MEASURE_DEFAULTS)
+        measure = dict(current if isinstance(current, dict) else MEASURE_DEFAULTS)
         for k, v in value.items():
             name = _MEASURE_SPELLINGS.get(k, k)
             if name not in MEASURE_DEFAULTS:
@@ -179,7 +179,7 @@ def _coerce(key: str, value: Any) -> Any:
     if key == "llm":
         if not isinstance(value, dict):
             raise ConfigError("llm: expected a table with endpoint, model and api-key-env")
-        llm = dict(LLM_DEFAULTS)
+        llm = dict(current if isinstance(current, dict) else LLM_DEFAULTS)
         for k, v in value.items():
             if k not in _LLM_KEYS:
                 raise ConfigError(f"llm: unknown key {k!r} (expected endpoint, model, api-key-env, temperature, "
@@ -191,7 +191,8 @@ def _coerce(key: str, value: Any) -> Any:
 
 
 def apply_overrides(settings: Settings, overrides: dict[str, Any]) -> Settings:
-    """Return a copy of `settings` with `overrides` applied; unknown keys raise ConfigError."""
+    """Return a copy of `settings` with `overrides` applied; unknown keys raise ConfigError. A table (`llm`,
+    `measure`) is merged key by key into the one `settings` has, so overriding one key keeps the others."""
     values = dataclasses.asdict(settings)
     for raw_key, value in overrides.items():
         key = _ALIASES.get(raw_key, raw_key.replace("-", "_"))
@@ -199,7 +200,7 @@ def apply_overrides(settings: Settings, overrides: dict[str, Any]) -> Settings:
             raise ConfigError(f"unknown setting {raw_key!r}")
         if value is None:
             continue
-        values[key] = _coerce(key, value)
+        values[key] = _coerce(key, value, values[key])
     return Settings(**values).validate()
 
 

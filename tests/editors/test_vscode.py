@@ -69,11 +69,16 @@ def vscode(tmp_path_factory):
                     "--install-extension", str(vsix)], env=env, check=True, timeout=300, capture_output=True)
     assert any(p.name.startswith("kernel-lsp.kernel-lsp") for p in exts.iterdir())
 
-    def scenario(name: str, interpreter: str, mode: str) -> dict:
+    def scenario(name: str, interpreter: str, mode: str, files: dict[str, str] | None = None,
+                 pyproject: str = '[tool.kernel-lsp]\ntargets = ["sm_90"]\ntimeout = 120\n', file_name: str = "relu.py",
+                 line: int = BUG_LINE, code: str = "KL201") -> dict:
         ws = base / name / "ws"
         (ws / ".vscode").mkdir(parents=True)
-        (ws / "pyproject.toml").write_text('[tool.kernel-lsp]\ntargets = ["sm_90"]\ntimeout = 120\n')
-        shutil.copy(CORPUS / "bug_relu_drops_nan.py", ws / "relu.py")
+        (ws / "pyproject.toml").write_text(pyproject)
+        if files is None:
+            shutil.copy(CORPUS / "bug_relu_drops_nan.py", ws / "relu.py")
+        for rel, text in (files or {}).items():
+            (ws / rel).write_text(text)
         (ws / ".vscode" / "settings.json").write_text(json.dumps({
             "kernelLsp.interpreter": interpreter, "security.workspace.trust.enabled": False,
             "workbench.startupEditor": "none", "extensions.ignoreRecommendations": True,
@@ -98,7 +103,7 @@ def vscode(tmp_path_factory):
                 ARTIFACTS.mkdir(exist_ok=True)
                 shot, result = ARTIFACTS / f"vscode-e2e-{name}.png", base / name / "result.json"
                 proc = subprocess.run([str(NODE24 / "bin" / "node"), str(EXT / "e2e" / "vscode.e2e.mjs"),
-                                       f"http://127.0.0.1:{port}/?folder={ws}", "relu.py", str(BUG_LINE), "KL201",
+                                       f"http://127.0.0.1:{port}/?folder={ws}", file_name, str(line), code,
                                        str(shot), str(result), mode],
                                       env=dict(env, PLAYWRIGHT_FROM=str(HOME / "cs" / "package.json")),
                                       capture_output=True, text=True, timeout=600)
@@ -106,6 +111,7 @@ def vscode(tmp_path_factory):
                 assert got["ok"], f"{got.get('error')}\n{proc.stdout[-3000:]}\n{proc.stderr[-2000:]}"
                 assert shot.is_file() and shot.stat().st_size > 10_000
                 got["screenshot"] = str(shot)
+                got["text"] = (ws / file_name).read_text()
                 return got
             finally:
                 os.killpg(server.pid, 9)
@@ -133,3 +139,20 @@ def test_vscode_tells_the_user_when_kernel_lsp_is_not_installed(vscode, tmp_path
     assert "kernel-lsp is not installed in" in got["notification"], got["notification"]
     assert f"{bare} -m pip install kernel-lsp" in got["notification"], got["notification"]
     assert "not installed" in got["status"], got["status"]
+
+
+def test_vscode_applies_one_verified_llm_fix(vscode):
+    """"Fix with LLM" from Quick Fix on a compile error, against a scripted endpoint on loopback: the verified edit
+    comes as a refactor preview (a change annotation that needs confirmation); Apply puts it in the editor."""
+    from tests.propose.fake_llm import FakeLLM
+    from tests.propose.test_llm_actions import BROKEN, FIXED_KERNEL
+    with FakeLLM([FIXED_KERNEL]) as fake:
+        pyproject = (f'[tool.kernel-lsp]\ntimeout = 120\n\n[tool.kernel-lsp.llm]\nendpoint = "{fake.url}"\n'
+                     'model = "scripted"\ncandidates = 1\nrounds = 1\n')
+        got = vscode("llmfix", sys.executable, "llmfix", files={"scale.py": BROKEN.lstrip("\n")}, pyproject=pyproject,
+                     file_name="scale.py", line=14, code="KL100")
+        asked = len(fake.requests)
+    assert "Fix with LLM" in got["quickFix"], got["quickFix"]
+    assert "kernel-lsp: verified fix" in got["preview"] or "scale.py" in got["preview"], got["preview"]
+    assert asked == 1 and "* 2.0, mask=mask)" in got["text"] and "factor" not in got["text"]  # saved after Apply
+    assert got["squiggles"] == 0, got

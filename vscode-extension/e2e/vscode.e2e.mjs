@@ -4,6 +4,8 @@
 // LINE (1-based), that the Problems panel lists CODE with its message, that Quick Fix offers kernel-lsp's
 // actions, that the status bar shows the server's state, and that "Verify Current File Now" runs a verification.
 // MODE "missing": the interpreter lacks kernel-lsp; collects the notification and the status bar.
+// MODE "llmfix": FILE_NAME has a compile error (CODE); runs "Fix with LLM" from Quick Fix, confirms the refactor
+// preview that the verified edit comes with, and waits for the fixed text in the editor.
 // Writes what it saw to RESULT_JSON and a screenshot to SCREENSHOT.
 import { writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
@@ -57,6 +59,53 @@ try {
     result.status = (await item.innerText())?.trim();
     step("missing", { notification: result.notification, status: result.status });
     await page.screenshot({ path: screenshot });
+    result.ok = true;
+    throw "done";
+  }
+
+  if (mode === "llmfix") {
+    await page.locator(".monaco-editor .squiggly-error").first().waitFor({ state: "attached", timeout: 240000 });
+    step("squiggle");
+    await page.locator(".monaco-editor .view-lines").first().click();
+    await page.keyboard.press(`${mod}+G`);
+    await page.keyboard.type(String(line));
+    await page.keyboard.press("Enter");
+    await page.keyboard.press("End");
+    await page.waitForTimeout(500);
+    await page.keyboard.press(`${mod}+.`);
+    const fix = page.locator(".action-widget .monaco-list-row, .context-view .monaco-list-row", { hasText: "Fix with LLM" }).first();
+    await fix.waitFor({ timeout: 30000 });
+    result.quickFix = (await page.locator(".action-widget, .context-view .monaco-list").first().innerText())?.trim();
+    step("quickfix", { text: result.quickFix });
+    await fix.click();
+    // The verified edit needs confirmation: VS Code shows it in the refactor preview, with Apply.
+    const apply = page.locator(".refactor-preview .monaco-button, .part.panel .monaco-button", { hasText: /^Apply$/ }).first();
+    await apply.waitFor({ timeout: 300000 });
+    result.preview = (await page.locator(".part.panel").first().innerText())?.trim();
+    step("preview", { text: result.preview.slice(0, 300) });
+    await page.screenshot({ path: screenshot });
+    // Edits that need confirmation come unticked: tick the file's change, as the user confirms it.
+    const box = page.locator(".part.panel .monaco-list-row .monaco-checkbox, .part.panel .monaco-list-row input[type=checkbox], .part.panel .monaco-list-row .monaco-custom-toggle").first();
+    await box.waitFor({ timeout: 30000 });
+    await box.click();
+    await page.waitForTimeout(500);
+    result.checked = await box.evaluate((e) => e.getAttribute("aria-checked") ?? String(e.checked ?? e.classList.contains("checked")));
+    step("ticked", { checked: result.checked });
+    await apply.click();
+    await page.waitForTimeout(2000);
+    await page.screenshot({ path: screenshot.replace(/\.png$/, "-after-apply-click.png") });
+    // Monaco renders spaces as no-break spaces: compare with those turned back.
+    await page.waitForFunction(() => [...document.querySelectorAll(".monaco-editor .view-lines")]
+      .some((e) => (e.textContent ?? "").replace(/\u00a0/g, " ").includes("* 2.0, mask=mask)")), null, { timeout: 60000 });
+    step("applied");
+    await page.keyboard.press(`${mod}+S`);
+    await page.waitForFunction(() => [...document.querySelectorAll(".statusbar .statusbar-item")]
+      .some((e) => /kernel-lsp: .*(verified|0 error|clean|✓)/.test(e.textContent ?? "") && !/\d+ error/.test(e.textContent ?? "")),
+      null, { timeout: 240000 }).catch(() => {});
+    result.status = (await page.locator(".statusbar .statusbar-item", { hasText: "kernel-lsp" }).first().innerText())?.trim();
+    result.squiggles = await page.locator(".monaco-editor .squiggly-error").count();
+    step("saved", { status: result.status, squiggles: result.squiggles });
+    await page.screenshot({ path: screenshot.replace(/\.png$/, "-applied.png") });
     result.ok = true;
     throw "done";
   }
@@ -147,7 +196,7 @@ try {
   result.ok = true;
 } catch (e) {
   if (e === "done") {
-    // the "missing" mode ends early on purpose
+    // the "missing" and "llmfix" modes end early on purpose
   } else {
   result.ok = false;
   result.error = String(e?.stack ?? e);

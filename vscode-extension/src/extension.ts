@@ -8,7 +8,7 @@ import {
 } from "vscode-languageclient/node";
 
 import { chooseInterpreter, installCommand, probe } from "./interpreter";
-import { RESTART_KEYS, serverSettings } from "./settings";
+import { RESTART_KEYS, explicitServerSettings, vscodeSection } from "./settings";
 import { StatusModel, StatusParams } from "./status";
 
 const SECTION = "kernelLsp";
@@ -79,7 +79,7 @@ async function start(context: vscode.ExtensionContext): Promise<void> {
     documentSelector: [{ scheme: "file", language: "python" }],
     outputChannel: output,
     traceOutputChannel: output,
-    initializationOptions: { [SECTION]: serverSettings(config) },
+    initializationOptions: { [SECTION]: explicitServerSettings(vscodeSection(config)) },
     middleware: {
       workspace: {
         // The server asks for section "kernelLsp": answer with the server's keys only.
@@ -87,7 +87,7 @@ async function start(context: vscode.ExtensionContext): Promise<void> {
           const result = await next(params, token);
           if (!Array.isArray(result)) return result;
           return params.items.map((item, i) => item.section === SECTION
-            ? serverSettings(vscode.workspace.getConfiguration(SECTION, item.scopeUri ? vscode.Uri.parse(item.scopeUri) : undefined))
+            ? explicitServerSettings(vscodeSection(vscode.workspace.getConfiguration(SECTION, item.scopeUri ? vscode.Uri.parse(item.scopeUri) : undefined)))
             : result[i]);
         },
       },
@@ -159,7 +159,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
         return;
       }
       await client.sendNotification(DidChangeConfigurationNotification.type, {
-        settings: { [SECTION]: serverSettings(vscode.workspace.getConfiguration(SECTION)) },
+        settings: { [SECTION]: explicitServerSettings(vscodeSection(vscode.workspace.getConfiguration(SECTION))) },
       });
     }),
   );

@@ -15,7 +15,8 @@ export interface ServerSettings {
   };
 }
 
-type Section = { get<T>(key: string): T | undefined };
+// `has` says whether the user set the key (in any scope); `get` falls back to the declared default.
+type Section = { get<T>(key: string): T | undefined; has?(key: string): boolean };
 
 // A runner typed as one string is split as a shell splits words (the server accepts a list).
 export function splitCommand(text: string): string[] {
@@ -57,18 +58,57 @@ export function serverSettings(section: Section): ServerSettings {
   };
 }
 
+// What the server is sent: only the settings the user set. A default of the extension must not override the
+// project's pyproject.toml (the server's order is defaults, then pyproject, then the editor's settings); within a
+// table (llm, measure) only the keys set are sent, and the server merges them into the project's table.
+export function explicitServerSettings(section: Section): Partial<Record<string, unknown>> {
+  const full = serverSettings(section) as unknown as Record<string, unknown>;
+  const isSet = (key: string) => (section.has ? section.has(key) : section.get(key) !== undefined);
+  const out: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(full)) {
+    if (value !== null && typeof value === "object" && !Array.isArray(value)) {
+      const sub: Record<string, unknown> = {};
+      for (const [k, v] of Object.entries(value as Record<string, unknown>)) {
+        if (isSet(`${key}.${k}`)) sub[k] = v;
+      }
+      if (Object.keys(sub).length) out[key] = sub;
+    } else if (isSet(key)) {
+      out[key] = value;
+    }
+  }
+  return out;
+}
+
+// VS Code's configuration: a key is set when any scope holds a value for it.
+export function vscodeSection(config: {
+  get<T>(key: string): T | undefined;
+  inspect(key: string): { globalValue?: unknown; workspaceValue?: unknown; workspaceFolderValue?: unknown } | undefined;
+}): Section {
+  return {
+    get: <T>(key: string) => config.get<T>(key),
+    has: (key: string) => {
+      const i = config.inspect(key);
+      return !!i && (i.globalValue !== undefined || i.workspaceValue !== undefined || i.workspaceFolderValue !== undefined);
+    },
+  };
+}
+
 // A plain object (as JSON settings are) seen through the same `get("a.b")` lookup as VS Code's configuration.
 export function sectionOf(values: Record<string, unknown>): Section {
+  const lookup = (key: string): unknown => {
+    if (key in values) return values[key];
+    let node: unknown = values;
+    for (const part of key.split(".")) {
+      if (node === null || typeof node !== "object" || !(part in (node as object))) return undefined;
+      node = (node as Record<string, unknown>)[part];
+    }
+    return node;
+  };
   return {
     get<T>(key: string): T | undefined {
-      if (key in values) return values[key] as T;
-      let node: unknown = values;
-      for (const part of key.split(".")) {
-        if (node === null || typeof node !== "object" || !(part in (node as object))) return undefined;
-        node = (node as Record<string, unknown>)[part];
-      }
-      return node as T;
+      return lookup(key) as T | undefined;
     },
+    has: (key: string) => lookup(key) !== undefined,
   };
 }
 

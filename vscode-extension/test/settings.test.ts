@@ -3,7 +3,7 @@ import { readFileSync } from "node:fs";
 import * as path from "node:path";
 import { test } from "node:test";
 
-import { sectionOf, serverSettings } from "../src/settings";
+import { explicitServerSettings, sectionOf, serverSettings } from "../src/settings";
 
 // What the server accepts, with its defaults: written from kernel_lsp/config.py (tests/test_config.py keeps it
 // current). Compiled tests run from out/test, three levels below the repository root.
@@ -47,4 +47,11 @@ test("dotted keys resolve like VS Code's configuration", () => {
   assert.equal(sectionOf({ "llm.model": "flat" }).get("llm.model"), "flat");
   assert.equal(sectionOf({ llm: { model: "nested" } }).get("llm.model"), "nested");
   assert.equal(sectionOf({}).get("llm.model"), undefined);
+});
+
+test("only the settings the user set are sent, so the project's pyproject.toml is not overridden by defaults", () => {
+  assert.deepEqual(explicitServerSettings(sectionOf({})), {});
+  assert.deepEqual(explicitServerSettings(sectionOf({ timeout: 30, llm: { model: "m" } })),
+    { timeout: 30, llm: { model: "m" } });
+  assert.deepEqual(explicitServerSettings(sectionOf({ "measure.cache": "hot" })), { measure: { cache: "hot" } });
 });
