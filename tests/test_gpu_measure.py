@@ -132,3 +132,25 @@ def test_gpu_worker_survives_an_illegal_address():
         assert any(k.measurement for k in good.kernels.values())
     finally:
         pool.close()
+
+
+def test_gpu_tune_makes_a_mistuned_matmul_faster_and_keeps_it_verified(tmp_path):
+    """`optimize --mode tune` on a matmul with 16x32x16 tiles and one warp: it searches the launch literals, verifies
+    and times the survivors, races the fastest against the current kernel, and applies it only as a real win."""
+    import shutil
+    for name in ("mistuned_matmul.py", "matmul_problem.py"):
+        shutil.copy(PERF / name, tmp_path / name)
+    path = tmp_path / "mistuned_matmul.py"
+    before = path.read_text()
+    proc = run_cli("optimize", str(path), "--mode", "tune", "--rounds", "2", "--candidates", "12", "--apply",
+                   "--device", "cuda", "--format", "json", "-q", timeout=900)
+    assert proc.returncode == 0, proc.stderr[-3000:] + proc.stdout[-3000:]
+    p = json.loads(proc.stdout)
+    assert p["accepted"], p["summary"]
+    winner = next(c for c in p["candidates"] if c["verdict"] == "accepted")
+    assert winner["speedup"]["low"] > 1.0 and winner["speedup"]["ratio"] > 1.5, winner
+    after = path.read_text()
+    assert after != before and len([1 for a, b in zip(before.splitlines(), after.splitlines()) if a != b]) <= 4
+    doc = check(path)
+    assert [d["code"] for d in doc["diagnostics"] if d["severity"] in ("error", "warning") and
+            not d["code"].startswith("KL4")] == [], doc["diagnostics"]
