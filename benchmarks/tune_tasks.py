@@ -36,6 +36,8 @@ def main() -> int:
     ap.add_argument("--candidates", type=int, default=12)
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--gpus", type=int, default=1)
+    ap.add_argument("--first-gpu", type=int, default=0, help="GPU index of the first slot")
+    ap.add_argument("--part", default="1/1", help="I/N: this run takes every N-th task, from the I-th")
     ap.add_argument("--only", nargs="*")
     args = ap.parse_args()
     doc = json.loads(Path(args.tasks_json).read_text())
@@ -43,9 +45,11 @@ def main() -> int:
     paths = [root / "tasks" / Path(p).parent.name / Path(p).name for p in slow_tasks(doc)]
     if args.only:
         paths = [p for p in paths if any(o in p.name for o in args.only)]
+    i, n = (int(x) for x in args.part.split("/"))
+    paths = paths[i - 1::n]
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    slots = list(range(args.gpus))
+    slots = list(range(args.first_gpu, args.first_gpu + args.gpus))
 
     def run(i_path):
         i, path = i_path

@@ -38,8 +38,8 @@ class ModelNew(nn.Module):
         c_out, _, ks = w.shape
         l_out = length - ks + 1
         out = torch.empty((batch, c_out, l_out), dtype=x.dtype, device=x.device)
-        bo, bl, bc = 64, 64, 32
+        bo, bl, bc = 128, 64, 32
         grid = (triton.cdiv(c_out, bo), triton.cdiv(l_out, bl), batch)
         _conv1d_kernel[grid](x, w, self.conv.bias, out, c_in, c_out, l_out, ks, x.stride(0), x.stride(1),
-                             x.stride(2), w.stride(0), w.stride(1), w.stride(2), BO=bo, BL=bl, BC=bc, num_warps=4)
+                             x.stride(2), w.stride(0), w.stride(1), w.stride(2), BO=bo, BL=bl, BC=bc, num_warps=4, num_stages=1)
         return out

@@ -39,8 +39,8 @@ class ModelNew(nn.Module):
         m, k = a.shape
         n = b.shape[1]
         c = torch.empty((m, n), dtype=a.dtype, device=a.device)
-        bm, bn, bk = 64, 64, 32
+        bm, bn, bk = 32, 64, 32
         grid = (triton.cdiv(m, bm) * triton.cdiv(n, bn),)
         _matmul_kernel[grid](a, b, c, m, n, k, a.stride(0), a.stride(1), b.stride(0), b.stride(1),
-                             c.stride(0), c.stride(1), BM=bm, BN=bn, BK=bk, GROUP=8, num_warps=4, num_stages=3)
+                             c.stride(0), c.stride(1), BM=bm, BN=bn, BK=bk, GROUP=16, num_warps=2, num_stages=3)
         return c
