@@ -44,6 +44,7 @@ class CheckRequest:
     refresh: bool = False  # run the worker even on a cache hit ("Verify again now"), then store the result
     quick: bool = False  # discovery and linking only (the language server's at-once stage): no cache, no worker
     measure_against: str | None = None  # another version of the file, raced against this one (the proposers)
+    timeout_source: str = "`timeout` in [tool.kernel-lsp]"  # how the user set it, for the timeout's message
 
 
 def long_lived_workers(settings: Settings) -> PersistentPool | None:
@@ -57,17 +58,36 @@ def long_lived_workers(settings: Settings) -> PersistentPool | None:
     return None
 
 
+def decode_source(data: bytes) -> str:
+    """Source bytes as Python reads them: UTF-8, or the encoding a PEP 263 `coding:` comment declares.
+    Raises UnicodeDecodeError (or SyntaxError for an unknown declared encoding)."""
+    import io
+    import tokenize
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+    except SyntaxError as e:
+        if "encoding declaration" not in str(e):
+            raise
+        encoding = "utf-8"  # no declaration and not UTF-8: decoding says where it breaks
+    text = data.decode(encoding)
+    return text[1:] if text.startswith("\ufeff") else text
+
+
 def read_source(path: Path) -> tuple[str | None, Finding | None]:
     try:
         data = path.read_bytes()
     except OSError as e:
         return None, Finding(str(path), Span(0), severity_of("KL001"), "KL001", f"cannot read file: {e.strerror}")
     try:
-        return data.decode("utf-8"), None
+        return decode_source(data), None
     except UnicodeDecodeError as e:
         line = data[: e.start].count(b"\n")
         return None, Finding(str(path), Span(line), severity_of("KL001"), "KL001",
-                             f"file is not valid UTF-8 (byte {e.start}): Python source must be UTF-8")
+                             f"file is not valid {e.encoding} (byte {e.start}): Python source is UTF-8 unless a "
+                             "`# -*- coding: ... -*-` line on line 1 or 2 declares another encoding")
+    except SyntaxError as e:  # an unknown encoding in the coding comment
+        return None, Finding(str(path), Span(max((e.lineno or 1) - 1, 0)), severity_of("KL001"), "KL001",
+                             f"cannot read the file: {e.msg}")
 
 
 def _syntax_finding(path: Path, err: SyntaxError) -> Finding:
@@ -98,7 +118,8 @@ def check_file(req: CheckRequest) -> FileReport:
         return report
     if not found.kernels:
         return report
-    report.kernels = {k.name: KernelFacts(def_line=k.def_span.line, qualname=k.qualname) for k in found.kernels}
+    report.kernels = {k.name: KernelFacts(def_line=k.def_span.line, qualname=k.qualname, helper=k.is_helper or None)
+                      for k in found.kernels}
     linked = link_file(path, source, cli_reference=req.cli_reference, root=req.root,
                        mapping=req.settings.references)
     report.findings.extend(linked.findings)
@@ -127,7 +148,7 @@ def check_file(req: CheckRequest) -> FileReport:
     outcome = _run_worker(req, job, source, files)
     report.stats = {"workers": 1, "warm_workers": int(outcome.warm), "compiles": 0, "launches": 0,
                     "seconds": round(outcome.seconds, 3)}
-    _absorb(report, outcome, linked.link.anchor)
+    _absorb(report, outcome, linked.link.anchor, req.timeout_source)
     _finish(report, source)
     if req.cache is not None and outcome.completed and not outcome.cancelled and req.measure_against is None:
         req.cache.put(key, report)
@@ -170,7 +191,7 @@ def _run_worker(req: CheckRequest, job: CheckJob, source: str, files: dict[str, 
     return worker.run()
 
 
-def _absorb(report: FileReport, outcome: WorkerOutcome, anchor: Span) -> None:
+def _absorb(report: FileReport, outcome: WorkerOutcome, anchor: Span, timeout_source: str = "") -> None:
     for e in outcome.events:
         if isinstance(e, FindingEvent):
             e.finding.path = report.path
@@ -194,7 +215,7 @@ def _absorb(report: FileReport, outcome: WorkerOutcome, anchor: Span) -> None:
     if outcome.timed_out:
         report.findings.append(Finding(report.path, anchor, severity_of("KL301"), "KL301",
                                        f"the worker timed out after {outcome.seconds:.0f} s{during}; "
-                                       "raise `timeout` in [tool.kernel-lsp] if the kernel is just slow",
+                                       f"raise {timeout_source or 'the timeout'} if the kernel is just slow",
                                        source="kernel-lsp.worker", data=data))
         return
     sig = outcome.signal_name

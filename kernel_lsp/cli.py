@@ -1,7 +1,9 @@
-"""Command line: `kernel-lsp check` (headless, for CI) and `kernel-lsp serve` (LSP over stdio).
+"""Command line: `kernel-lsp check` (headless, for CI), `optimize`, `serve` (LSP over stdio) and `worker`.
 
-Exit codes, decided here and only here: 0 when no finding of severity warning or error, 1 when there is one,
-2 for usage or configuration errors (a path that does not exist, a bad flag, a broken [tool.kernel-lsp]).
+Exit codes, decided here and only here: 0 when no finding of severity warning or error, 1 when there is one (or
+nothing was checked, or with --require-reference a kernel was not verified), 2 for usage or configuration errors
+(a path that does not exist, a bad flag, a broken [tool.kernel-lsp], an output path that cannot be written),
+130 when interrupted.
 """
 
 from __future__ import annotations
@@ -21,7 +23,9 @@ from .model import FileReport, Severity
 from .render.report import ReportError
 from .worker.pool import WarmPool
 
-EXIT_CLEAN, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
+EXIT_CLEAN, EXIT_FINDINGS, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+FLAGS = {"targets": "--target", "timeout": "--timeout", "device": "--device", "workers": "--jobs",
+         "runner": "--runner"}  # the settings a flag sets: errors name the flag the user typed
 _SKIP_DIRS = {"__pycache__", "node_modules", ".git", ".kernel_lsp_cache", ".venv", "venv", "build", "dist"}
 
 
@@ -30,8 +34,10 @@ class UsageError(Exception):
 
 
 def iter_python_files(paths: list[Path]) -> list[Path]:
-    """Explicit files as given; directories walked (sorted) for .py files that define Triton kernels."""
-    from .engine.discover import has_triton_kernels
+    """Explicit files as given; directories walked (sorted) for .py files that define Triton kernels, and for every
+    .py file that cannot be read or parsed (as ruff reports them): a broken kernel file must never be skipped."""
+    from .check import decode_source
+    from .engine.discover import discover_source
     out: list[Path] = []
     for p in paths:
         if p.is_file():
@@ -44,11 +50,18 @@ def iter_python_files(paths: list[Path]) -> list[Path]:
                     continue
                 f = Path(dirpath) / name
                 try:
-                    text = f.read_text(encoding="utf-8")
-                except (OSError, UnicodeDecodeError):
-                    out.append(f)  # unreadable: let the checker report it
+                    text = decode_source(f.read_bytes())
+                except (OSError, UnicodeDecodeError, SyntaxError):
+                    out.append(f)  # unreadable: the checker reports it
                     continue
-                if has_triton_kernels(text):
+                found = discover_source(text, str(f)) if "triton" in text else None
+                if found is None:
+                    try:
+                        compile(text, str(f), "exec", dont_inherit=True, flags=0x400)  # PyCF_ONLY_AST
+                    except (SyntaxError, ValueError):
+                        out.append(f)  # does not parse: reported (KL001), whatever it holds
+                    continue
+                if found.syntax_error is not None or found.kernels:
                     out.append(f)
     return out
 
@@ -57,74 +70,172 @@ def _settings_for(args: argparse.Namespace) -> tuple[Settings, Path]:
     start = Path(args.paths[0]) if args.paths else Path.cwd()
     pyproject = Path(args.config) if args.config else find_pyproject(start)
     settings, root = load_pyproject(pyproject)
-    overrides = {"targets": args.target, "timeout": args.timeout, "device": args.device, "workers": args.jobs,
-                 "runner": args.runner}
+    flags = {"targets": args.target, "timeout": args.timeout, "device": args.device, "workers": args.jobs,
+             "runner": args.runner}
+    for key, value in flags.items():  # one at a time, so an error names the flag that caused it
+        try:
+            settings = apply_overrides(settings, {key: value})
+        except ConfigError as e:
+            raise UsageError(f"{FLAGS[key]}: {str(e).split(': ', 1)[-1]}") from None
+    extra: dict = {}
     if args.no_verify:
-        overrides["verification"] = False
+        extra["verification"] = False
     if args.no_measure:
-        overrides["measure"] = {**settings.measure, "mode": "off"}
-    settings = apply_overrides(settings, overrides)
+        extra["measure"] = {**settings.measure, "mode": "off"}
+    settings = apply_overrides(settings, extra)
+    if settings.device == "cuda" and not settings.runner and not gpu_present():
+        origin = "--device cuda" if args.device == "cuda" else "device = \"cuda\" in [tool.kernel-lsp]"
+        raise UsageError(f"{origin}, but this machine has no CUDA GPU: use --device cpu (Triton's interpreter) "
+                         "or --runner to check on a machine that has one")
     return settings, (root or Path.cwd()).resolve()
 
 
+def _output_path(option: str | None) -> Path | None:
+    """The -o path, checked before the run (a usage error then, not a traceback after minutes of checking)."""
+    if not option:
+        return None
+    out = Path(option)
+    if out.is_dir():
+        raise UsageError(f"-o {option}: is a directory; give a file name")
+    if not out.parent.resolve().is_dir():
+        raise UsageError(f"-o {option}: directory {out.parent} does not exist")
+    if not os.access(out.parent.resolve(), os.W_OK):
+        raise UsageError(f"-o {option}: directory {out.parent} is not writable")
+    return out
+
+
+def write_atomically(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+class Progress:
+    """`[12/46] tasks/Activation/gelu_triton.py  34 s` on a terminal's stderr, rewritten in place; nothing when
+    stderr is not a terminal (CI logs get the findings, not a spinner)."""
+
+    def __init__(self, total: int):
+        self.total, self.done, self.start = total, 0, time.monotonic()
+        self.enabled = sys.stderr.isatty() and total > 0
+        self.width = 0
+
+    def update(self, current: str) -> None:
+        if self.enabled:
+            line = f"[{self.done}/{self.total}] {current}  {time.monotonic() - self.start:.0f} s"
+            sys.stderr.write("\r" + line.ljust(self.width))
+            sys.stderr.flush()
+            self.width = len(line)
+
+    def clear(self) -> None:
+        if self.enabled and self.width:
+            sys.stderr.write("\r" + " " * self.width + "\r")
+            sys.stderr.flush()
+            self.width = 0
+
+
 def cmd_check(args: argparse.Namespace) -> int:
+    from concurrent.futures import FIRST_COMPLETED, wait
+
     from .check import CheckRequest, check_file, long_lived_workers
     from .render.json_ import render_json
     from .render.sarif import render_sarif
-    from .render.text import render_text
+    from .render.text import coverage, file_lines, summary_lines
 
     missing = [p for p in args.paths if not Path(p).exists()]
     if missing:
         raise UsageError(f"path does not exist: {missing[0]}")
     if args.reference and not Path(args.reference).is_file():
         raise UsageError(f"--reference file does not exist: {args.reference}")
+    output = _output_path(args.output)
     settings, root = _settings_for(args)
     files = iter_python_files([Path(p) for p in args.paths])
     cache = Cache(None if args.no_cache else settings.cache_path(root))
     reference = Path(args.reference) if args.reference else None
+    if not files:
+        sys.stderr.write(f"kernel-lsp: no Triton kernel file in {', '.join(args.paths)}: nothing was checked\n")
+        return EXIT_FINDINGS
 
     start = time.monotonic()
-
     warm = WarmPool()  # forks warm workers where it can; started on first use
     persistent = long_lived_workers(settings)
+    requests: list[CheckRequest] = []
+    stream = args.format == "text" and not output  # findings printed as each file is done
 
     def one(path: Path) -> FileReport:
-        return check_file(CheckRequest(path.resolve(), settings, root, reference, cache=cache, pool=warm,
-                                       persistent=persistent))
+        req = CheckRequest(path.resolve(), settings, root, reference, cache=cache, pool=warm, persistent=persistent,
+                           timeout_source="--timeout" if args.timeout else "`timeout` in [tool.kernel-lsp]")
+        requests.append(req)
+        return check_file(req)
 
     jobs = max(1, settings.workers)
     if persistent is not None:
         jobs = len(persistent.workers)  # one file per long-lived worker (per GPU) at a time
     elif settings.device != "cpu" and gpu_present() and args.jobs is None:
         jobs = 1  # files on one GPU at a time: parallel workers would share (and exhaust) its memory
+    progress = Progress(len(files))
+    pool = ThreadPoolExecutor(max_workers=jobs)
+    done: dict[Path, FileReport] = {}
     try:
-        with ThreadPoolExecutor(max_workers=jobs) as pool:
-            reports = list(pool.map(one, files))
-    finally:
-        warm.close()
+        pending = {pool.submit(one, f): f for f in files}
+        while pending:
+            progress.update(os.path.relpath(next(iter(pending.values())), os.getcwd()))
+            finished, _ = wait(pending, timeout=0.5, return_when=FIRST_COMPLETED)
+            for fut in finished:
+                path = pending.pop(fut)
+                done[path] = fut.result()
+                progress.done += 1
+                if stream and done[path].findings:
+                    progress.clear()
+                    sys.stdout.write("\n".join(file_lines(done[path], os.getcwd())) + "\n")
+                    sys.stdout.flush()
+    except KeyboardInterrupt:
+        # Stop now, not after the workers' timeouts: kill every job, then leave.
+        progress.clear()
+        for req in list(requests):
+            for job in list(req.jobs):
+                job.cancel()
         if persistent is not None:
             persistent.close()
+        warm.close()
+        pool.shutdown(wait=False, cancel_futures=True)
+        sys.stderr.write("kernel-lsp: interrupted\n")
+        return EXIT_INTERRUPTED
+    finally:
+        progress.clear()
+    pool.shutdown(wait=True)
+    warm.close()
+    if persistent is not None:
+        persistent.close()
+    reports = [done[f] for f in files]
     stats = {"files": len(reports), "cache_hits": sum(1 for r in reports if r.cached),
              "workers_spawned": sum(r.stats.get("workers", 0) for r in reports),
              "warm_workers": sum(r.stats.get("warm_workers", 0) for r in reports),
              "compiles": sum(r.stats.get("compiles", 0) for r in reports),
-             "seconds": round(time.monotonic() - start, 3)}
+             "seconds": round(time.monotonic() - start, 3), **coverage(reports)}
+    if args.report:
+        from .render.report import write_report
+        write_report(reports, Path(args.report), str(root))
     if args.format == "json":
         text = render_json(reports, stats)
     elif args.format == "sarif":
         text = render_sarif(reports, str(root))
+    elif stream:
+        text = "\n".join(summary_lines(reports)) + "\n"  # the findings went out as each file was done
     else:
-        text = render_text(reports, os.getcwd())
-    if args.report:
-        from .render.report import write_report
-        write_report(reports, Path(args.report), str(root))
-    if args.output:
-        tmp = Path(args.output).with_suffix(".tmp")
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, args.output)
+        text = "\n".join([line for r in reports for line in file_lines(r, os.getcwd())] + summary_lines(reports)) + "\n"
+    if output:
+        write_atomically(output, text)
     else:
         sys.stdout.write(text)
     worst = [f for r in reports for f in r.findings if f.severity <= Severity.WARNING]
+    c = coverage(reports)
+    if args.require_reference and (c["unlinked"] or c["unverified"]):
+        sys.stderr.write(f"kernel-lsp: {c['unlinked'] + c['unverified']} kernel(s) not verified against a reference "
+                         "(--require-reference)\n")
+        return EXIT_FINDINGS
     return EXIT_FINDINGS if worst else EXIT_CLEAN
 
 
@@ -170,9 +281,7 @@ def cmd_optimize(args: argparse.Namespace) -> int:
         if path.read_text(encoding="utf-8") != text:
             sys.stderr.write("kernel-lsp: the file changed while the proposal was being made; not applied\n")
             return EXIT_FINDINGS
-        tmp = path.with_name(f".{path.name}.kernel-lsp.tmp")
-        tmp.write_text(proposal.new_text, encoding="utf-8")
-        os.replace(tmp, path)
+        write_atomically(path, proposal.new_text)
         proposal.notes.append(f"applied to {path}")
     if args.format == "json":
         sys.stdout.write(json.dumps(proposal.to_dict(), indent=2) + "\n")
@@ -203,11 +312,23 @@ def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="kernel-lsp", description="Compile and verify Triton kernels against PyTorch references.")
     p.add_argument("--version", action="version", version=f"kernel-lsp {__version__}")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
-    c = sub.add_parser("check", help="check files or directories headlessly")
+    c = sub.add_parser("check", help="check files or directories headlessly",
+                       description="Compile every Triton kernel for the targets, verify it against its PyTorch "
+                       "reference, and (on a GPU) time it against PyTorch. Directories are walked for .py files that "
+                       "define kernels, and for any .py file that does not parse.",
+                       epilog="exit codes: 0 no error or warning; 1 an error or warning, no kernel file found, or "
+                       "(with --require-reference) a kernel not verified; 2 usage or configuration error; "
+                       "130 interrupted. Results are cached in .kernel_lsp_cache/ at the project root "
+                       "(--no-cache to bypass).")
     c.add_argument("paths", nargs="+", help="files or directories")
     c.add_argument("--reference", help="reference file (KernelBench problem) for every checked file")
     c.add_argument("--target", help="comma-separated GPU targets, e.g. sm_80,sm_90 (default sm_90)")
-    c.add_argument("--format", choices=["text", "json", "sarif"], default="text")
+    c.add_argument("--format", choices=["text", "json", "sarif"], default="text",
+                   help="text: one line per finding, ruff-like, printed as each file is done, then a summary; json: "
+                   "findings and per-kernel facts (schema in kernel_lsp/schemas); sarif: SARIF 2.1.0 for code "
+                   "scanning")
+    c.add_argument("--require-reference", action="store_true",
+                   help="fail (exit 1) when a kernel is not verified against a reference")
     c.add_argument("--output", "-o", help="write the report to this file instead of stdout")
     c.add_argument("--timeout", type=float, help="seconds per file in the worker (default 60)")
     c.add_argument("--device", choices=DEVICES, help="where kernels run (default auto)")
@@ -265,7 +386,7 @@ def main(argv: list[str] | None = None) -> int:
         sys.stderr.write(f"kernel-lsp: configuration error: {where}{e}\n")
         return EXIT_USAGE
     except KeyboardInterrupt:
-        return 130
+        return EXIT_INTERRUPTED
 
 
 if __name__ == "__main__":

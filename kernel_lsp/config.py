@@ -220,6 +220,33 @@ def _line_of_table(text: str) -> int:
     return 0
 
 
+def _line_of_key(text: str, message: str) -> int:
+    """The 0-based line of the key a ConfigError names ("timeout: ...", "llm.endpoint: ...", "unknown setting
+    'x'", "llm: unknown key 'y'"), within its [tool.kernel-lsp] table; the table's header when not found."""
+    m = (re.match(r"(?:\[tool\.kernel-lsp\] )?unknown setting '([\w-]+)'", message)
+         or re.match(r"(?:\[tool\.kernel-lsp\] )?(\w+): unknown key '([\w-]+)'", message)
+         or re.match(r"(?:\[tool\.kernel-lsp\] )?([\w-]+)(?:\.([\w-]+))?:", message))
+    if not m:
+        return _line_of_table(text)
+    parts = [g for g in m.groups() if g]
+    table, key = ("tool.kernel-lsp", parts[0]) if len(parts) == 1 else (f"tool.kernel-lsp.{parts[0]}", parts[1])
+    spellings = {key, key.replace("_", "-"), key.replace("-", "_")}
+    lines = text.splitlines()
+    current = None
+    for i, line in enumerate(lines):
+        stripped = line.strip()
+        header = re.match(r"\[([^\]]+)\]", stripped)
+        if header:
+            current = header.group(1).strip()
+            continue
+        kv = re.match(r"([\w-]+)\s*=", stripped)
+        if kv and kv.group(1) in spellings and current == table:
+            return i
+        if kv and len(parts) == 2 and current == "tool.kernel-lsp" and kv.group(1) == parts[0]:
+            return i  # an inline table: llm = { ... }
+    return _line_of_table(text)
+
+
 def load_pyproject(pyproject: Path | None) -> tuple[Settings, Path | None]:
     """Settings from a pyproject.toml (defaults when it has no table); returns (settings, root)."""
     if pyproject is None:
@@ -238,7 +265,7 @@ def load_pyproject(pyproject: Path | None) -> tuple[Settings, Path | None]:
     try:
         return apply_overrides(Settings(), table), pyproject.parent
     except (ConfigError, TypeError) as e:
-        raise ConfigError(f"[tool.kernel-lsp] {e}", str(pyproject), _line_of_table(text)) from None
+        raise ConfigError(f"[tool.kernel-lsp] {e}", str(pyproject), _line_of_key(text, str(e))) from None
 
 
 if __name__ == "__main__":

@@ -342,6 +342,7 @@ class KernelFacts(Record):
 
     def_line: int | None = None
     qualname: str | None = None
+    helper: bool | None = None  # a device function called by other kernels, never launched (nor verified) itself
     compile: list[CompileFacts] = field(default_factory=list)
     verification: Verification | None = None
     measurement: Measurement | None = None

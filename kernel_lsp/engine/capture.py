@@ -125,8 +125,10 @@ class LaunchRecorder:
         self.current = qual
         try:
             spec, tensors = build_spec(fn, qual, args, kwargs)
-        except Exception:  # a bad launch: Triton itself will raise for it; the capture goes on
-            return
+        except Exception:
+            if self.dry:
+                raise  # nothing executes a dry launch, so nothing else would say its arguments are wrong
+            return  # a bad launch: Triton itself raises for it next
         launch = Launch(fn, spec, tensors)
         self.launches.append(launch)
         self.specs.setdefault(spec.key(), spec)

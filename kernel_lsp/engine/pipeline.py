@@ -271,12 +271,7 @@ def _run_stages(job: CheckJob, w: Sink, rep: Reporter, recorder: LaunchRecorder,
     failed = compile_stage(rep, recorder, targets)
 
     if launch_error is not None:
-        kernel = recorder.current
-        if kernel not in failed:
-            line = launch_error.line
-            rep.add("KL105", _short(f"running the implementation on the problem's inputs raised {type(launch_error.exc).__name__}: "
-                                    f"{readable(str(launch_error.exc))}"),
-                    Span(line, 0) if line is not None else None, source="kernel-lsp.verify")
+        report_capture_error(rep, problem, launch_error, recorder.current in failed, job.link.reference)
         return
     launched = {l.spec.qualname for l in recorder.launches}
     for k in job.kernels:
@@ -309,13 +304,76 @@ def measure_stage(problem: Problem, recorder: LaunchRecorder, rep: Reporter, job
     measure_problem(problem, recorder, rep, job)
 
 
+def report_capture_error(rep: Reporter, problem: Problem, err: UserCodeError, compile_failed: bool,
+                         reference_path: str) -> None:
+    """The first run on the problem's own inputs failed: blame the side that did (KL003 for the reference's inputs,
+    KL302 for memory, KL105 for the implementation), naming the file and line where it happened."""
+    exc = err.exc
+    text = readable(str(exc))
+    if _out_of_memory(exc):
+        rep.add("KL302", _short(f"out of memory on the problem's own inputs ({type(exc).__name__}: {text})"),
+                Span(err.line, 0) if err.line is not None else None, source="kernel-lsp.worker")
+        return
+    if err.side == INPUTS:
+        where = _where(exc, err.path)
+        rep.add("KL003", _short(f"the reference's input factory raised {type(exc).__name__}: {text}{where}"),
+                None, source=LOAD_SOURCE)
+        return
+    ref_error = _reference_fails_too(problem)
+    if ref_error is not None:
+        rep.add("KL003", _short(f"the reference fails on its own inputs too ({type(ref_error).__name__}: "
+                                f"{readable(str(ref_error))}{_where(ref_error, reference_path)})"
+                                "; fix the reference or its get_inputs()"), None, source=LOAD_SOURCE)
+        return
+    if not compile_failed:
+        rep.add("KL105", _short(f"running the implementation on the problem's inputs raised {type(exc).__name__}: "
+                                f"{text}"), Span(err.line, 0) if err.line is not None else None,
+                source="kernel-lsp.verify")
+
+
+def _out_of_memory(exc: BaseException) -> bool:
+    text = f"{type(exc).__name__}: {exc}"
+    return (isinstance(exc, MemoryError) or type(exc).__name__ == "OutOfMemoryError"
+            or "out of memory" in text.lower() or "can't allocate memory" in text)
+
+
+def _where(exc: BaseException, path: str | None) -> str:
+    from .loader import deepest_line
+    if not path:
+        return ""
+    line = deepest_line(exc, path)
+    return f" (at {os.path.basename(path)}:{line + 1})" if line is not None else f" (in {os.path.basename(path)})"
+
+
+def _reference_fails_too(problem: Problem) -> BaseException | None:
+    """Run the reference on the problem's inputs on the meta device (no memory, no compute): an error there that is
+    not a missing meta kernel means the inputs do not suit the reference either."""
+    import torch
+    if problem.make_reference is None:
+        return None
+    try:
+        with torch.device("meta"):
+            inputs = problem.input_factory()
+            inputs = list(inputs) if isinstance(inputs, (list, tuple)) else [inputs]
+            with torch.no_grad():
+                problem.make_reference()(*inputs)
+    except (NotImplementedError, MemoryError):
+        return None
+    except Exception as e:
+        if "meta" in str(e).lower():
+            return None  # an op without a meta kernel says nothing about the inputs
+        return e
+    return None
+
+
 def _capture(problem: Problem, seed: int) -> tuple[UserCodeError | None, Any]:
     """Run the implementation once on the problem's own inputs; returns (error, output)."""
     import torch
     try:
         inputs = problem.make_inputs(seed)
     except Exception as e:
-        return UserCodeError("the input factory raised", e, None, INPUTS), None
+        return UserCodeError("the input factory raised", e, getattr(problem.input_module, "__file__", None),
+                             INPUTS), None
     try:
         with torch.no_grad():
             out = problem.implementation(*inputs)

@@ -74,6 +74,9 @@ class Verifier:
     def launch_line(self) -> int | None:
         return self.rep.launch_line(self.recorder)
 
+    def problem_reference_file(self) -> str:
+        return self.job.link.reference
+
     def run(self, captured_output: Any = None) -> None:
         p = self.problem
         if captured_output is not None:
@@ -181,7 +184,10 @@ class Verifier:
             r = _call(ref, ref_inputs)
         except Exception as e:
             raise_device_fault(e)
-            self.skipped.append((v.name, f"the reference rejects {shapes}: {type(e).__name__}"))
+            where = deepest_line(e, self.problem_reference_file())
+            at = f" (at {os.path.basename(self.problem_reference_file())}:{where + 1})" if where is not None else ""
+            self.skipped.append((v.name, f"the reference rejects {shapes}: {type(e).__name__}: "
+                                         f"{readable(str(e))[:200]}{at}"))
             return None
         try:
             truth = _call(self.problem.float64(ref), upcast(clone_inputs(inputs)))

@@ -92,6 +92,7 @@ class Scheduler:
         self.check = check
         # Long-lived workers (a GPU's, or the runner's), made from the settings and remade when they change.
         self.workers_for = workers_for
+        self.timeout_source = "`timeout` in [tool.kernel-lsp]"  # named in the timeout's message (the server sets it)
         self.persistent: PersistentPool | None = None
         self._persistent_key: tuple | None = None
         self.docs: dict[str, Document] = {}
@@ -197,7 +198,8 @@ class Scheduler:
         run = Run(gen, verify)
         settings = apply_overrides(self.settings, {"verification": verify})
         run.request = CheckRequest(doc.path, settings, self.root, source=doc.text, cache=self.cache,
-                                   cancel=run.cancel, pool=self.pool, persistent=self.persistent, refresh=refresh)
+                                   cancel=run.cancel, pool=self.pool, persistent=self.persistent, refresh=refresh,
+                                   timeout_source=self.timeout_source)
         doc.running = run
         token = await self.hooks.started(doc, run)
         loop = asyncio.get_running_loop()

@@ -78,6 +78,8 @@ class KernelLanguageServer(LanguageServer):
             self.window_show_message(types.ShowMessageParams(types.MessageType.Error,
                                                              f"kernel-lsp settings: {e}; using the defaults"))
         self.settings = settings
+        self.scheduler.timeout_source = ("the kernelLsp.timeout setting" if "timeout" in self.client_overrides
+                                         else "`timeout` in [tool.kernel-lsp]")
         self.scheduler.configure(settings, root)
         if self.pyproject is not None:
             self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(

@@ -5,28 +5,67 @@ from __future__ import annotations
 from ..model import FileReport, Proposal, Severity
 
 
-def render_text(reports: list[FileReport], cwd: str | None = None) -> str:
+def file_lines(report: FileReport, cwd: str | None = None) -> list[str]:
+    """One file's findings, ruff-like: `path:line:col: CODE [severity] message` (1-based)."""
     import os
-    lines = []
+    path = os.path.relpath(report.path, cwd) if cwd else report.path
+    return [f"{path}:{f.span.line + 1}:{f.span.col + 1}: {f.code} [{f.severity.label}] {f.message}"
+            for f in report.findings]
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def coverage(reports: list[FileReport]) -> dict[str, int]:
+    """What was and was not checked: files, kernels (helpers aside), verified, without a reference, not verified."""
+    kernels = verified = unlinked = 0
+    for r in reports:
+        no_reference = any(f.code in ("KL004", "KL002", "KL003") for f in r.findings)
+        for k in r.kernels.values():
+            if k.helper:
+                continue
+            kernels += 1
+            if k.verification is not None:
+                verified += 1
+            elif no_reference:
+                unlinked += 1
+    return {"files": len(reports), "kernels": kernels, "verified": verified, "unlinked": unlinked,
+            "unverified": kernels - verified - unlinked}
+
+
+def summary_lines(reports: list[FileReport]) -> list[str]:
+    """The closing lines: the performance note (when no GPU ran anything) and the summary."""
     counts = {s: 0 for s in Severity}
     for r in reports:
-        path = os.path.relpath(r.path, cwd) if cwd else r.path
         for f in r.findings:
             counts[f.severity] += 1
-            lines.append(f"{path}:{f.span.line + 1}:{f.span.col + 1}: {f.code} [{f.severity.label}] {f.message}")
-    files = len(reports)
+    c = coverage(reports)
     cached = sum(1 for r in reports if r.cached)
+    scope = f"{_plural(c['files'], 'file')}, {_plural(c['kernels'], 'kernel')}"
+    parts = [f"{c['verified']} verified"]
+    if c["unlinked"]:
+        parts.append(f"{c['unlinked']} without a usable reference")
+    if c["unverified"]:
+        parts.append(f"{c['unverified']} not verified")
     problems = counts[Severity.ERROR] + counts[Severity.WARNING]
-    summary = (f"Checked {files} file{'s' if files != 1 else ''} ({cached} from cache): "
-               f"{counts[Severity.ERROR]} error{'s' if counts[Severity.ERROR] != 1 else ''}, "
-               f"{counts[Severity.WARNING]} warning{'s' if counts[Severity.WARNING] != 1 else ''}, "
+    summary = (f"Checked {scope} ({', '.join(parts)}; {cached} from cache): "
+               f"{_plural(counts[Severity.ERROR], 'error')}, {_plural(counts[Severity.WARNING], 'warning')}, "
                f"{counts[Severity.INFO] + counts[Severity.HINT]} advice")
-    if not problems:
+    if not problems and c["kernels"] and not c["unlinked"] and not c["unverified"]:
         summary += ". All checks passed!"
+    elif not problems and c["kernels"]:
+        summary += ". No problems found in what was verified."
+    out = []
     note = performance_note(reports)
     if note:
-        lines.append(f"Performance: {note}")
-    lines.append(summary)
+        out.append(f"Performance: {note}")
+    out.append(summary)
+    return out
+
+
+def render_text(reports: list[FileReport], cwd: str | None = None) -> str:
+    lines = [line for r in reports for line in file_lines(r, cwd)] + summary_lines(reports)
     return "\n".join(lines) + "\n"
 
 

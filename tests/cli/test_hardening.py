@@ -1,0 +1,195 @@
+"""What a newcomer hit (issue "hardening"): a broken kernel never passes, errors name what the user typed and blame
+the right side, and `check` says what it did and did not check."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+from tests.conftest import CORPUS, FIXTURES, run_cli, write
+
+
+def test_hardening_a_kernel_file_that_does_not_parse_is_reported_from_a_directory_walk(tmp_path):
+    shutil.copy(CORPUS / "ok_add_fp32.py", tmp_path / "good.py")
+    (tmp_path / "broken_kernel.py").write_text("import triton\n\n@triton.jit\ndef k(x_ptr:\n    pass\n")
+    (tmp_path / "latin.py").write_bytes(b"x = '\xe9'\n")  # not UTF-8 and no coding declaration
+    proc = run_cli("check", str(tmp_path), "--no-cache")
+    assert proc.returncode == 1, proc.stdout
+    assert "broken_kernel.py:4:" in proc.stdout and "KL001" in proc.stdout
+    assert "latin.py:1:1: KL001" in proc.stdout and "not valid utf-8" in proc.stdout
+    assert "All checks passed" not in proc.stdout
+
+
+def test_hardening_a_declared_latin1_encoding_is_accepted(tmp_path):
+    source = (CORPUS / "ok_add_fp32.py").read_text()
+    path = tmp_path / "latin_ok.py"
+    path.write_bytes(("# -*- coding: latin-1 -*-\n# caf\u00e9\n" + source).encode("latin-1"))
+    proc = run_cli("check", str(path), "--no-cache")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "1 verified" in proc.stdout
+
+
+def test_hardening_nothing_checked_is_not_a_pass(tmp_path):
+    (tmp_path / "plain.py").write_text("x = 1\n")
+    proc = run_cli("check", str(tmp_path))
+    assert proc.returncode == 1 and "nothing was checked" in proc.stderr and "All checks passed" not in proc.stdout
+    (tmp_path / "empty").mkdir()
+    assert run_cli("check", str(tmp_path / "empty")).returncode == 1
+
+
+def test_hardening_summary_says_what_was_and_was_not_verified_and_require_reference_fails(tmp_path):
+    shutil.copy(CORPUS / "ok_add_fp32.py", tmp_path / "linked.py")
+    write(tmp_path / "unlinked.py", """
+        import triton
+        import triton.language as tl
+
+
+        @triton.jit
+        def _k(x_ptr, BLOCK: tl.constexpr):
+            tl.store(x_ptr + tl.arange(0, BLOCK), 1.0)
+        """)
+    proc = run_cli("check", str(tmp_path), "--no-cache")
+    assert proc.returncode == 0, proc.stdout  # a hint alone fails nothing...
+    assert "Checked 2 files, 2 kernels (1 verified, 1 without a usable reference" in proc.stdout
+    assert "All checks passed" not in proc.stdout  # ...but is not a clean bill either
+    proc = run_cli("check", str(tmp_path), "--no-cache", "--require-reference")
+    assert proc.returncode == 1 and "1 kernel(s) not verified against a reference" in proc.stderr
+
+
+def test_hardening_output_path_is_checked_before_the_run(tmp_path):
+    shutil.copy(CORPUS / "ok_add_fp32.py", tmp_path / "a.py")
+    for target, says in ((tmp_path / "missing" / "out.json", "does not exist"), (tmp_path, "is a directory")):
+        start = time.monotonic()
+        proc = run_cli("check", str(tmp_path / "a.py"), "--format", "json", "-o", str(target))
+        assert proc.returncode == 2 and says in proc.stderr and "Traceback" not in proc.stderr
+        assert time.monotonic() - start < 20  # refused before checking anything
+    assert not list(tmp_path.glob("*.tmp"))
+    proc = run_cli("check", str(tmp_path / "a.py"), "--format", "json", "-o", str(tmp_path / "out.json"))
+    assert proc.returncode == 0 and json.loads((tmp_path / "out.json").read_text())["version"] == 1
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")) == []
+
+
+def test_hardening_device_cuda_without_a_gpu_is_a_usage_error(tmp_path):
+    if os.path.exists("/dev/nvidiactl"):
+        return  # a GPU machine: the flag is fine there
+    shutil.copy(CORPUS / "ok_add_fp32.py", tmp_path / "a.py")
+    proc = run_cli("check", str(tmp_path / "a.py"), "--device", "cuda")
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1
+    assert "--device cuda, but this machine has no CUDA GPU" in proc.stderr and "KL900" not in proc.stdout
+
+
+def test_hardening_errors_name_the_flag_the_user_typed(tmp_path):
+    shutil.copy(CORPUS / "ok_add_fp32.py", tmp_path / "a.py")
+    proc = run_cli("check", str(tmp_path / "a.py"), "--jobs", "0")
+    assert proc.returncode == 2 and "--jobs: expected an integer from 1 to 64" in proc.stderr
+    assert "workers" not in proc.stderr
+    hang = shutil.copy(FIXTURES / "faults" / "hang.py", tmp_path / "hang.py")
+    proc = run_cli("check", str(hang), "--timeout", "3", "--no-cache")
+    assert "raise --timeout if the kernel is just slow" in proc.stdout, proc.stdout
+
+
+def test_hardening_pyproject_errors_point_at_the_key(tmp_path):
+    (tmp_path / "pyproject.toml").write_text('[tool.kernel-lsp]\ntargets = ["sm_90"]\n\n\ntimeout = -1\n')
+    shutil.copy(CORPUS / "ok_add_fp32.py", tmp_path / "a.py")
+    proc = run_cli("check", str(tmp_path / "a.py"))
+    assert proc.returncode == 2 and "pyproject.toml:5:" in proc.stderr, proc.stderr
+
+
+PROBLEM = """
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, x, y):
+        return x + y
+
+
+def get_inputs():
+    return [torch.randn(8, 8), {inputs}]
+
+
+def get_init_inputs():
+    return []
+"""
+
+IMPL = """
+# kernel-lsp: reference=problem.py
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _add(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask) + tl.load(y_ptr + offs, mask=mask), mask=mask)
+
+
+class ModelNew(nn.Module):
+    def forward(self, x, y):
+        out = {alloc}
+        _add[(triton.cdiv(x.numel(), 64),)](x, y, out, x.numel(), BLOCK=64)
+        return out
+"""
+
+
+def _case(tmp_path, inputs: str, alloc: str = "torch.empty_like(x)"):
+    write(tmp_path / "problem.py", PROBLEM.format(inputs=inputs))
+    return write(tmp_path / "impl.py", IMPL.format(alloc=alloc))
+
+
+def test_hardening_a_failing_input_factory_blames_the_reference_with_its_line(tmp_path):
+    impl = _case(tmp_path, "int('not a number')")
+    proc = run_cli("check", str(impl), "--no-cache", "--format", "json")
+    (d,) = json.loads(proc.stdout)["diagnostics"]
+    assert d["code"] == "KL003" and "input factory raised ValueError" in d["message"] and "problem.py:11" in d["message"]
+    assert "implementation" not in d["message"]
+
+
+def test_hardening_inputs_of_the_wrong_type_blame_the_reference(tmp_path):
+    impl = _case(tmp_path, "'not a tensor'")
+    proc = run_cli("check", str(impl), "--no-cache", "--format", "json")
+    codes = [d["code"] for d in json.loads(proc.stdout)["diagnostics"]]
+    assert codes == ["KL003"], proc.stdout
+    assert "the reference fails on its own inputs too" in proc.stdout and "problem.py:7" in proc.stdout
+
+
+def test_hardening_an_impossible_allocation_is_out_of_memory(tmp_path):
+    impl = _case(tmp_path, "torch.randn(8, 8)", alloc="torch.empty(10**11)")
+    proc = run_cli("check", str(impl), "--no-cache", "--format", "json")
+    (d,) = json.loads(proc.stdout)["diagnostics"]
+    assert d["code"] == "KL302" and d["range"]["line"] == 16, d  # the allocation, 0-based
+
+
+def test_hardening_check_help_lists_exit_codes_and_formats():
+    out = " ".join(run_cli("check", "--help").stdout.split())
+    assert "exit codes: 0" in out and "130 interrupted" in out and "sarif: SARIF 2.1.0" in out
+    assert ".kernel_lsp_cache" in out
+
+
+def test_hardening_ctrl_c_stops_the_workers_at_once(tmp_path):
+    hang = shutil.copy(FIXTURES / "faults" / "hang.py", tmp_path / "hang.py")
+    proc = subprocess.Popen([sys.executable, "-m", "kernel_lsp.cli", "check", str(hang), "--no-cache",
+                             "--timeout", "120"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    from tests.lsp.rawclient import descendants, kernel_lsp_processes
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:  # until the hanging job runs
+        if any(kind == "job" for pid, kind in kernel_lsp_processes().items() if pid in descendants(proc.pid)):
+            break
+        time.sleep(0.1)
+    jobs = {p for p in descendants(proc.pid) if kernel_lsp_processes().get(p) == "job"}
+    assert jobs
+    start = time.monotonic()
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130 and time.monotonic() - start < 10, err
+    from tests.lsp.rawclient import wait_gone
+    assert wait_gone(jobs, timeout=10)
