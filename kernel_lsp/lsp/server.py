@@ -244,6 +244,8 @@ server = KernelLanguageServer()
 
 def serve() -> None:
     from . import handlers  # noqa: F401  (registers the LSP method handlers on `server`)
+    from .transport import install
+    install()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     # pygls logs every message it sends at INFO: that floods the editor's output channel (and costs time on
     # large diagnostics). KERNEL_LSP_LOG=debug brings it back.
