@@ -73,6 +73,15 @@ class Cache:
     def __init__(self, directory: Path | None):
         self.directory = directory
 
+    def _make_directory(self) -> None:
+        """The cache directory, with a `.gitignore` of `*` in it (as ruff does for .ruff_cache), so it is never
+        committed by accident."""
+        assert self.directory is not None
+        ignore = self.directory / ".gitignore"
+        if not ignore.exists():
+            self.directory.mkdir(parents=True, exist_ok=True)
+            ignore.write_text("# Created by kernel-lsp: its cache of check results, safe to delete.\n*\n")
+
     def _path(self, key: str) -> Path | None:
         return self.directory / key[:2] / f"{key}.json" if self.directory else None
 
@@ -92,6 +101,7 @@ class Cache:
         if p is None:
             return
         try:
+            self._make_directory()
             p.parent.mkdir(parents=True, exist_ok=True)
             fd, tmp = tempfile.mkstemp(dir=p.parent, suffix=".tmp")
             with os.fdopen(fd, "w", encoding="utf-8") as f:

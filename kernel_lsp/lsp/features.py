@@ -54,7 +54,9 @@ def hover_markdown(doc: Document, kernel: str, chart: Path | None = None) -> str
             lines.append("")
             lines.append("Skipped: " + "; ".join(f"{s.variant} ({s.reason})" for s in ver.skipped))
     if not compiled and not ver:
-        lines += ["", "Not checked yet (or not linked to a reference)."]
+        lines += ["", "Not checked yet (or not linked to a reference)." if not doc.restricted else
+                  "Restricted Mode: this workspace is not trusted, so kernel-lsp only parses it (nothing is "
+                  "imported, compiled or run) until you trust it."]
     lines += [""] + performance_markdown(doc, kernel, chart)
     return "\n".join(lines)
 

@@ -48,7 +48,10 @@ def initialize(ls: KernelLanguageServer, params: types.InitializeParams):
     root = params.root_uri or (params.workspace_folders[0].uri if params.workspace_folders else None)
     ls.root = path_of(root) if root else None
     if isinstance(params.initialization_options, dict):
-        ls.client_overrides = dict(params.initialization_options.get(SECTION, params.initialization_options))
+        options = params.initialization_options
+        # An editor in a restricted (untrusted) workspace says so: then nothing of the workspace is run.
+        ls.set_trusted(options.get("trusted", True) is not False)
+        ls.client_overrides = {k: v for k, v in options.get(SECTION, options).items() if k != "trusted"}
     if params.process_id:
         watch_parent(ls, params.process_id)
 
@@ -59,7 +62,8 @@ async def initialized(ls: KernelLanguageServer, params):
     try:
         await ls.fetch_client_settings()
         ls.load_settings()
-        ls.scheduler.warm_up()
+        if ls.trusted:
+            ls.scheduler.warm_up()
         ls.watch_files()
     finally:
         ls.ready = True
@@ -150,6 +154,8 @@ def propose_command(ls: KernelLanguageServer, uri: str, version: int | None, mod
     """Start a fix, optimize or tune request; it runs in the background with its own progress (proposals.py)."""
     if mode not in ("fix", "optimize", "tune"):
         raise ValueError(f"unknown mode {mode!r}")
+    if ls.refuse_untrusted(mode):
+        return None
     task = asyncio.get_running_loop().create_task(ls.proposals.request(uri, version, mode, kernel))
     task.add_done_callback(lambda t: t.cancelled() or t.exception() is None or
                            log.error("%s request failed: %r", mode, t.exception()))
@@ -161,6 +167,8 @@ def verify_now(ls: KernelLanguageServer, uri: str):
     """Verify a document now, even if its result is cached (the editor's "Verify again now")."""
     try:
         doc = ls.scheduler.docs.get(uri)
+        if doc is not None and ls.refuse_untrusted("verify"):
+            return None
         if doc is not None:
             ls.scheduler.update(uri, doc.path, doc.version, doc.text, verify=True, immediate=True, refresh=True)
     except Exception:

@@ -65,6 +65,7 @@ class Document:
     report: FileReport | None = None
     last_seconds: float = 0.2
     published: int = -1  # the generation whose full check was last published
+    restricted: bool = False  # checked in an untrusted workspace: parsed only
 
     def current_report(self) -> FileReport | None:
         """The last report, only while it describes the text as it is now (numbers are never shown stale)."""
@@ -93,6 +94,7 @@ class Scheduler:
         # Long-lived workers (a GPU's, or the runner's), made from the settings and remade when they change.
         self.workers_for = workers_for
         self.timeout_source = "`timeout` in [tool.kernel-lsp]"  # named in the timeout's message (the server sets it)
+        self.restricted = False  # an untrusted workspace: discovery and linking only, no worker ever
         self.persistent: PersistentPool | None = None
         self._persistent_key: tuple | None = None
         self.docs: dict[str, Document] = {}
@@ -136,7 +138,7 @@ class Scheduler:
         """A new version of a document: cancel what runs for the old one and schedule a check of this one."""
         doc = self.document(uri, path)
         self.cancel(doc)
-        doc.version, doc.text = version, text
+        doc.version, doc.text, doc.restricted = version, text, self.restricted
         withdrawn = [doc.findings.pop(src) for src in RUN_SOURCES if src in doc.findings]
         if any(withdrawn):
             self.hooks.publish(doc)  # verification and timing results were for the old text: never shown as current
@@ -144,7 +146,8 @@ class Scheduler:
         gen = doc.generation
         loop = asyncio.get_running_loop()
         loop.create_task(self._quick(doc, gen))
-        doc.pending = loop.create_task(self._run(doc, gen, verify, delay, refresh))
+        if not self.restricted:
+            doc.pending = loop.create_task(self._run(doc, gen, verify, delay, refresh))
         return doc
 
     async def _quick(self, doc: Document, gen: int) -> None:

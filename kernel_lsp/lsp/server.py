@@ -50,6 +50,7 @@ class KernelLanguageServer(LanguageServer):
         self.ready = False
         self.deferred: dict[str, tuple[bool, bool]] = {}
         self.charts: dict[str, Path] = {}  # uri -> roofline chart of its current measurement (hover links it)
+        self.trusted = True  # False in an editor's restricted mode: discovery and linking only, nothing run
         from .proposals import Proposals
         self.proposals = Proposals(self)  # fix, optimize and tune requests in flight
 
@@ -60,6 +61,19 @@ class KernelLanguageServer(LanguageServer):
         if source in (FeatureRequestError, FeatureNotificationError):
             return
         super().report_server_error(error, source)
+
+    def set_trusted(self, trusted: bool) -> None:
+        self.trusted = trusted
+        self.scheduler.restricted = not trusted
+
+    def refuse_untrusted(self, what: str) -> bool:
+        """In restricted mode, say once per request that nothing is run, and refuse it."""
+        if self.trusted:
+            return False
+        self.window_show_message(types.ShowMessageParams(
+            types.MessageType.Info, f"kernel-lsp: this workspace is not trusted, so it is only parsed: trust it to "
+            f"{what} (kernel-lsp runs the linked code, as pytest does)"))
+        return True
 
     # Configuration ---------------------------------------------------------------------------------------
     def load_settings(self) -> None:
@@ -187,6 +201,8 @@ class KernelLanguageServer(LanguageServer):
         trigger = self.settings.verify
         verify = trigger == "change" or (trigger == "save" and save)
         self.scheduler.update(uri, path, document.version, text, verify=verify, immediate=immediate)
+        if not self.trusted:
+            self.protocol.notify(STATUS, {"state": "restricted", "uri": uri, "version": document.version})
 
     def watch_files(self) -> None:
         if self.root is None:

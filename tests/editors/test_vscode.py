@@ -71,7 +71,7 @@ def vscode(tmp_path_factory):
 
     def scenario(name: str, interpreter: str, mode: str, files: dict[str, str] | None = None,
                  pyproject: str = '[tool.kernel-lsp]\ntargets = ["sm_90"]\ntimeout = 120\n', file_name: str = "relu.py",
-                 line: int = BUG_LINE, code: str = "KL201") -> dict:
+                 line: int = BUG_LINE, code: str = "KL201", trusted: bool = True) -> dict:
         ws = base / name / "ws"
         (ws / ".vscode").mkdir(parents=True)
         (ws / "pyproject.toml").write_text(pyproject)
@@ -80,14 +80,15 @@ def vscode(tmp_path_factory):
         for rel, text in (files or {}).items():
             (ws / rel).write_text(text)
         (ws / ".vscode" / "settings.json").write_text(json.dumps({
-            "kernelLsp.interpreter": interpreter, "security.workspace.trust.enabled": False,
+            "kernelLsp.interpreter": interpreter, "security.workspace.trust.enabled": not trusted,
             "workbench.startupEditor": "none", "extensions.ignoreRecommendations": True,
         }))
         port = _free_port()
         log_path = base / name / "code-server.log"
         with open(log_path, "wb") as log:
+            trust_flags = ["--disable-workspace-trust"] if trusted else []
             server = subprocess.Popen([str(CODE_SERVER), "--auth", "none", "--disable-telemetry",
-                                       "--disable-update-check", "--disable-workspace-trust",
+                                       "--disable-update-check", *trust_flags,
                                        "--bind-addr", f"127.0.0.1:{port}", "--user-data-dir", str(base / name / "user"),
                                        "--extensions-dir", str(exts), str(ws)],
                                       env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
@@ -155,4 +156,12 @@ def test_vscode_applies_one_verified_llm_fix(vscode):
     assert "Fix with LLM" in got["quickFix"], got["quickFix"]
     assert "kernel-lsp: verified fix" in got["preview"] or "scale.py" in got["preview"], got["preview"]
     assert asked == 1 and "* 2.0, mask=mask)" in got["text"] and "factor" not in got["text"]  # saved after Apply
+    assert got["squiggles"] == 0, got
+
+
+def test_vscode_restricted_mode_only_parses(vscode):
+    """An untrusted folder: the extension declares limited support, the status bar says Restricted Mode, and the
+    buggy kernel gets no verification squiggle (nothing is imported or run until the folder is trusted)."""
+    got = vscode("untrusted", sys.executable, "untrusted", trusted=False)
+    assert "Restricted Mode" in got["status"], got
     assert got["squiggles"] == 0, got

@@ -28,3 +28,11 @@ def test_cache_second_run_compiles_nothing(tmp_path):
     third = _check(tmp_path, None)
     assert third["stats"]["compiles"] == 2 and third["stats"]["cache_hits"] == 1
     assert (tmp_path / ".kernel_lsp_cache").is_dir()
+
+
+def test_cache_directory_ignores_itself_for_git(tmp_path):
+    from kernel_lsp.cache import Cache
+    from kernel_lsp.model import FileReport
+    cache = Cache(tmp_path / ".kernel_lsp_cache")
+    cache.put("ab" * 32, FileReport("/x.py"))
+    assert (tmp_path / ".kernel_lsp_cache" / ".gitignore").read_text().splitlines()[-1] == "*"

@@ -4,6 +4,8 @@
 // LINE (1-based), that the Problems panel lists CODE with its message, that Quick Fix offers kernel-lsp's
 // actions, that the status bar shows the server's state, and that "Verify Current File Now" runs a verification.
 // MODE "missing": the interpreter lacks kernel-lsp; collects the notification and the status bar.
+// MODE "untrusted": the folder opens in Restricted Mode (the trust prompt answered "No"); expects the status bar's
+// Restricted Mode and no verification squiggle on the buggy file.
 // MODE "llmfix": FILE_NAME has a compile error (CODE); runs "Fix with LLM" from Quick Fix, confirms the refactor
 // preview that the verified edit comes with, and waits for the fixed text in the editor.
 // Writes what it saw to RESULT_JSON and a screenshot to SCREENSHOT.
@@ -30,6 +32,16 @@ try {
   await page.waitForSelector(".monaco-workbench", { timeout: 120000 });
   step("workbench");
   await page.waitForTimeout(3000);
+  if (mode === "untrusted") {
+    // The trust prompt, when the editor asks: keep the folder restricted (code-server may open it restricted
+    // without asking).
+    const no = page.locator(".monaco-dialog-box .monaco-button", { hasText: /No, I don.t trust|Don.t Trust/ }).first();
+    if (await no.waitFor({ timeout: 10000 }).then(() => true, () => false)) {
+      await no.click();
+      await page.waitForTimeout(1500);
+    }
+    step("distrusted");
+  }
 
   // Open the file with Quick Open; wait for its result row before Enter, and for its tab after (under load
   // the list can lag the keystrokes), retrying once.
@@ -58,6 +70,18 @@ try {
     await item.waitFor({ timeout: 30000 });
     result.status = (await item.innerText())?.trim();
     step("missing", { notification: result.notification, status: result.status });
+    await page.screenshot({ path: screenshot });
+    result.ok = true;
+    throw "done";
+  }
+
+  if (mode === "untrusted") {
+    const item = page.locator(".statusbar .statusbar-item", { hasText: "kernel-lsp: Restricted Mode" }).first();
+    await item.waitFor({ timeout: 120000 });
+    result.status = (await item.innerText())?.trim();
+    await page.waitForTimeout(20000); // a verification would have shown its squiggle by now
+    result.squiggles = await page.locator(".monaco-editor .squiggly-error").count();
+    step("restricted", { status: result.status, squiggles: result.squiggles });
     await page.screenshot({ path: screenshot });
     result.ok = true;
     throw "done";
@@ -196,7 +220,7 @@ try {
   result.ok = true;
 } catch (e) {
   if (e === "done") {
-    // the "missing" and "llmfix" modes end early on purpose
+    // the "missing", "untrusted" and "llmfix" modes end early on purpose
   } else {
   result.ok = false;
   result.error = String(e?.stack ?? e);

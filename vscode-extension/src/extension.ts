@@ -46,6 +46,7 @@ async function pythonExtensionInterpreter(resource?: vscode.Uri): Promise<string
 
 async function start(context: vscode.ExtensionContext): Promise<void> {
   model.state = "starting";
+  model.restricted = !vscode.workspace.isTrusted;
   render();
   const config = vscode.workspace.getConfiguration(SECTION);
   const folder = vscode.workspace.workspaceFolders?.[0];
@@ -79,7 +80,8 @@ async function start(context: vscode.ExtensionContext): Promise<void> {
     documentSelector: [{ scheme: "file", language: "python" }],
     outputChannel: output,
     traceOutputChannel: output,
-    initializationOptions: { [SECTION]: explicitServerSettings(vscodeSection(config)) },
+    // In Restricted Mode the server only parses: nothing of an untrusted workspace is imported or run.
+    initializationOptions: { [SECTION]: explicitServerSettings(vscodeSection(config)), trusted: vscode.workspace.isTrusted },
     middleware: {
       workspace: {
         // The server asks for section "kernelLsp": answer with the server's keys only.
@@ -150,6 +152,11 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
       await client.sendRequest("workspace/executeCommand", {
         command: "kernel-lsp.verifyNow", arguments: [editor.document.uri.toString()],
       });
+    }),
+    // Trusting the workspace starts kernel-lsp fully: a new server that verifies and times.
+    vscode.workspace.onDidGrantWorkspaceTrust(async () => {
+      await stop();
+      await start(context);
     }),
     vscode.workspace.onDidChangeConfiguration(async (e) => {
       if (!e.affectsConfiguration(SECTION)) return;

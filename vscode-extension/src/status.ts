@@ -38,6 +38,7 @@ export class StatusModel {
   private running = new Map<string, Running>();
   private last?: { uri: string; params: StatusParams };
   state: "starting" | "running" | "stopped" | "missing" = "starting";
+  restricted = false; // an untrusted workspace: the server only parses
   problem = "";
 
   update(p: StatusParams): void {
@@ -60,6 +61,7 @@ export class StatusModel {
     if (this.state === "starting") return { text: "$(loading~spin) kernel-lsp", tooltip: "kernel-lsp: starting the server", level: "busy" };
     if (this.state === "missing") return { text: "$(warning) kernel-lsp: not installed", tooltip: this.problem, level: "warning" };
     if (this.state === "stopped") return { text: "$(error) kernel-lsp: stopped", tooltip: this.problem || "the server stopped; run 'kernel-lsp: Restart Server'", level: "error" };
+    if (this.restricted) return { text: "$(shield) kernel-lsp: Restricted Mode (parsing only)", tooltip: "This workspace is not trusted: kernel-lsp shows syntax and linking problems, and imports or runs nothing until you trust the workspace.", level: "warning" };
     if (this.running.size > 0) {
       const runs = [...this.running.entries()];
       const verifying = runs.filter(([, r]) => r.verifying);

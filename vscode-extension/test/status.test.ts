@@ -41,3 +41,11 @@ test("missing and stopped servers say so", () => {
   m.state = "stopped";
   assert.match(m.view().text, /stopped/);
 });
+
+test("an untrusted workspace says Restricted Mode", () => {
+  const m = new StatusModel();
+  m.state = "running";
+  m.restricted = true;
+  assert.match(m.view().text, /Restricted Mode \(parsing only\)/);
+  assert.equal(m.view().level, "warning");
+});
