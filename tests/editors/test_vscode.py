@@ -138,7 +138,8 @@ def test_vscode_tells_the_user_when_kernel_lsp_is_not_installed(vscode, tmp_path
     bare = str(tmp_path / "bare" / "bin" / "python")
     got = vscode("missing", bare, "missing")
     assert "kernel-lsp is not installed in" in got["notification"], got["notification"]
-    assert f"{bare} -m pip install kernel-lsp" in got["notification"], got["notification"]
+    assert f"{bare} -m pip install -e" in got["notification"], got["notification"]
+    assert "python -m build" in got["notification"], got["notification"]
     assert "not installed" in got["status"], got["status"]
 
 

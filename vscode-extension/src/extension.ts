@@ -7,7 +7,9 @@ import {
   State, TransportKind,
 } from "vscode-languageclient/node";
 
-import { chooseInterpreter, installCommand, probe } from "./interpreter";
+import { readFileSync } from "node:fs";
+
+import { chooseInterpreter, findClone, installAdvice, installCommand, probe } from "./interpreter";
 import { RESTART_KEYS, explicitServerSettings, vscodeSection } from "./settings";
 import { StatusModel, StatusParams } from "./status";
 
@@ -56,14 +58,15 @@ async function start(context: vscode.ExtensionContext): Promise<void> {
   const installed = await probe(choice.command, folder?.uri.fsPath);
   if (!installed.ok) {
     model.state = "missing";
-    model.problem = `${installed.problem}. Install it with: ${installCommand(choice.command)}`;
+    const clone = findClone(folder?.uri.fsPath, (p) => { try { return readFileSync(p, "utf8"); } catch { return undefined; } });
+    model.problem = `${installed.problem}; ${installAdvice(choice.command, clone)}`;
     output.appendLine(model.problem);
     render();
     const copy = "Copy install command";
     // Not awaited: activation must finish while the message waits for the user.
     void vscode.window.showErrorMessage(`kernel-lsp: ${model.problem}`, copy, "Choose interpreter", "Show output")
       .then(async (pick) => {
-        if (pick === copy) await vscode.env.clipboard.writeText(installCommand(choice.command));
+        if (pick === copy) await vscode.env.clipboard.writeText(installCommand(choice.command, clone));
         if (pick === "Choose interpreter") await vscode.commands.executeCommand("workbench.action.openSettings", `${SECTION}.interpreter`);
         if (pick === "Show output") output.show();
       });

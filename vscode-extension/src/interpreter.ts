@@ -49,7 +49,29 @@ export function probe(command: string, cwd?: string, timeoutMs = 20000): Promise
   });
 }
 
-export function installCommand(command: string): string {
+// kernel-lsp is installed from a clone of its repository (or a wheel built there with `python -m build`): it is
+// not on a package index. When the open folder is that clone, the command installs it from there.
+export function installCommand(command: string, clone?: string): string {
   const quoted = /\s/.test(command) ? `"${command}"` : command;
-  return `${quoted} -m pip install kernel-lsp`;
+  const where = clone ? (/\s/.test(clone) ? `"${clone}"` : clone) : "/path/to/kernel-lsp";
+  return `${quoted} -m pip install -e ${where}`;
+}
+
+export function installAdvice(command: string, clone?: string): string {
+  if (clone) return `install it from this folder: ${installCommand(command, clone)}`;
+  return `install it from a clone of kernel-lsp: ${installCommand(command)} (or a wheel built there with ` +
+    "`python -m build`: pip install dist/kernel_lsp-*.whl)";
+}
+
+// The folder (or one of its parents) when it is a clone of kernel-lsp: its pyproject.toml names the project.
+export function findClone(folder: string | undefined, read: (path: string) => string | undefined): string | undefined {
+  let dir = folder;
+  for (let i = 0; dir && i < 4; i++) {
+    const text = read(`${dir}/pyproject.toml`);
+    if (text && /^name\s*=\s*"kernel-lsp"/m.test(text)) return dir;
+    const parent = dir.replace(/\/[^/]*$/, "");
+    if (!parent || parent === dir) break;
+    dir = parent;
+  }
+  return undefined;
 }

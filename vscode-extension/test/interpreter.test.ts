@@ -3,7 +3,7 @@ import * as os from "node:os";
 import * as path from "node:path";
 import { test } from "node:test";
 
-import { chooseInterpreter, installCommand, probe } from "../src/interpreter";
+import { chooseInterpreter, findClone, installAdvice, installCommand, probe } from "../src/interpreter";
 
 test("the setting wins, then the Python extension, then python3 on PATH", () => {
   assert.deepEqual(chooseInterpreter("${workspaceFolder}/.venv/bin/python", "/ext/python", "/ws"),
@@ -24,8 +24,12 @@ test("a missing interpreter and a missing package are told apart", async () => {
 });
 
 test("the install command quotes paths with spaces", () => {
-  assert.equal(installCommand("/opt/my env/bin/python"), '"/opt/my env/bin/python" -m pip install kernel-lsp');
-  assert.equal(installCommand("python3"), "python3 -m pip install kernel-lsp");
+  assert.equal(installCommand("/opt/my env/bin/python", "/src/kernel-lsp"), '"/opt/my env/bin/python" -m pip install -e /src/kernel-lsp');
+  assert.equal(installCommand("python3"), "python3 -m pip install -e /path/to/kernel-lsp");
+  assert.match(installAdvice("python3"), /from a clone of kernel-lsp: python3 -m pip install -e \/path\/to\/kernel-lsp \(or a wheel built there with `python -m build`/);
+  const files: Record<string, string> = { "/src/kernel-lsp/pyproject.toml": '[project]\nname = "kernel-lsp"\n' };
+  assert.equal(findClone("/src/kernel-lsp/tasks", (p) => files[p]), "/src/kernel-lsp");
+  assert.equal(findClone("/elsewhere", (p) => files[p]), undefined);
 });
 
 test("kernel-lsp importable without its server's dependencies is reported, not started", async () => {
