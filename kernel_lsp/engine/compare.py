@@ -115,9 +115,12 @@ def compare_tensor(y, r, t, name: str = "output", unwritten=None, abs_terms=None
         i = int(nonfinite_bad.nonzero()[0])
         idx = unravel(i, tuple(y.shape))
         count = int(nonfinite_bad.sum())
-        return Comparison(False, "KL201", f"{count} of {n} elements of {name} disagree on NaN/inf; first at {idx}: "
-                          f"got {y64[i].item()}, expected {t64[i].item()}", worst_index=idx, bad_count=count,
-                          bad_fraction=count / n, numel=n, worst_value=y64[i].item(), worst_truth=t64[i].item())
+        got, want = y64[i].item(), t64[i].item()
+        what = (f"{name}[{', '.join(map(str, idx))}] is {got} where the truth is {want}"
+                + (" (a NaN was dropped)" if want != want and got == got else "")
+                + (" (a NaN where the truth has none)" if got != got and want == want else ""))
+        return Comparison(False, "KL201", f"{what}; {count} of {n} elements disagree on NaN/inf", worst_index=idx,
+                          bad_count=count, bad_fraction=count / n, numel=n, worst_value=got, worst_truth=want)
     u = UNIT_ROUNDOFF.get(str(y.dtype), 2.0**-24)
     err = torch.where(fin_t, (y64 - t64).abs(), torch.zeros_like(t64))
     ref_err = torch.where(fin_t, (r64 - t64).abs(), torch.zeros_like(t64))

@@ -81,16 +81,18 @@ def same(a, b) -> bool:
 
 
 def describe_variant(kind: str, name: str, description: str, shapes: str | None) -> str:
-    """How a message names a variant: by its sizes, its layout, or its values."""
+    """Where a failure happened, after the problem itself: the sizes, the layout, or the values of the inputs."""
     if kind == "size":
-        return f"fails at shape {shapes}, which the reference accepts" if shapes else f"fails at {description}"
+        return f"at shape {shapes}, which the reference accepts" if shapes else f"at {description}"
     if kind == "layout":
-        return f"fails with non-contiguous inputs ({description}; {shapes}), which the reference accepts"
-    return f"variant {name} ({description}, inputs {shapes})"
+        return f"with non-contiguous inputs ({description}; {shapes}), which the reference accepts"
+    return f"variant {name}: {description}, inputs {shapes}"
 
 
-def where(e: Evidence) -> str:
-    return describe_variant(e.kind, e.variant, e.description, e.shapes)
+def located(e: Evidence, problem: str) -> str:
+    """A message leads with what is wrong and where in the output; the variant follows (a reader, or the
+    Problems panel, sees the first 80 characters)."""
+    return f"{problem}; {describe_variant(e.kind, e.variant, e.description, e.shapes)}"
 
 
 def output_name(j: int, count: int) -> str:
@@ -131,8 +133,9 @@ def stale_output(e: Evidence, j: int, comparison: Comparison) -> RuleFinding | N
         return None
     if not any(len(prev) == len(e.outputs) and same(prev[j], y) for prev in e.earlier):
         return None
-    return RuleFinding("KL206", f"{where(e)}: {output_name(j, len(e.outputs))} is identical to an earlier call's "
-                       "output on different inputs: results are cached or do not depend on the inputs")
+    return RuleFinding("KL206", located(e, f"{output_name(j, len(e.outputs))} is identical to an earlier call's "
+                                           "output on different inputs: results are cached or do not depend on the "
+                                           "inputs"))
 
 
 def repeat_differs(e: Evidence, j: int) -> RuleFinding | None:
@@ -145,8 +148,8 @@ def repeat_differs(e: Evidence, j: int) -> RuleFinding | None:
                         aa if isinstance(aa, torch.Tensor) and aa.is_floating_point() else None)
     if c2.ok or c2.code not in ("KL200", "KL201"):
         return None
-    return RuleFinding("KL207", f"{where(e)}: two runs on the same inputs differ beyond rounding ({c2.message}): "
-                       "a likely race", place="store", output=j, rerun=True, comparison=c2)
+    return RuleFinding("KL207", located(e, f"two runs on the same inputs differ beyond rounding, a likely race "
+                                           f"({c2.message})"), place="store", output=j, rerun=True, comparison=c2)
 
 
 def judge_outputs(e: Evidence) -> tuple[list[RuleFinding], Comparison | None, bool]:
@@ -176,7 +179,7 @@ def judge_outputs(e: Evidence) -> tuple[list[RuleFinding], Comparison | None, bo
             msg = c.message
             if c.code == "KL200" and e.truth_dtype != "float64":
                 msg += f" (truth computed in {e.truth_dtype}: the reference does not run in float64)"
-            findings.append(RuleFinding(c.code, f"{where(e)}: {msg}", place="store", output=j, comparison=c,
+            findings.append(RuleFinding(c.code, located(e, msg), place="store", output=j, comparison=c,
                                         data=c.summary()))
         elif c.code is None:
             race = repeat_differs(e, j)
@@ -235,30 +238,31 @@ def judge_random(e: Evidence) -> Judgement:
     for j, (a, b, rr) in enumerate(zip(e.outputs, e.rerun, e.reference)):
         name = output_name(j, len(e.outputs))
         if not isinstance(a, torch.Tensor) or a.shape != rr.shape or a.dtype != rr.dtype:
-            findings.append(RuleFinding("KL202", f"{where(e)}: {name} is {getattr(a, 'dtype', type(a))} "
-                                        f"{tuple(getattr(a, 'shape', ()))}, the reference's {rr.dtype} "
-                                        f"{tuple(rr.shape)}"))
+            findings.append(RuleFinding("KL202", located(e, f"{name} is {getattr(a, 'dtype', type(a))} "
+                                                           f"{tuple(getattr(a, 'shape', ()))}, the reference's "
+                                                           f"{rr.dtype} {tuple(rr.shape)}")))
             verdict = "KL202"
             continue
         if isinstance(b, torch.Tensor) and not same(a, b):
-            findings.append(RuleFinding("KL207", f"{where(e)}: two runs with the same inputs and seed give "
-                                        f"different {name}: a fixed seed must give a repeatable result"))
+            findings.append(RuleFinding("KL207", located(e, f"two runs with the same inputs and seed give different "
+                                                           f"{name}: a fixed seed must give a repeatable result")))
             verdict = "KL207"
         if a.is_floating_point() and torch.isnan(a).any() and not torch.isnan(rr).any():
-            findings.append(RuleFinding("KL203", f"{where(e)}: {int(torch.isnan(a).sum())} elements of {name} "
-                                        "are NaN (unwritten?) where the reference has none"))
+            findings.append(RuleFinding("KL203", located(e, f"{int(torch.isnan(a).sum())} elements of {name} are "
+                                                           "NaN (unwritten?) where the reference has none")))
             verdict = "KL203"
             continue
         d, crit = ks_statistic(a, rr)
         if d > crit:
             zeros = (f"; zero fraction {float((a == 0).double().mean()):.4f} vs reference "
                      f"{float((rr == 0).double().mean()):.4f}")
-            findings.append(RuleFinding("KL200", f"{where(e)}: the distribution of {name} differs from the "
-                                        f"reference's (two-sample Kolmogorov-Smirnov D = {d:.4f} > {crit:.4f} at "
-                                        f"alpha 1e-6{zeros})", data={"ks": d, "ks_critical": crit}))
+            findings.append(RuleFinding("KL200", located(e, f"the distribution of {name} differs from the reference's "
+                                                           f"(two-sample Kolmogorov-Smirnov D = {d:.4f} > {crit:.4f} "
+                                                           f"at alpha 1e-6{zeros})"),
+                                        data={"ks": d, "ks_critical": crit}))
             verdict = "KL200"
     if e.sample_message:
-        findings.append(RuleFinding("KL200", f"{where(e)}: {e.sample_message}"))
+        findings.append(RuleFinding("KL200", located(e, e.sample_message)))
         verdict = "KL200"
     findings += [f for f in [no_launch(e)] if f is not None]
     return Judgement(findings, verdict)

@@ -165,7 +165,7 @@ class Verifier:
             if e.side != IMPLEMENTATION:
                 self.skipped.append((v.name, f"the {e.side} cannot be built at these sizes"))
                 return None
-            self.fail("KL209", v, f"{self.where(v, None)}: {e}", deepest_line(e.exc, self.job.path))
+            self.fail("KL209", v, f"{e}; {self.where(v, None)}", deepest_line(e.exc, self.job.path))
             return None
         try:
             inputs = p.make_inputs(v.seed, v.knobs)
@@ -226,8 +226,8 @@ class Verifier:
         except Exception as e:
             raise_device_fault(e)
             line = deepest_line(e, self.job.path)
-            self.fail("KL209", v, f"{self.where(v, shapes)}: the implementation raised "
-                      f"{type(e).__name__}: {readable(str(e))[:300]}", line)
+            self.fail("KL209", v, f"the implementation raised {type(e).__name__}: {readable(str(e))[:300]}; "
+                      f"{self.where(v, shapes)}", line)
             self.row(v, shapes, "raised", None)
             return None
         finally:
