@@ -21,6 +21,7 @@ from .. import __version__
 from ..check import check_file, long_lived_workers
 from ..codes import severity_of
 from ..config import ConfigError, Settings, apply_overrides, find_pyproject, load_pyproject
+from ..device import gpu_present
 from ..jobs import Stage
 from ..model import Finding, Span
 from ..worker.pool import WarmPool
@@ -92,6 +93,10 @@ class KernelLanguageServer(LanguageServer):
             self.window_show_message(types.ShowMessageParams(types.MessageType.Error,
                                                              f"kernel-lsp settings: {e}; using the defaults"))
         self.settings = settings
+        if settings.device == "cuda" and not settings.runner and not gpu_present():
+            self.window_show_message(types.ShowMessageParams(
+                types.MessageType.Error, "kernel-lsp: device is cuda, but this machine has no CUDA GPU: set device to "
+                "auto or cpu, or a runner that reaches a GPU; each file shows KL303 until then"))
         self.scheduler.timeout_source = ("the kernelLsp.timeout setting" if "timeout" in self.client_overrides
                                          else "`timeout` in [tool.kernel-lsp]")
         self.scheduler.configure(settings, root)

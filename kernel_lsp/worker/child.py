@@ -36,6 +36,10 @@ def die_with_parent(expected_parent: int | None) -> None:
         os._exit(1)
 
 
+class NoDevice(RuntimeError):
+    """`device = cuda` on a machine where torch sees no CUDA GPU."""
+
+
 def choose_device(requested: str) -> str:
     """Pick where kernels run, before triton is imported: TRITON_INTERPRET is read at import time."""
     if requested == "cpu":
@@ -46,7 +50,8 @@ def choose_device(requested: str) -> str:
         os.environ.pop("TRITON_INTERPRET", None)
         return "cuda"
     if requested == "cuda":
-        raise RuntimeError("device = cuda was requested but no CUDA GPU is visible to torch")
+        raise NoDevice("device is cuda, but torch sees no CUDA GPU on this machine: use device auto or cpu, or a "
+                       "runner that reaches a GPU")
     os.environ["TRITON_INTERPRET"] = "1"
     return "cpu"
 
@@ -66,6 +71,9 @@ def main(argv: list[str]) -> int:
                 run_check(job, w)
             else:
                 raise ValueError(f"unknown job kind {job.kind!r}")
+        except NoDevice as e:
+            w.finding(Finding(job.path, job.anchor, severity_of("KL303"), "KL303", f"no worker to run this file: {e}",
+                              source="kernel-lsp.worker"))
         except MemoryError as e:
             w.finding(_oom_finding(job, f"host memory ran out: {e}"))
         except Exception as e:

@@ -33,3 +33,25 @@ def test_runner_that_cannot_start_is_a_diagnostic_and_the_server_lives_on(tmp_pa
     finally:
         client.proc.kill()
         client.proc.wait()
+
+
+def test_device_cuda_without_a_gpu_is_one_message_and_a_clear_diagnostic(tmp_path):
+    import os
+    if os.path.exists("/dev/nvidiactl"):
+        return  # a GPU machine: the setting is fine there
+    (tmp_path / "pyproject.toml").write_text('[tool.kernel-lsp]\ndevice = "cuda"\n')
+    case = shutil.copy(CORPUS / "ok_add_fp32.py", tmp_path / "add.py")
+    client = RawClient(tmp_path)
+    try:
+        client.initialize(tmp_path)
+        message = client.wait(lambda m: m.get("method") == "window/showMessage"
+                              and "no CUDA GPU" in m["params"]["message"], timeout=60)
+        assert message["params"]["type"] == 1  # error
+        uri = client.open(case)
+        diag = client.wait(lambda m: m.get("method") == "textDocument/publishDiagnostics" and m["params"]["uri"] == uri
+                           and m["params"]["diagnostics"], timeout=120)
+        (d,) = diag["params"]["diagnostics"]
+        assert d["code"] == "KL303" and "torch sees no CUDA GPU" in d["message"], d
+    finally:
+        client.proc.kill()
+        client.proc.wait()
