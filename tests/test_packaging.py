@@ -3,6 +3,7 @@ tells users to install from a clone or such a wheel: kernel-lsp is not on a pack
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import tarfile
@@ -39,13 +40,14 @@ def _venv(path, artifact, isolated: bool = False):
 
 
 def _runs(py, tmp_path):
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}  # the installed copy, never a checkout
     case = tmp_path / "case.py"
     case.write_text((CORPUS / "bug_relu_drops_nan.py").read_text())
     where = subprocess.run([str(py), "-c", "import kernel_lsp, sys; print(kernel_lsp.__file__)"], cwd=tmp_path,
-                           capture_output=True, text=True, timeout=120).stdout
+                           capture_output=True, text=True, timeout=120, env=env).stdout
     assert str(ROOT) not in where, where  # the installed copy, not the clone
     proc = subprocess.run([str(py), "-m", "kernel_lsp.cli", "check", str(case), "--format", "json", "--no-cache"],
-                          cwd=tmp_path, capture_output=True, text=True, timeout=600)
+                          cwd=tmp_path, capture_output=True, text=True, timeout=600, env=env)
     assert proc.returncode == 1 and '"KL201"' in proc.stdout, proc.stderr[-2000:]
 
 

@@ -147,10 +147,19 @@ def compare_tensor(y, r, t, name: str = "output", unwritten=None, abs_terms=None
         j = int(torch.where(bad, err, torch.zeros_like(err)).argmax())
         comp.worst_index = unravel(j, tuple(y.shape))
         comp.worst_value, comp.worst_truth = y64[j].item(), t64[j].item()
+        # The quoted element's own errors; the tensor-wide maxima only when another element holds them.
+        own_abs, own_rel = float(err[j]), float(rel[j])
+        elsewhere = []
+        if i != j:
+            elsewhere.append(f"abs {_fmt(max_abs)} at [{', '.join(map(str, unravel(i, tuple(y.shape))))}]")
+        if comp.max_rel > own_rel * (1 + 1e-9):
+            k = int(rel.argmax())
+            elsewhere.append(f"rel {_fmt(comp.max_rel)} at [{', '.join(map(str, unravel(k, tuple(y.shape))))}]")
         comp.message = (f"{name}[{', '.join(map(str, comp.worst_index))}] = {_fmt(comp.worst_value)}, truth "
-                        f"{_fmt(comp.worst_truth)} (abs error {_fmt(max_abs)}, rel {_fmt(comp.max_rel)}); "
+                        f"{_fmt(comp.worst_truth)} (abs error {_fmt(own_abs)}, rel {_fmt(own_rel)}); "
                         f"PyTorch's own {str(y.dtype).replace('torch.', '')} error is at most {_fmt(e_ref)}; "
-                        f"{comp.bad_count} of {n} elements ({100 * comp.bad_fraction:.3g}%) out of budget")
+                        f"{comp.bad_count} of {n} elements ({100 * comp.bad_fraction:.3g}%) out of budget"
+                        + (f"; largest errors elsewhere: {', '.join(elsewhere)}" if elsewhere else ""))
     return comp
 
 

@@ -276,8 +276,13 @@ def _run_stages(job: CheckJob, w: Sink, rep: Reporter, recorder: LaunchRecorder,
     launched = {l.spec.qualname for l in recorder.launches}
     for k in job.kernels:
         if not k.is_helper and k.qualname not in launched and k.name not in {l.spec.name for l in recorder.launches}:
-            rep.add("KL104", f"kernel {k.name} is defined but the linked code never launches it",
-                    k.name_span, source="kernel-lsp.compile", kernel=k.qualname)
+            if recorder.launches:  # another kernel ran: this one is a path the linked inputs do not take
+                rep.add("KL104", f"kernel {k.name} is not exercised by the linked inputs (another kernel ran): it "
+                        "is not verified", k.name_span, source="kernel-lsp.compile", severity=Severity.INFO,
+                        kernel=k.qualname)
+            else:
+                rep.add("KL104", f"kernel {k.name} is defined but the linked code never launches it",
+                        k.name_span, source="kernel-lsp.compile", kernel=k.qualname)
     if job.verify:
         from .verify import verify_problem
         verify_problem(problem, recorder, rep, job, captured_output)

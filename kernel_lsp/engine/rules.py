@@ -48,13 +48,16 @@ class Evidence:
     earlier: list = field(default_factory=list)  # flattened outputs of earlier calls on other inputs
     untrusted: bool = False  # the CPU interpreter computes these kernels' numbers wrongly: values not judged
     sample_message: str | None = None  # random ops: the reference's per-sample invariant, broken
+    result_line: int | None = None  # no launch: the line of the user's file that returned the result
 
 
 @dataclass
 class RuleFinding:
     code: str
     message: str
-    place: str = "launch"  # "launch" (the launch site), "store" (the store that wrote `comparison`'s element) or "none"
+    # "launch" (the launch site), "store" (the store that wrote `comparison`'s element), "result" (the line that
+    # returned the result) or "none"
+    place: str = "launch"
     output: int | None = None  # which output, for place "store"
     rerun: bool = False  # the element is in the second run's output
     comparison: Comparison | None = None
@@ -126,10 +129,25 @@ def unwritten_mask(y, y_b):
     return None
 
 
+MIN_DISTINCT_FOR_STALE = 4  # an output with fewer distinct values can repeat by chance: it is a mismatch, not a cache
+
+
+def informative(y) -> bool:
+    """Whether an output could only repeat because it was cached: enough distinct values (a constant guard value,
+    or a three-element result, repeats by chance)."""
+    import torch
+    if not isinstance(y, torch.Tensor) or y.numel() < 2 * MIN_DISTINCT_FOR_STALE:
+        return False
+    flat = y.detach().reshape(-1)
+    flat = flat[~torch.isnan(flat)] if flat.is_floating_point() else flat
+    return torch.unique(flat[:4096]).numel() >= MIN_DISTINCT_FOR_STALE
+
+
 def stale_output(e: Evidence, j: int, comparison: Comparison) -> RuleFinding | None:
-    """KL206: a wrong output equal to an earlier call's output on other inputs."""
+    """KL206: a wrong output equal to an earlier call's output on other inputs (and informative enough that the
+    equality cannot be chance: a constant wrong output is reported as the mismatch it is)."""
     y = e.outputs[j]
-    if comparison.ok or comparison.code not in ("KL200", "KL201"):
+    if comparison.ok or comparison.code not in ("KL200", "KL201") or not informative(y):
         return None
     if not any(len(prev) == len(e.outputs) and same(prev[j], y) for prev in e.earlier):
         return None
@@ -193,7 +211,7 @@ def no_launch(e: Evidence) -> RuleFinding | None:
     if e.launches:
         return None
     return RuleFinding("KL205", "the implementation returned a result without launching any Triton kernel "
-                       "(a PyTorch fallback?)", place="none")
+                       "(a PyTorch fallback?)", place="result")
 
 
 def judge(e: Evidence) -> Judgement:

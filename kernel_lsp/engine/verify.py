@@ -78,10 +78,9 @@ class Verifier:
         return self.job.link.reference
 
     def run(self, captured_output: Any = None) -> None:
+        # The capture run's output is never an "earlier call" for the stale-result rule: under the interpreter it
+        # is dry (no kernel ran), so any output would "equal" it by accident.
         p = self.problem
-        if captured_output is not None:
-            self.state.outputs.append([x.clone() if hasattr(x, "clone") else x
-                                       for x in flatten_outputs(captured_output)])
 
         def measure(knobs):
             try:
@@ -244,16 +243,50 @@ class Verifier:
         self.collect_oob(v)
         y1_flat = flatten_outputs(y1)
         y2_flat = flatten_outputs(y2) if y2 is not None else [None] * len(y1_flat)
+        result_line = self.result_line(impl, inputs) if launches == 0 else None
         sample_message = None
         if p.random and p.sample_check is not None and len(y1_flat) == len(r_flat):
             sample_message = p.sample_check(inputs, y1_flat[0] if len(y1_flat) == 1 else y1_flat)
         return Evidence(v.name, v.kind, v.description, shapes, y1_flat, y2_flat, r_flat, t_flat, a_flat, truth_dtype,
-                        launches, impl_inputs, ref_inputs, self.state.outputs, bool(self.untrusted), sample_message)
+                        launches, impl_inputs, ref_inputs, self.state.outputs, bool(self.untrusted), sample_message,
+                        result_line)
+
+    def result_line(self, impl, inputs) -> int | None:
+        """The line of the user's file that returned the result: its outermost frame's `return`, found by running
+        the implementation once more under a trace (only when it launched nothing, so the run is cheap)."""
+        import sys
+        target, entry, found, names = os.path.realpath(self.job.path), [], [], {}
+
+        def local(frame, event, arg):
+            if event == "return" and frame is entry[0]:
+                found.append(frame.f_lineno - 1)
+            return local
+
+        def call(frame, event, arg):
+            name = frame.f_code.co_filename
+            if name not in names:
+                names[name] = os.path.realpath(name) == target
+            if names[name] and not entry:
+                entry.append(frame)
+                return local
+            return None
+
+        old = sys.gettrace()
+        sys.settrace(call)
+        try:
+            _call(impl, clone_inputs(inputs))
+        except Exception as e:
+            raise_device_fault(e)
+        finally:
+            sys.settrace(old)
+        return found[0] if found else None
 
     def place(self, f: RuleFinding, e: Evidence) -> int | None:
         """The line a rule's finding belongs on: the store that wrote the bad element, else the launch site."""
         if f.place == "none":
             return None
+        if f.place == "result":
+            return e.result_line
         if f.place == "store" and f.comparison is not None:
             return self.line_for((e.rerun if f.rerun else e.outputs)[f.output], f.comparison)
         return self.launch_line()

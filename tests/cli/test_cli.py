@@ -33,7 +33,7 @@ def test_cli_exit_two_for_broken_config(tmp_path):
     write(tmp_path / "k.py", "import triton\n")
     proc = run_cli("check", str(tmp_path))
     assert proc.returncode == 2
-    assert "pyproject.toml:1" in proc.stderr and "verify" in proc.stderr and "Traceback" not in proc.stderr
+    assert "pyproject.toml:2" in proc.stderr and "verify" in proc.stderr and "Traceback" not in proc.stderr
     write(tmp_path / "pyproject.toml", "[tool.kernel-lsp\n")
     proc = run_cli("check", str(tmp_path))
     assert proc.returncode == 2 and "not valid TOML" in proc.stderr
@@ -57,10 +57,17 @@ def test_cli_syntax_error_and_non_utf8_are_findings(tmp_path):
 
 
 def test_cli_ignore_pragma_suppresses_a_finding(tmp_path):
-    text = (CORPUS / "bug_never_launched.py").read_text().replace(
-        "def _scale_kernel_v2(", "def _scale_kernel_v2(  # kernel-lsp: ignore[KL104]\n    ")
+    text = (CORPUS / "bug_never_launched.py").read_text()
     write(tmp_path / "k.py", text)
-    proc = run_cli("check", str(tmp_path / "k.py"))
+    proc = run_cli("check", str(tmp_path / "k.py"), "--no-cache", "--format", "json")
+    found = {f["code"]: f["range"]["line"] for f in json.loads(proc.stdout)["files"][0]["findings"]}
+    lines = text.splitlines()
+    # KL205 lands on the line that returned the result, KL104 on the kernel that never ran
+    assert lines[found["KL205"]].strip() == "return x * 3.0" and lines[found["KL104"]].startswith("def _scale_kernel")
+    lines[found["KL205"]] += "  # kernel-lsp: ignore[KL205]"
+    lines[found["KL104"]] += "  # kernel-lsp: ignore[KL104]"
+    write(tmp_path / "k.py", "\n".join(lines) + "\n")
+    proc = run_cli("check", str(tmp_path / "k.py"), "--no-cache")
     assert proc.returncode == 0, proc.stdout
 
 

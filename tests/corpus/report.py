@@ -35,6 +35,7 @@ def main() -> int:
     by_path = {f["path"]: f for f in doc["files"]}
     table = defaultdict(lambda: [0, 0, 0, 0])  # cases, caught, missed, false alarms
     margins = []
+    wrong: list[str] = []
     for p in files:
         expected, cls = label(p)
         report = by_path[str(p.resolve())]
@@ -43,11 +44,15 @@ def main() -> int:
         row[0] += 1
         if expected:
             row[1 if expected <= got else 2] += 1
+            if not expected <= got:
+                wrong.append(f"missed: {p.relative_to(HERE)} expects {' '.join(sorted(expected))}, got "
+                             f"{' '.join(sorted(got)) or 'nothing'}")
         elif got:
             row[3] += 1
+            wrong.append(f"false alarm: {p.relative_to(HERE)}: {' '.join(sorted(got))}")
         for k in report["kernels"].values():
             for v in k.get("verification", {}).get("variants", []):
-                if not expected and v["max_abs"] and v["ref_max_abs"]:
+                if not expected and v.get("max_abs") and v.get("ref_max_abs"):
                     margins.append(v["max_abs"] / v["ref_max_abs"])
     print("| bug class | cases | caught | missed | false alarms |")
     print("| --- | --- | --- | --- | --- |")
@@ -55,6 +60,8 @@ def main() -> int:
         n, caught, missed, fa = table[cls]
         print(f"| {cls} | {n} | {caught if cls != 'correct kernels' else '-'} | "
               f"{missed if cls != 'correct kernels' else '-'} | {fa} |")
+    for line in wrong:
+        print(line)
     if margins:
         margins.sort()
         print(f"\nclean cases: {len(margins)} variant results; max error / PyTorch's own error: median "

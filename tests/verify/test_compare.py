@@ -65,3 +65,16 @@ def test_compare_unwritten_mask_wins():
     unwritten[7:] = True
     c = compare_tensor(r.clone(), r, t, unwritten=unwritten)
     assert c.code == "KL203" and c.bad_count == 3 and c.worst_index == (7,)
+
+
+def test_compare_quotes_the_elements_own_error_and_the_maxima_apart():
+    """The quoted element is the worst one out of budget, with its own errors; the largest absolute error sits on
+    another element (within budget at its magnitude) and is named apart, with its index."""
+    import torch
+    from kernel_lsp.engine.compare import compare_tensor
+    t = torch.tensor([1e6, 1.0, 2.0, 3.0])
+    y = torch.tensor([1e6 + 0.1, 1.0, 2.09, 3.0])  # [0]: abs 0.125 in fp32, within 3 ulp of 1e6; [2]: abs 0.09, not
+    c = compare_tensor(y, t, t.double())
+    assert not c.ok and c.worst_index == (2,) and c.bad_count == 1
+    assert c.message.startswith("output[2] = 2.09, truth 2 (abs error 0.09, rel 0.045)"), c.message
+    assert c.message.endswith("largest errors elsewhere: abs 0.125 at [0]"), c.message

@@ -150,3 +150,12 @@ def test_rules_ks_statistic_of_identical_samples_is_zero():
     x = torch.randn(1000)
     d, crit = ks_statistic(x, x.clone())
     assert d == 0.0 and 0 < crit < 1
+
+
+def test_rules_a_constant_wrong_output_is_a_mismatch_not_a_cache():
+    t = torch.randn(64)
+    zeros = torch.zeros(64)
+    j = judge(evidence([zeros.clone()], reference=[t], earlier=[[zeros.clone()]]))
+    assert codes(j) == ["KL200"]  # the guard's constant repeats by chance: not KL206
+    tiny = torch.tensor([1.0, 2.0, 3.0])
+    assert codes(judge(evidence([tiny.clone()], reference=[tiny + 5], earlier=[[tiny.clone()]]))) == ["KL200"]
