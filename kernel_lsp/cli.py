@@ -387,6 +387,11 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_USAGE
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        # `kernel-lsp check | head`: the reader left. Point stdout at /dev/null so the interpreter's final flush
+        # cannot raise again, and exit quietly (the findings that mattered were read).
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_FINDINGS
 
 
 if __name__ == "__main__":

@@ -49,8 +49,17 @@ class Comparison:
                 "bad_fraction": self.bad_fraction, "bad_count": self.bad_count}
 
 
-def _fmt(x: float) -> str:
-    return f"{x:.3g}"
+def _fmt(x: float, digits: int = 3) -> str:
+    return f"{x:.{digits}g}"
+
+
+def _digits(value: float, truth: float) -> int:
+    """Significant digits that show a value and its truth apart (3 unless they agree in the first 3)."""
+    import math
+    if value == truth or not (math.isfinite(value) and math.isfinite(truth)) or truth == 0:
+        return 3
+    rel = abs(value - truth) / abs(truth)
+    return min(10, max(3, math.ceil(-math.log10(rel)) + 2)) if rel > 0 else 3
 
 
 def unravel(flat: int, shape: tuple[int, ...]) -> tuple[int, ...]:
@@ -155,8 +164,9 @@ def compare_tensor(y, r, t, name: str = "output", unwritten=None, abs_terms=None
         if comp.max_rel > own_rel * (1 + 1e-9):
             k = int(rel.argmax())
             elsewhere.append(f"rel {_fmt(comp.max_rel)} at [{', '.join(map(str, unravel(k, tuple(y.shape))))}]")
-        comp.message = (f"{name}[{', '.join(map(str, comp.worst_index))}] = {_fmt(comp.worst_value)}, truth "
-                        f"{_fmt(comp.worst_truth)} (abs error {_fmt(own_abs)}, rel {_fmt(own_rel)}); "
+        d = _digits(comp.worst_value, comp.worst_truth)
+        comp.message = (f"{name}[{', '.join(map(str, comp.worst_index))}] = {_fmt(comp.worst_value, d)}, truth "
+                        f"{_fmt(comp.worst_truth, d)} (abs error {_fmt(own_abs)}, rel {_fmt(own_rel)}); "
                         f"PyTorch's own {str(y.dtype).replace('torch.', '')} error is at most {_fmt(e_ref)}; "
                         f"{comp.bad_count} of {n} elements ({100 * comp.bad_fraction:.3g}%) out of budget"
                         + (f"; largest errors elsewhere: {', '.join(elsewhere)}" if elsewhere else ""))

@@ -113,11 +113,12 @@ def import_path(path: str, tag: str, source: str | None = None) -> types.ModuleT
 class Problem:
     """The two callables to compare, built for given size knobs (KernelBench models depend on them)."""
 
-    build: Callable[[dict[str, int]], tuple[Callable, Callable]]
+    build: Callable[[dict[str, int], list | None], tuple[Callable, Callable]]  # (knobs, init inputs) -> callables
     input_factory: Callable[[], list]
     input_module: types.ModuleType
     size_knobs: dict[str, int] = field(default_factory=dict)
-    make_reference: Callable[[], Callable] | None = None  # a fresh reference (for shape-only runs on meta)
+    # A fresh reference, given init inputs or None for the problem's own (for shape-only runs on meta).
+    make_reference: Callable[[list | None], Callable] | None = None
     device: str = "cpu"  # where inputs and models live: "cuda" when kernels run on a GPU
     random: bool = False  # the reference draws random numbers: judge distributions, not elements
     sample_check: Callable[[list, Any], str | None] | None = None  # per-sample invariant from the reference
@@ -125,6 +126,7 @@ class Problem:
     _float64: dict[tuple[int, bool], Callable] = field(default_factory=dict)
     # Another version of the implementation file, built like the implementation (a race between two versions).
     build_other: Callable[[str], Callable] | None = None
+    init_inputs: Callable[[], list] | None = None  # KernelBench's get_init_inputs
 
     def float64(self, ref: Callable, absolute: bool = False) -> Callable:
         """The reference upcast to float64 (parameters made absolute when asked), copied once per reference
@@ -145,12 +147,23 @@ class Problem:
             for k, v in saved.items():
                 setattr(self.input_module, k, v)
 
-    def callables(self, knobs: dict[str, int] | None = None) -> tuple[Callable, Callable]:
-        """(reference, implementation) for these knobs; raises UserCodeError when building fails."""
-        key = tuple(sorted((knobs or {}).items()))
+    def init(self, knobs: dict[str, int] | None = None, setting: dict | None = None) -> list | None:
+        """The init inputs at these knobs with the setting's init entries applied (None: no init inputs)."""
+        if self.init_inputs is None:
+            return None
+        from .shapes import init_with
+        with self.knobs_set(knobs):
+            return init_with(list(self.init_inputs()), setting or {})
+
+    def callables(self, knobs: dict[str, int] | None = None,
+                  setting: dict | None = None) -> tuple[Callable, Callable]:
+        """(reference, implementation) for these knobs and size setting (shapes.py: only its init entries change
+        the models); raises UserCodeError when building fails."""
+        init = {p: n for p, n in (setting or {}).items() if p[0] == "init"}
+        key = (tuple(sorted((knobs or {}).items())), tuple(sorted(init.items())))
         if key not in self._built:
             with self.knobs_set(knobs):
-                self._built[key] = self.build(knobs or {})
+                self._built[key] = self.build(knobs or {}, self.init(knobs, init) if init else None)
         return self._built[key]
 
     @property
@@ -170,7 +183,7 @@ class Problem:
             inputs = list(inputs) if isinstance(inputs, (list, tuple)) else [inputs]
             total = numel_of(inputs)
             try:
-                reference = self.make_reference() if self.make_reference else None
+                reference = self.make_reference(None) if self.make_reference else None
                 if reference is not None:
                     with torch.no_grad():
                         out = reference(*inputs)
@@ -180,10 +193,35 @@ class Problem:
                 pass  # an op without a meta kernel: inputs alone must do
         return total
 
-    def make_inputs(self, seed: int, knobs: dict[str, int] | None = None) -> list:
-        """The input factory's tensors, on the problem's device. On a GPU the factory runs with it as the default
-        device, so `torch.randn(...)` draws there instead of on the CPU (seconds per call at 64M elements)."""
+    def accepts(self, knobs: dict[str, int], setting: dict, base_inputs: list) -> bool:
+        """Whether the reference takes inputs resized by `setting` (shapes.py), judged on the meta device: shapes
+        only, no memory, no compute. An op without a meta kernel says nothing, and counts as accepted (a real run
+        that fails is a skipped variant)."""
         import torch
+        from .shapes import resized_shape
+        if self.make_reference is None:
+            return True
+        try:
+            with self.knobs_set(knobs), torch.device("meta"):
+                torch.manual_seed(0)
+                reference = self.make_reference(self.init(knobs, setting))
+                inputs = [torch.empty(resized_shape(tuple(x.shape), i, setting), dtype=x.dtype)
+                          if isinstance(x, torch.Tensor) else setting.get(("int", i), x)
+                          for i, x in enumerate(base_inputs)]
+                with torch.no_grad():
+                    reference(*inputs)
+        except (NotImplementedError, MemoryError):
+            return True
+        except Exception as e:
+            return "meta" in str(e).lower()
+        return True
+
+    def make_inputs(self, seed: int, knobs: dict[str, int] | None = None, setting: dict | None = None) -> list:
+        """The input factory's tensors, on the problem's device, resized by `setting` (shapes.py). On a GPU the
+        factory runs with it as the default device, so `torch.randn(...)` draws there instead of on the CPU
+        (seconds per call at 64M elements)."""
+        import torch
+        from .shapes import apply
         with self.knobs_set(knobs):
             torch.manual_seed(seed)
             if self.device == "cpu":
@@ -192,7 +230,7 @@ class Problem:
                 with torch.device(self.device):
                     inputs = self.input_factory()
         inputs = list(inputs) if isinstance(inputs, (list, tuple)) else [inputs]
-        return [x.to(self.device) if isinstance(x, torch.Tensor) else x for x in inputs]
+        return apply([x.to(self.device) if isinstance(x, torch.Tensor) else x for x in inputs], setting or {}, seed)
 
 
 def _to_float64_model(ref, absolute: bool = False):
@@ -242,9 +280,9 @@ def load_problem(link: LinkSpec, impl_path: str, seed: int, source: str | None =
             raise UserCodeError("the input factory failed to import", e, inputs_path, INPUTS) from e
 
     if link.kind == "kernelbench":
-        def build(knobs: dict[str, int]) -> tuple[Callable, Callable]:
+        def build(knobs: dict[str, int], init: list | None) -> tuple[Callable, Callable]:
             try:
-                init = list(ref.get_init_inputs())
+                init = list(ref.get_init_inputs()) if init is None else init
                 torch.manual_seed(seed)
                 ref_model = ref.Model(*init)
             except BaseException as e:
@@ -269,8 +307,8 @@ def load_problem(link: LinkSpec, impl_path: str, seed: int, source: str | None =
             return model.eval().to(device) if isinstance(model, torch.nn.Module) else model
 
         problem = Problem(build, ref.get_inputs, ref, _size_knobs(ref, ref.get_inputs, ref.get_init_inputs),
-                          lambda: ref.Model(*ref.get_init_inputs()), device, **_random_contract(ref),
-                          build_other=build_other)
+                          lambda init: ref.Model(*(ref.get_init_inputs() if init is None else init)), device,
+                          init_inputs=ref.get_init_inputs, build_other=build_other, **_random_contract(ref))
         problem.callables()  # build once now, so a broken model is reported as a load failure
         return problem
     named = {}
@@ -287,8 +325,8 @@ def load_problem(link: LinkSpec, impl_path: str, seed: int, source: str | None =
         except BaseException as e:
             raise UserCodeError("the other version could not be built", e, impl_path, IMPLEMENTATION) from e
 
-    return Problem(lambda knobs: (reference, entry), factory, inputs_mod, _size_knobs(inputs_mod, factory),
-                   lambda: reference, device, **_random_contract(ref), build_other=build_other_entry)
+    return Problem(lambda knobs, init: (reference, entry), factory, inputs_mod, _size_knobs(inputs_mod, factory),
+                   lambda init: reference, device, **_random_contract(ref), build_other=build_other_entry)
 
 
 def _random_contract(ref: types.ModuleType) -> dict[str, Any]:

@@ -239,6 +239,8 @@ def _run_stages(job: CheckJob, w: Sink, rep: Reporter, recorder: LaunchRecorder,
     interpreted = os.environ.get("TRITON_INTERPRET") == "1"
     if interpreted:
         recorder.interpret_autotune_without_benchmarks()
+        from .interpreter import faithful_scalars
+        faithful_scalars()
     targets = parse_targets(job.targets)
     if not interpreted:
         # On a GPU, also compile for the GPU's own architecture.
@@ -361,7 +363,7 @@ def _reference_fails_too(problem: Problem) -> BaseException | None:
             inputs = problem.input_factory()
             inputs = list(inputs) if isinstance(inputs, (list, tuple)) else [inputs]
             with torch.no_grad():
-                problem.make_reference()(*inputs)
+                problem.make_reference(None)(*inputs)
     except (NotImplementedError, MemoryError):
         return None
     except Exception as e:

@@ -49,6 +49,15 @@ class Evidence:
     untrusted: bool = False  # the CPU interpreter computes these kernels' numbers wrongly: values not judged
     sample_message: str | None = None  # random ops: the reference's per-sample invariant, broken
     result_line: int | None = None  # no launch: the line of the user's file that returned the result
+    updated: list[int] = field(default_factory=list)  # inputs the reference updates in place (judged as outputs,
+    # appended after the returned outputs in `outputs`, `rerun`, `reference`, `truth` and `abs_terms`)
+
+    def name(self, j: int) -> str:
+        """How a message names output j: a returned output, or an input the reference updates in place."""
+        returned = len(self.outputs) - len(self.updated)
+        if j >= returned:
+            return f"input {self.updated[j - returned]} (which the reference updates in place)"
+        return output_name(j, returned)
 
 
 @dataclass
@@ -103,10 +112,11 @@ def output_name(j: int, count: int) -> str:
 
 
 def mutated_input(e: Evidence) -> RuleFinding | None:
-    """KL204: the first input the implementation left different from how the reference left its copy."""
+    """KL204: the first input the implementation changed that the reference leaves as it was (an input the
+    reference updates in place is judged as an output instead)."""
     import torch
     for i, (a, b) in enumerate(zip(e.inputs_after, e.reference_inputs_after)):
-        if isinstance(a, torch.Tensor) and not same(a, b):
+        if i not in e.updated and isinstance(a, torch.Tensor) and not same(a, b):
             return RuleFinding("KL204", f"input {i} {tuple(a.shape)} was modified by the implementation "
                                "(the reference leaves it as it was)", data={"input": i})
     return None
@@ -151,7 +161,7 @@ def stale_output(e: Evidence, j: int, comparison: Comparison) -> RuleFinding | N
         return None
     if not any(len(prev) == len(e.outputs) and same(prev[j], y) for prev in e.earlier):
         return None
-    return RuleFinding("KL206", located(e, f"{output_name(j, len(e.outputs))} is identical to an earlier call's "
+    return RuleFinding("KL206", located(e, f"{e.name(j)} is identical to an earlier call's "
                                            "output on different inputs: results are cached or do not depend on the "
                                            "inputs"))
 
@@ -162,7 +172,7 @@ def repeat_differs(e: Evidence, j: int) -> RuleFinding | None:
     y_b, rr, tt, aa = e.rerun[j], e.reference[j], e.truth[j], e.abs_terms[j]
     if not isinstance(y_b, torch.Tensor):
         return None
-    c2 = compare_tensor(y_b, rr, tt if isinstance(tt, torch.Tensor) else rr, output_name(j, len(e.outputs)), None,
+    c2 = compare_tensor(y_b, rr, tt if isinstance(tt, torch.Tensor) else rr, e.name(j), None,
                         aa if isinstance(aa, torch.Tensor) and aa.is_floating_point() else None)
     if c2.ok or c2.code not in ("KL200", "KL201"):
         return None
@@ -177,7 +187,7 @@ def judge_outputs(e: Evidence) -> tuple[list[RuleFinding], Comparison | None, bo
     worst: Comparison | None = None
     stale = False
     for j, (y, y_b, rr, tt, aa) in enumerate(zip(e.outputs, e.rerun, e.reference, e.truth, e.abs_terms)):
-        name = output_name(j, len(e.outputs))
+        name = e.name(j)
         if not isinstance(rr, torch.Tensor):
             continue
         if e.variant == "special" and not rr.is_floating_point():
@@ -254,7 +264,7 @@ def judge_random(e: Evidence) -> Judgement:
         return Judgement(findings + [wrong_count], "structure")
     verdict = "ok"
     for j, (a, b, rr) in enumerate(zip(e.outputs, e.rerun, e.reference)):
-        name = output_name(j, len(e.outputs))
+        name = e.name(j)
         if not isinstance(a, torch.Tensor) or a.shape != rr.shape or a.dtype != rr.dtype:
             findings.append(RuleFinding("KL202", located(e, f"{name} is {getattr(a, 'dtype', type(a))} "
                                                            f"{tuple(getattr(a, 'shape', ()))}, the reference's "

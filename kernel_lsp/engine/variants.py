@@ -1,8 +1,8 @@
 """Input variants for verification: each a named, reproducible way to call the implementation.
 
 Value variants keep the problem's shapes and change the numbers: fresh seeds of the problem's own
-distribution, signed normal, heavy-tailed (Student t, 2 degrees of freedom), large and tiny magnitudes, and
-special values (NaN, +-inf, -0.0). Size variants change the module-level size knobs (`batch_size = 16`) to
+distribution, signed normal, a coarse dyadic grid (rounding ties, exact zeros, repeats), heavy-tailed (Student t,
+2 degrees of freedom), large and tiny magnitudes, and special values (NaN, +-inf, -0.0). Size variants change the module-level size knobs (`batch_size = 16`) to
 odd values that are not multiples of any block size. Layout variants keep the values and change the strides
 (transposed storage, every second element). Only floating-point tensors are changed; integer inputs (indices,
 labels) keep the problem's own values, since their valid range is the problem's business.
@@ -28,6 +28,7 @@ class Variant:
     knobs: dict[str, int] = field(default_factory=dict)
     transform: Callable[[list], list] | None = None
     description: str = ""
+    setting: dict = field(default_factory=dict)  # sizes read from the inputs, changed (shapes.py)
 
 
 def _floats(inputs: list, fn: Callable) -> list:
@@ -55,6 +56,39 @@ def scaled(factor_by_dtype: dict[str, float]) -> Callable[[list], list]:
     import torch
     return lambda inputs: _floats(inputs, lambda i, x: (torch.randn(x.shape, dtype=torch.float32, device=x.device)
                                                         * factor_by_dtype.get(str(x.dtype), 1.0)).to(x.dtype))
+
+
+GRID_LEVELS = 254  # multiples of a power of two q up to 254 q: absmax / 127 is then exactly 2 q
+
+
+def dyadic_grid(inputs: list) -> list:
+    """Values on a coarse dyadic grid, so that rounding ties, comparisons at equality and repeats really happen.
+
+    Inputs that are all positive (scales, variances) become powers of two. Others become multiples of a power
+    of two q, at most 254 q in magnitude, each keeping its sign; a sixteenth of the elements sit at +-254 q (so a
+    block's absmax / 127 is exactly 2 q, and x / scale lands on halves: ties for every rounding mode), and a
+    sixteenth of a signed input is exactly zero. Repeats, and ties in max and argmax, follow."""
+    import math
+
+    import torch
+
+    def snap(i, x):
+        xf = x.double()
+        finite = xf[torch.isfinite(xf)]
+        if finite.numel() == 0:
+            return x
+        if bool((finite > 0).all()):
+            return torch.exp2(torch.round(torch.log2(xf))).to(x.dtype)
+        amax = float(finite.abs().max())
+        q = 2.0 ** math.ceil(math.log2(amax / GRID_LEVELS))
+        k = torch.round(xf / q).clamp(-GRID_LEVELS, GRID_LEVELS)
+        k = torch.where((xf != 0) & (k == 0), torch.sign(xf), k)
+        u = torch.rand(x.shape, dtype=torch.float64, device=x.device)
+        k = torch.where(u < 1 / 16, torch.sign(xf) * GRID_LEVELS, k)
+        if bool((finite < 0).any()):
+            k = torch.where((u >= 1 / 16) & (u < 1 / 8), torch.zeros_like(k), k)
+        return (k * q).to(x.dtype)
+    return _floats(inputs, snap)
 
 
 SMALL_PERMUTATION = 1 << 20  # above this, special positions are drawn without a full permutation (it is slow)
@@ -135,37 +169,67 @@ def shrink_knobs(knobs: dict[str, int], measure: Callable[[dict[str, int]], int]
     return {k: _odd(current[k]) for k in sizes if current[k] != knobs[k] or knobs[k] % 2 == 0}
 
 
-def plan(knobs: dict[str, int], own_numel: int, measure: Callable[[dict[str, int]], int],
-         interpreted: bool) -> tuple[dict[str, int], list[Variant]]:
-    """Base knobs for value variants, and the full ordered variant list."""
-    base: dict[str, int] = {}
+def base_knobs(knobs: dict[str, int], own_numel: int, measure: Callable[[dict[str, int]], int],
+               interpreted: bool) -> dict[str, int]:
+    """The knobs value variants run at: the problem's own, or smaller ones the CPU interpreter can afford."""
     if interpreted and own_numel > CPU_ELEMENT_BUDGET and knobs:
-        base = shrink_knobs(knobs, measure, CPU_ELEMENT_BUDGET)
+        return shrink_knobs(knobs, measure, CPU_ELEMENT_BUDGET)
+    return {}
+
+
+def plan(knobs: dict[str, int], base: dict[str, int], measure: Callable[[dict[str, int]], int],
+         interpreted: bool, sizes: "SizePlan | None" = None) -> list[Variant]:
+    """The full ordered variant list. Value variants run at `base` knobs; `sizes` holds the settings read from
+    the inputs themselves (shapes.py): their base, and the size variants of a problem without knobs."""
+    sizes = sizes or SizePlan()
+    at = sizes.base
     variants = [
-        Variant("seed-1", "values", 1, base, None, "the problem's own distribution, seed 1"),
-        Variant("seed-2", "values", 2, base, None, "the problem's own distribution, seed 2"),
-        Variant("signed", "values", 3, base, signed, "signed normal values"),
-        Variant("heavy-tailed", "values", 4, base, heavy_tailed, "Student-t (2 d.o.f.) values"),
-        Variant("large", "values", 5, base, scaled(LARGE), "large magnitudes"),
-        Variant("tiny", "values", 6, base, scaled(TINY), "tiny magnitudes"),
-        Variant("special", "values", 7, base, special_values, "NaN, +-inf and -0.0 among the values"),
+        Variant("seed-1", "values", 1, base, None, "the problem's own distribution, seed 1", at),
+        Variant("seed-2", "values", 2, base, None, "the problem's own distribution, seed 2", at),
+        Variant("signed", "values", 3, base, signed, "signed normal values", at),
+        Variant("grid", "values", 13, base, dyadic_grid, "values on a coarse dyadic grid: exact ties, zeros and "
+                "repeats", at),
+        Variant("heavy-tailed", "values", 4, base, heavy_tailed, "Student-t (2 d.o.f.) values", at),
+        Variant("large", "values", 5, base, scaled(LARGE), "large magnitudes", at),
+        Variant("tiny", "values", 6, base, scaled(TINY), "tiny magnitudes", at),
+        Variant("special", "values", 7, base, special_values, "NaN, +-inf and -0.0 among the values", at),
     ]
-    sizes = [k for k, v in knobs.items() if v >= 16]
-    if sizes:
+    names = [k for k, v in knobs.items() if v >= 16]
+    if names:
         small_budget = CPU_ELEMENT_BUDGET // 4 if interpreted else 1 << 22
         odd = shrink_knobs(knobs, measure, small_budget)
         if not odd:
-            odd = {k: _odd(knobs[k]) for k in sizes}
+            odd = {k: _odd(knobs[k]) for k in names}
         variants.append(Variant("odd-size", "size", 8, odd, None, "odd sizes"))
-        tiny = {k: 3 + 2 * i for i, k in enumerate(sizes)}
+        tiny = {k: 3 + 2 * i for i, k in enumerate(names)}
         variants.append(Variant("small-size", "size", 9, tiny, None, "very small odd sizes"))
         # Beyond the problem's own sizes, where that stays cheap: catches shapes hard-coded to the problem.
-        larger = {k: knobs[k] * 2 + 1 for k in sizes}
+        larger = {k: knobs[k] * 2 + 1 for k in names}
         if not base and measure(larger) <= (4 * CPU_ELEMENT_BUDGET if interpreted else 1 << 24):
             variants.append(Variant("larger-size", "size", 12, larger, None, "sizes beyond the problem's own"))
-    variants.append(Variant("transposed", "layout", 10, base, transposed, "column-major (transposed) strides"))
-    variants.append(Variant("strided", "layout", 11, base, strided, "every second element (stride 2)"))
-    return base, variants
+    else:
+        for name, seed, setting, text in (("odd-size", 8, sizes.odd, "odd sizes"),
+                                          ("small-size", 9, sizes.small, "very small odd sizes"),
+                                          ("larger-size", 12, sizes.larger, "sizes beyond the problem's own")):
+            if setting:
+                variants.append(Variant(name, "size", seed, base, None, text, setting))
+    for i, setting in enumerate(sizes.splits, 1):
+        variants.append(Variant(f"split-sizes-{i}", "size", 12 + i, base, None,
+                                "sizes that are equal in the problem made to differ", setting))
+    variants.append(Variant("transposed", "layout", 10, base, transposed, "column-major (transposed) strides", at))
+    variants.append(Variant("strided", "layout", 11, base, strided, "every second element (stride 2)", at))
+    return variants
+
+
+@dataclass
+class SizePlan:
+    """Size settings read from the inputs (shapes.py), for `plan`."""
+
+    base: dict = field(default_factory=dict)
+    odd: dict = field(default_factory=dict)
+    small: dict = field(default_factory=dict)
+    larger: dict = field(default_factory=dict)
+    splits: list[dict] = field(default_factory=list)
 
 
 def describe_inputs(inputs: list) -> str:

@@ -24,8 +24,9 @@ from .compare import Comparison, flatten_outputs
 from .guards import MemoryGuard, poisoned_allocations
 from .loader import IMPLEMENTATION, UserCodeError, deepest_line, raise_device_fault
 from .positions import readable
-from .rules import SENTINEL, Evidence, RuleFinding, describe_variant, judge, judge_random
-from .variants import (Variant, absolute, clone_inputs, describe_inputs, input_dtype, plan, upcast)
+from .rules import SENTINEL, Evidence, RuleFinding, describe_variant, judge, judge_random, same
+from .shapes import describe_init, size_plan
+from .variants import (Variant, absolute, base_knobs, clone_inputs, describe_inputs, input_dtype, plan, upcast)
 
 VARIANT_SECONDS = 1.5  # CPU time one variant should take; sizes shrink after a slow first variant
 # ...but only when the first variant took clearly longer: CPU time still grows ~10% under contention, and a
@@ -98,7 +99,8 @@ class Verifier:
 
     def run_variants(self, measure) -> None:
         p = self.problem
-        base, variants = plan(p.size_knobs, measure({}), measure, self.interpreted)
+        base = base_knobs(p.size_knobs, measure({}), measure, self.interpreted)
+        variants = plan(p.size_knobs, base, measure, self.interpreted, size_plan(p, base, self.interpreted))
         self.base = base
         start = time.monotonic()
         cpu_start = time.process_time()
@@ -159,7 +161,7 @@ class Verifier:
         import torch
         p = self.problem
         try:
-            ref, impl = p.callables(v.knobs)
+            ref, impl = p.callables(v.knobs, v.setting)
         except UserCodeError as e:
             if e.side != IMPLEMENTATION:
                 self.skipped.append((v.name, f"the {e.side} cannot be built at these sizes"))
@@ -167,7 +169,7 @@ class Verifier:
             self.fail("KL209", v, f"{e}; {self.where(v, None)}", deepest_line(e.exc, self.job.path))
             return None
         try:
-            inputs = p.make_inputs(v.seed, v.knobs)
+            inputs = p.make_inputs(v.seed, v.knobs, v.setting)
             if v.transform is not None:
                 torch.manual_seed(v.seed)
                 inputs = v.transform(inputs)
@@ -177,7 +179,7 @@ class Verifier:
             return None
         if v.name == "transposed" and not any(isinstance(x, torch.Tensor) and x.dim() >= 2 for x in inputs):
             return None  # for 1-D inputs this is the same as the strided variant
-        shapes = describe_inputs(inputs)
+        shapes = describe_inputs(inputs) + describe_init(p.init(v.knobs, v.setting), v.setting)
         ref_inputs = clone_inputs(inputs)
         try:
             r = _call(ref, ref_inputs)
@@ -188,15 +190,21 @@ class Verifier:
             self.skipped.append((v.name, f"the reference rejects {shapes}: {type(e).__name__}: "
                                          f"{readable(str(e))[:200]}{at}"))
             return None
+        # Inputs the reference updates in place (an optimizer step, `out=`, running statistics) are outputs too.
+        updated = [i for i, (a, b) in enumerate(zip(inputs, ref_inputs)) if isinstance(a, torch.Tensor) and not same(a, b)]
+        truth_inputs = upcast(clone_inputs(inputs))
         try:
-            truth = _call(self.problem.float64(ref), upcast(clone_inputs(inputs)))
+            truth = _call(self.problem.float64(ref), truth_inputs)
             truth_dtype = "float64"
         except Exception as e:
             raise_device_fault(e)
-            truth, truth_dtype = r, str(input_dtype(inputs))
-        r_flat, t_flat = flatten_outputs(r), flatten_outputs(truth)
+            truth, truth_dtype, truth_inputs = r, str(input_dtype(inputs)), ref_inputs
+        r_flat = flatten_outputs(r) + [ref_inputs[i] for i in updated]
+        t_flat = flatten_outputs(truth) + [truth_inputs[i] for i in updated]
+        abs_inputs = absolute(upcast(clone_inputs(inputs)))
         try:  # the reference on absolute values: the accumulation floor of the budget (compare.py)
-            a_flat = flatten_outputs(_call(self.problem.float64(ref, absolute=True), absolute(upcast(clone_inputs(inputs)))))
+            a_flat = flatten_outputs(_call(self.problem.float64(ref, absolute=True), abs_inputs))
+            a_flat += [abs_inputs[i] for i in updated]
         except Exception as e:
             raise_device_fault(e)
             a_flat = [None] * len(r_flat)
@@ -234,22 +242,25 @@ class Verifier:
         launches = self.recorder.count - before
         self.collect_oob(v)
         # Run 2: allocations poisoned with a finite sentinel; same inputs.
+        rerun_inputs = clone_inputs(inputs)
         try:
             with poisoned_allocations(SENTINEL):
-                y2 = _call(impl, clone_inputs(inputs))
+                y2 = _call(impl, rerun_inputs)
         except Exception as e:
             raise_device_fault(e)
             y2 = None
         self.collect_oob(v)
         y1_flat = flatten_outputs(y1)
         y2_flat = flatten_outputs(y2) if y2 is not None else [None] * len(y1_flat)
+        y1_flat += [impl_inputs[i] for i in updated]
+        y2_flat += [rerun_inputs[i] if y2 is not None else None for i in updated]
         result_line = self.result_line(impl, inputs) if launches == 0 else None
         sample_message = None
         if p.random and p.sample_check is not None and len(y1_flat) == len(r_flat):
             sample_message = p.sample_check(inputs, y1_flat[0] if len(y1_flat) == 1 else y1_flat)
         return Evidence(v.name, v.kind, v.description, shapes, y1_flat, y2_flat, r_flat, t_flat, a_flat, truth_dtype,
                         launches, impl_inputs, ref_inputs, self.state.outputs, bool(self.untrusted), sample_message,
-                        result_line)
+                        result_line, updated)
 
     def result_line(self, impl, inputs) -> int | None:
         """The line of the user's file that returned the result: its outermost frame's `return`, found by running

@@ -193,3 +193,12 @@ def test_hardening_ctrl_c_stops_the_workers_at_once(tmp_path):
     assert proc.returncode == 130 and time.monotonic() - start < 10, err
     from tests.lsp.rawclient import wait_gone
     assert wait_gone(jobs, timeout=10)
+
+
+def test_hardening_output_into_a_closed_pipe_exits_quietly(tmp_path):
+    for name in ("bug_relu_drops_nan.py", "bug_add_no_mask.py"):
+        shutil.copy(CORPUS / name, tmp_path / name)
+    proc = subprocess.run(f"{sys.executable} -m kernel_lsp.cli check {tmp_path} --no-cache | head -c 10",
+                          shell=True, capture_output=True, text=True, timeout=600,
+                          cwd=os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+    assert len(proc.stdout) == 10 and "Traceback" not in proc.stderr and "BrokenPipe" not in proc.stderr, proc.stderr

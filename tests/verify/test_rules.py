@@ -84,10 +84,25 @@ def test_rules_mutated_input_is_kl204_naming_the_input():
     assert f.code == "KL204" and f.data == {"input": 1} and "input 1" in f.message
 
 
-def test_rules_no_launch_is_kl205_without_a_line():
+def test_rules_no_launch_is_kl205_on_the_line_that_returned_the_result():
     j = judge(evidence([torch.randn(4)], launches=0))
     (f,) = j.findings
-    assert f.code == "KL205" and f.place == "none"
+    assert f.code == "KL205" and f.place == "result"
+
+
+def test_rules_an_input_the_reference_updates_is_judged_as_an_output_not_kl204():
+    x = torch.randn(8)
+    ref_after = x * 2
+    close = ref_after.clone()
+    close[0] = torch.nextafter(close[0], torch.tensor(10.0))  # one ulp off: inside the budget
+    ev = evidence([x], inputs_after=[close], reference_inputs_after=[ref_after])
+    ev.updated = [0]
+    ev.outputs, ev.rerun, ev.reference = ev.outputs + [close], ev.rerun + [close], ev.reference + [ref_after]
+    ev.truth, ev.abs_terms = ev.truth + [ref_after.double()], ev.abs_terms + [None]
+    assert judge(ev).findings == []
+    ev.outputs[-1] = x.clone()  # left as it was
+    (f,) = judge(ev).findings
+    assert f.code == "KL200" and "input 0 (which the reference updates in place)" in f.message
 
 
 def test_rules_wrong_output_equal_to_an_earlier_one_is_kl206_not_kl200():

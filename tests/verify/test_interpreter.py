@@ -1,0 +1,44 @@
+"""The CPU interpreter computes float arguments in fp32, as compiled code does (kernel_lsp/engine/interpreter.py)."""
+
+import subprocess
+import sys
+import textwrap
+
+from tests.conftest import CORPUS, run_cli, write
+
+SCRIPT = textwrap.dedent("""
+    import os
+    os.environ["TRITON_INTERPRET"] = "1"
+    import numpy as np, torch, triton, triton.language as tl
+    from kernel_lsp.engine.interpreter import faithful_scalars
+
+    @triton.jit
+    def k(out_ptr, beta):
+        tl.store(out_ptr, 1 - beta)
+
+    out = torch.zeros(1)
+    k[(1,)](out, 0.999)
+    before = out.item()
+    assert faithful_scalars()
+    k[(1,)](out, 0.999)
+    print(before, out.item(), float(np.float32(1) - np.float32(0.999)))
+""")
+
+
+def test_interpreter_float_arguments_are_fp32_scalars():
+    proc = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    before, after, fp32 = map(float, proc.stdout.split())
+    assert abs(before - 0.001) < 1e-9  # float64 arithmetic: what the GPU does not do
+    assert after == fp32 and abs(after - 0.001) / 0.001 > 1e-5  # fp32: 1.3e-5 relative off, as on the GPU
+
+
+def test_interpreter_a_host_constant_computed_in_fp32_fails_on_the_cpu_too(tmp_path):
+    # tasks/Optimizer/adam before its fix: passed on the CPU, failed on the H200 (1 - beta2 in fp32)
+    text = (CORPUS / "ok_sgd_momentum_inplace.py").read_text().replace(
+        "momentum * tl.load(buf_ptr + offs, mask=mask) + tl.load(g_ptr + offs, mask=mask)",
+        "momentum * tl.load(buf_ptr + offs, mask=mask) + (1 - momentum) * 10 * tl.load(g_ptr + offs, mask=mask)")
+    text = text.replace("buf.mul_(MOMENTUM).add_(g)", "buf.mul_(MOMENTUM).add_(g, alpha=(1 - MOMENTUM) * 10)")
+    write(tmp_path / "k.py", text.replace("LR, MOMENTUM = 0.01, 0.9", "LR, MOMENTUM = 0.01, 0.999"))
+    proc = run_cli("check", str(tmp_path / "k.py"), "--no-cache")
+    assert proc.returncode == 1 and "KL200" in proc.stdout and "updates in place" in proc.stdout, proc.stdout
