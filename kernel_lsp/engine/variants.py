@@ -94,11 +94,17 @@ def dyadic_grid(inputs: list) -> list:
 SMALL_PERMUTATION = 1 << 20  # above this, special positions are drawn without a full permutation (it is slow)
 
 
-def special_values(inputs: list) -> list:
+def special_values(inputs: list, profile: list | None = None) -> list:
+    """NaN, +inf, -inf and -0.0 at a few positions of each float tensor; where the problem's inputs always have
+    one sign (`profile`, see sign_profile), only NaN and the infinity of that sign, so the variant stays inside
+    the problem's distribution and a NaN dropped is an error, not an out-of-distribution warning."""
     import torch
-    specials = [float("nan"), float("inf"), float("-inf"), -0.0]
+    all_specials = [float("nan"), float("inf"), float("-inf"), -0.0]
+    by_sign = {"positive": [float("nan"), float("inf")], "nonnegative": [float("nan"), float("inf"), 0.0],
+               "negative": [float("nan"), float("-inf")], "nonpositive": [float("nan"), float("-inf"), -0.0]}
 
     def inject(i, x):
+        specials = by_sign.get(profile[i] if profile and i < len(profile) else None, all_specials)
         y = x.clone()
         flat = y.view(-1) if y.is_contiguous() else y.reshape(-1)
         n = flat.numel()
@@ -230,6 +236,43 @@ class SizePlan:
     small: dict = field(default_factory=dict)
     larger: dict = field(default_factory=dict)
     splits: list[dict] = field(default_factory=list)
+
+
+SIGNS = {"positive": "always positive", "nonnegative": "never negative", "negative": "always negative",
+         "nonpositive": "never positive"}
+
+
+def sign_profile(inputs: list) -> list[str | None]:
+    """Per input, the sign the problem always gives it (a key of SIGNS), or None (mixed signs, not a float)."""
+    import torch
+    out: list[str | None] = []
+    for x in inputs:
+        if not (isinstance(x, torch.Tensor) and x.is_floating_point() and x.numel()):
+            out.append(None)
+            continue
+        lo, hi = float(x.min()), float(x.max())
+        out.append("positive" if lo > 0 else "nonnegative" if lo >= 0 else "negative" if hi < 0 else
+                   "nonpositive" if hi <= 0 else None)
+    return out
+
+
+def outside_profile(inputs: list, profile: list[str | None]) -> str | None:
+    """How these inputs leave the signs the problem always gives them ("input 1 has negative values; the
+    problem's are always positive"), or None. NaN is not a sign: the special-values variant stays in."""
+    import torch
+    for i, (x, sign) in enumerate(zip(inputs, profile)):
+        if sign is None or not isinstance(x, torch.Tensor) or not x.is_floating_point():
+            continue
+        finite = x[~torch.isnan(x)]
+        if not finite.numel():
+            continue
+        lo, hi = float(finite.min()), float(finite.max())
+        bad = {"positive": lo <= 0, "nonnegative": lo < 0, "negative": hi >= 0, "nonpositive": hi > 0}[sign]
+        if bad:
+            what = {"positive": "zero or negative", "nonnegative": "negative", "negative": "zero or positive",
+                    "nonpositive": "positive"}[sign]
+            return f"input {i} has {what} values, the problem's are {SIGNS[sign]}"
+    return None
 
 
 def describe_inputs(inputs: list) -> str:

@@ -1,4 +1,4 @@
-# expect: KL104
+# expect: KL104 KL205
 # class: kernel never launched
 # kernel-lsp: entry=scale reference=ref inputs=make_inputs
 import torch

@@ -1,4 +1,4 @@
-# expect: KL203
+# expect: KL203 KL208
 # class: a size used where another equal size belongs
 # kernel-lsp: entry=add_bias reference=ref inputs=make_inputs
 import torch

@@ -1,4 +1,4 @@
-# expect: KL200
+# expect: KL200 KL201
 # class: an input the reference updates in place left as it was
 # kernel-lsp: entry=sgd_step reference=ref inputs=make_inputs
 import torch

@@ -24,7 +24,7 @@ def label(path: Path) -> tuple[set[str], str]:
     text = path.read_text()
     exp = re.search(r"^# expect: (.+)$", text, re.M).group(1).strip()
     cls = re.search(r"^# class: (.+)$", text, re.M).group(1).strip()
-    return (set() if exp == "clean" else set(exp.split())), cls
+    return (set() if exp == "clean" else {c.split(":")[0] for c in exp.split()}), cls
 
 
 def main() -> int:

@@ -8,10 +8,18 @@ import pytest
 from tests.conftest import CORPUS, run_cli
 
 
-def expected_codes(path) -> set[str]:
+def expected(path) -> dict[str, str | None]:
+    """The codes a case expects, each with the severity it must have (`KL201:warning`) or None (error or
+    warning)."""
     m = re.search(r"^# expect: (.+)$", path.read_text(), re.M)
     assert m, f"{path} has no # expect: line"
-    return set() if m.group(1).strip() == "clean" else set(m.group(1).split())
+    if m.group(1).strip() == "clean":
+        return {}
+    return {c.split(":")[0]: (c.split(":")[1] if ":" in c else None) for c in m.group(1).split()}
+
+
+def expected_codes(path) -> set[str]:
+    return set(expected(path))
 
 
 CASES = sorted([p for p in CORPUS.glob("*.py") if p.name != "report.py"] + list(CORPUS.glob("*/impl.py"))
@@ -36,6 +44,9 @@ def test_corpus_case(corpus_report, case):
     report = corpus_report[str(case.resolve())]
     got = {f["code"] for f in report["findings"] if f["severity"] in ("error", "warning")}
     assert got == expected_codes(case), [f["message"] for f in report["findings"]]
+    for code, severity in expected(case).items():
+        if severity:
+            assert {f["severity"] for f in report["findings"] if f["code"] == code} == {severity}
     if not got and "verification" in next(iter(report["kernels"].values()), {}):
         rows = next(k for k in report["kernels"].values() if "verification" in k)["verification"]["variants"]
         assert len(rows) >= 8  # a clean verdict rests on many variants, not one

@@ -174,3 +174,18 @@ def test_rules_a_constant_wrong_output_is_a_mismatch_not_a_cache():
     assert codes(j) == ["KL200"]  # the guard's constant repeats by chance: not KL206
     tiny = torch.tensor([1.0, 2.0, 3.0])
     assert codes(judge(evidence([tiny.clone()], reference=[tiny + 5], earlier=[[tiny.clone()]]))) == ["KL200"]
+
+
+def test_rules_without_a_float64_truth_the_budget_is_the_references_spread_and_small_misses_warn():
+    r = torch.randn(64)
+    y = r.clone()
+    y[3] = r[3] * (1 + 2e-6)  # rounding of another order: far beyond one ulp of r, within the spread
+    ev = evidence([y], reference=[r], truth=[r.clone()], truth_dtype="torch.float32")
+    ev.spread = [float(r.abs().max()) * 1e-6]
+    assert judge(ev).findings == []
+    ev.spread = [0.0]
+    (f,) = judge(ev).findings  # beyond the spread, but not gross: a warning that says why
+    assert f.code == "KL200" and f.severity == "warning" and "does not run in float64" in f.message
+    y[3] = r[3] + 1.0
+    (f,) = judge(ev).findings
+    assert f.code == "KL200" and f.severity is None  # gross: an error as ever

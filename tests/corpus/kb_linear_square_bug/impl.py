@@ -1,4 +1,4 @@
-# expect: KL200
+# expect: KL200 KL208
 # class: a size used where another equal size belongs
 # kernel-lsp: reference=problem.py
 import torch
