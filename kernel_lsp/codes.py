@@ -34,6 +34,7 @@ _ALL = [
     Code("KL103", "too-many-registers", Severity.ERROR, "Registers per block exceed the target's register file."),
     Code("KL104", "kernel-never-launched", Severity.WARNING, "A kernel is defined but the linked code never launches it."),
     Code("KL105", "launch-failed", Severity.ERROR, "The implementation raised while launching or running a kernel."),
+    Code("KL106", "needs-cuda", Severity.WARNING, "The implementation insists on CUDA, so nothing was verified on the CPU: verify with --device cuda or a runner."),
     # Verification (KL2xx)
     Code("KL200", "numeric-mismatch", Severity.ERROR, "The output differs from the float64 truth beyond PyTorch's own error."),
     Code("KL201", "nonfinite-mismatch", Severity.ERROR, "NaN or infinity positions differ from the reference."),

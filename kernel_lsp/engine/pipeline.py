@@ -19,7 +19,7 @@ from .capture import LaunchRecorder, Spec
 from .compile import CompileResult, compile_spec, jit_function_for
 from .loader import (IMPLEMENTATION, INPUTS, DeviceFault, Problem, UserCodeError, is_device_fault,
                      load_problem)
-from .positions import map_compile_error, readable
+from .positions import api_note, map_compile_error, readable
 
 LOAD_SOURCE = "kernel-lsp.load"  # findings about importing and building user code (not the at-once link stage)
 
@@ -332,10 +332,36 @@ def report_capture_error(rep: Reporter, problem: Problem, err: UserCodeError, co
                                 f"{readable(str(ref_error))}{_where(ref_error, reference_path)})"
                                 "; fix the reference or its get_inputs()"), None, source=LOAD_SOURCE)
         return
+    if _needs_cuda(exc, err) and not torch_has_cuda():
+        rep.add("KL106", _short(f"needs CUDA: the implementation only runs on a GPU ({type(exc).__name__}: {text}), "
+                                "so nothing was verified here; verify with --device cuda or a runner"),
+                Span(err.line, 0) if err.line is not None else None, source="kernel-lsp.verify")
+        return
     if not compile_failed:
         rep.add("KL105", _short(f"running the implementation on the problem's inputs raised {type(exc).__name__}: "
-                                f"{text}"), Span(err.line, 0) if err.line is not None else None,
+                                f"{api_note(text)}"), Span(err.line, 0) if err.line is not None else None,
                 source="kernel-lsp.verify")
+
+
+CUDA_ONLY = ("Torch not compiled with CUDA enabled", "Found no NVIDIA driver", "no CUDA GPUs are available",
+             "CUDA is not available", "CUDA driver initialization failed")
+
+
+def torch_has_cuda() -> bool:
+    import torch
+    return bool(torch.cuda.is_available())
+
+
+def _needs_cuda(exc: BaseException, err: UserCodeError) -> bool:
+    """The implementation insists on a GPU: torch says CUDA is missing, or an assertion on a line that names
+    CUDA (`assert x.is_cuda`) failed."""
+    import linecache
+    text = f"{exc}"
+    if any(s in text for s in CUDA_ONLY):
+        return True
+    if isinstance(exc, AssertionError) and err.path and err.line is not None:
+        return "cuda" in linecache.getline(err.path, err.line + 1).lower()
+    return False
 
 
 def _out_of_memory(exc: BaseException) -> bool:

@@ -35,6 +35,26 @@ def readable(message: str) -> str:
     return message
 
 
+_NO_TL_ATTR = re.compile(r"module 'triton\.language(?P<sub>[\w.]*)' has no attribute '(?P<name>\w+)'")
+
+
+def api_note(message: str) -> str:
+    """The message, with the missing or removed Triton API named beside the installed version."""
+    try:
+        import triton
+        version = triton.__version__
+    except Exception:  # kernel-lsp's parent side has no Triton: say so without a version
+        version = "?"
+    m = _NO_TL_ATTR.search(message)
+    if m:
+        name = f"tl{m['sub']}.{m['name']}"
+        return f"{message} ({name} does not exist in the installed Triton {version})"
+    if "Block pointers have been removed" in message:
+        return (f"{message} (tl.make_block_ptr and tl.advance were removed in the installed Triton {version}; "
+                "tl.make_tensor_descriptor replaces them)")
+    return message
+
+
 def _chain(exc: BaseException) -> list[BaseException]:
     out, seen = [], set()
     while exc is not None and id(exc) not in seen:
@@ -86,4 +106,5 @@ def map_compile_error(exc: BaseException, kernel: KernelRef, kernels: list[Kerne
         best = Position(line, col, end_col, message)  # later in the chain = deeper = better
     if best is None:
         best = Position(kernel.def_line, kernel.def_col, kernel.def_col + 3, message)
+    best.message = api_note(best.message)
     return best

@@ -24,7 +24,7 @@ from ..model import KernelFacts, Severity, SkippedVariant, Span, VariantRow, Ver
 from .compare import Comparison, flatten_outputs
 from .guards import MemoryGuard, poisoned_allocations
 from .loader import IMPLEMENTATION, UserCodeError, deepest_line, raise_device_fault
-from .positions import readable
+from .positions import api_note, readable
 from .rules import SENTINEL, Evidence, RuleFinding, describe_variant, judge, judge_random, same
 from .shapes import describe_init, size_plan
 from .variants import (Variant, absolute, base_knobs, clone_inputs, describe_inputs, input_dtype, outside_profile,
@@ -251,8 +251,8 @@ class Verifier:
         except Exception as e:
             raise_device_fault(e)
             line = deepest_line(e, self.job.path)
-            self.fail("KL209", v, f"the implementation raised {type(e).__name__}: {readable(str(e))[:300]}; "
-                      f"{self.where(v, shapes)}", line)
+            self.fail("KL209", v, f"the implementation raised {type(e).__name__}: {api_note(readable(str(e)))[:400]}; "
+                      f"{self.where(v, shapes)}", line, cause=readable(str(e)))
             self.row(v, shapes, "raised", None)
             return None
         finally:
@@ -393,6 +393,9 @@ class Verifier:
         groups: dict[tuple, list[Failure]] = {}
         for f in self.state.failures:
             groups.setdefault((f.code, f.line), []).append(f)
+        compile_errors = [f.message for f in self.rep.sent if f.code == "KL100"]
+        groups = {key: fs for key, fs in groups.items() if not (key[0] == "KL209" and any(
+            _core(fs[0].data.get("cause", "")) in m for m in compile_errors if _core(fs[0].data.get("cause", ""))))}
         cached = {line for code, line in groups if code == "KL206"}
         if cached:
             # One cause, one finding: a cached result also launches nothing on a cache hit (KL205) and is wrong
@@ -459,6 +462,11 @@ class Verifier:
                 self.rep.add("KL210", f"{fn.__name__}: tl.dot on fp32 uses TF32 on the GPU by default (about 1e-3 "
                              "relative error) while the CPU interpreter computes it exactly; pass "
                              "input_precision=\"ieee\" if fp32 accuracy is intended", span, source="kernel-lsp.verify")
+
+
+def _core(cause: str) -> str:
+    """An exception's own words, without the wrapper's class names (InterpreterError: NotImplementedError: ...)."""
+    return cause.rsplit(": ", 1)[-1].strip()
 
 
 def verify_problem(problem, recorder, rep, job, captured_output: Any = None) -> None:

@@ -42,3 +42,26 @@ def test_interpreter_a_host_constant_computed_in_fp32_fails_on_the_cpu_too(tmp_p
     write(tmp_path / "k.py", text.replace("LR, MOMENTUM = 0.01, 0.9", "LR, MOMENTUM = 0.01, 0.999"))
     proc = run_cli("check", str(tmp_path / "k.py"), "--no-cache")
     assert proc.returncode == 1 and "KL200" in proc.stdout and "updates in place" in proc.stdout, proc.stdout
+
+
+def test_interpreter_an_implementation_that_insists_on_cuda_is_kl106_not_a_failure(tmp_path):
+    text = (CORPUS / "ok_add_fp32.py").read_text()
+    write(tmp_path / "a.py", text.replace("    x, y = x.contiguous(), y.contiguous()",
+                                          "    assert x.is_cuda, 'CUDA tensors only'\n    x, y = x.contiguous(), y.contiguous()"))
+    write(tmp_path / "b.py", text.replace("    x, y = x.contiguous(), y.contiguous()", "    x, y = x.cuda(), y.cuda()"))
+    proc = run_cli("check", str(tmp_path), "--no-cache", "--format", "json")
+    files = {f["path"].rsplit("/", 1)[-1]: f["findings"] for f in __import__("json").loads(proc.stdout)["files"]}
+    for name in ("a.py", "b.py"):
+        (f,) = files[name]
+        assert f["code"] == "KL106" and f["severity"] == "warning" and "--device cuda or a runner" in f["message"]
+
+
+def test_interpreter_a_removed_triton_api_is_named_with_the_installed_version(tmp_path):
+    import triton
+    text = (CORPUS / "ok_add_fp32.py").read_text().replace(
+        "    x = tl.load(x_ptr + offs, mask=mask)",
+        "    x = tl.load(x_ptr + offs, mask=mask) + tl.no_such_function(0)")
+    write(tmp_path / "k.py", text)
+    proc = run_cli("check", str(tmp_path / "k.py"), "--no-cache")
+    assert f"tl.no_such_function does not exist in the installed Triton {triton.__version__}" in proc.stdout
+    assert "KL209" not in proc.stdout, proc.stdout  # one finding for one cause: the compile error
