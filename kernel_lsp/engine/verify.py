@@ -13,6 +13,7 @@ listed. The per-variant table goes to the kernel facts for hover and JSON.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import inspect
 import os
@@ -25,6 +26,7 @@ from .compare import Comparison, flatten_outputs
 from .guards import MemoryGuard, poisoned_allocations
 from .loader import IMPLEMENTATION, UserCodeError, deepest_line, raise_device_fault
 from .positions import api_note, readable
+from .probes import only_input, reference_spread, returning_line
 from .rules import SENTINEL, Evidence, RuleFinding, describe_variant, judge, judge_random, same
 from .shapes import describe_init, size_plan
 from .variants import (Variant, absolute, base_knobs, clone_inputs, describe_inputs, input_dtype, outside_profile,
@@ -153,19 +155,51 @@ class Verifier:
 
     def run_variant(self, v: Variant) -> None:
         """Run one variant, judge what it collected (rules.py), and record the findings with their lines."""
-        evidence = self.collect(v)
-        if evidence is None:
-            return
-        random = self.problem.random
-        judgement = judge_random(evidence) if random else judge(evidence)
-        for f in judgement.findings:
-            self.fail(f.code, v, f.message, self.place(f, evidence), f.severity, **f.data)
+        before = len(self.state.failures)
+        try:
+            evidence = self.collect(v)
+            if evidence is None:
+                return
+            random = self.problem.random
+            judgement = judge_random(evidence) if random else judge(evidence)
+            for f in judgement.findings:
+                self.fail(f.code, v, f.message, self.place(f, evidence), f.severity, **f.data)
+        finally:
+            if v.kind == "layout" and len(self.state.failures) > before:
+                self.name_layout_culprits(v, self.state.failures[before:])
         if judgement.verdict == "structure" and random:
             return  # as before the split: a random op with the wrong output count gets no table row
         if judgement.verdict != "structure" and not random:
             self.state.outputs = evidence.earlier[-3:] + [[x.clone() if hasattr(x, "clone") else x
                                                            for x in evidence.outputs]]
         self.row(v, evidence.shapes, judgement.verdict, judgement.worst)
+
+    def name_layout_culprits(self, v: Variant, failures: list[Failure]) -> None:
+        """A layout variant failed: re-run it with one input at a time non-contiguous, and name the inputs whose
+        layout the kernel depends on (each re-run's own findings are dropped)."""
+        import torch
+        inputs = self.problem.make_inputs(v.seed, v.knobs, v.setting)
+        floats = [i for i, x in enumerate(inputs) if isinstance(x, torch.Tensor) and x.is_floating_point()]
+        if len(floats) < 2 or v.transform is None:
+            return
+        culprits = []
+        for i in floats:
+            marks = len(self.state.failures), len(self.state.rows), len(self.skipped)
+            evidence = self.collect(dataclasses.replace(v, transform=only_input(v.transform, i)))
+            failed = len(self.state.failures) > marks[0] or (evidence is not None and any(
+                f.severity is None for f in (judge_random(evidence) if self.problem.random else judge(evidence)).findings))
+            del self.state.failures[marks[0]:], self.state.rows[marks[1]:], self.skipped[marks[2]:]
+            if failed:
+                culprits.append(i)
+        if culprits:
+            names = " and ".join(f"input {i}" for i in culprits)
+            note = (f"; {names} alone non-contiguous fails too: the kernel assumes {names} "
+                    f"{'is' if len(culprits) == 1 else 'are'} contiguous")
+        else:
+            note = "; no input alone non-contiguous fails: it takes several together"
+        for f in failures:
+            f.message += note
+            f.data["layout_inputs"] = culprits
 
     def collect(self, v: Variant) -> Evidence | None:
         """Run the reference and the implementation on this variant's inputs and gather the evidence. Returns
@@ -217,7 +251,7 @@ class Verifier:
             raise_device_fault(e)
             truth, truth_dtype, truth_inputs = r, str(input_dtype(inputs)), ref_inputs
         r_flat = flatten_outputs(r) + [ref_inputs[i] for i in updated]
-        spread = self.spread(ref, inputs, r_flat, updated) if truth_dtype != "float64" else None
+        spread = reference_spread(ref, inputs, r_flat, updated) if truth_dtype != "float64" else None
         t_flat = flatten_outputs(truth) + [truth_inputs[i] for i in updated]
         abs_inputs = absolute(upcast(clone_inputs(inputs)))
         try:  # the reference on absolute values: the accumulation floor of the budget (compare.py)
@@ -272,7 +306,7 @@ class Verifier:
         y2_flat = flatten_outputs(y2) if y2 is not None else [None] * len(y1_flat)
         y1_flat += [impl_inputs[i] for i in updated]
         y2_flat += [rerun_inputs[i] if y2 is not None else None for i in updated]
-        result_line = self.result_line(impl, inputs) if launches == 0 else None
+        result_line = returning_line(impl, clone_inputs(inputs), self.job.path) if launches == 0 else None
         sample_message = None
         if p.random and p.sample_check is not None and len(y1_flat) == len(r_flat):
             sample_message = p.sample_check(inputs, y1_flat[0] if len(y1_flat) == 1 else y1_flat)
@@ -311,36 +345,6 @@ class Verifier:
                     m = float(d.max()) if d.numel() else 0.0
                     out[j] = m if out[j] is None else max(out[j], m)
         return out
-
-    def result_line(self, impl, inputs) -> int | None:
-        """The line of the user's file that returned the result: its outermost frame's `return`, found by running
-        the implementation once more under a trace (only when it launched nothing, so the run is cheap)."""
-        import sys
-        target, entry, found, names = os.path.realpath(self.job.path), [], [], {}
-
-        def local(frame, event, arg):
-            if event == "return" and frame is entry[0]:
-                found.append(frame.f_lineno - 1)
-            return local
-
-        def call(frame, event, arg):
-            name = frame.f_code.co_filename
-            if name not in names:
-                names[name] = os.path.realpath(name) == target
-            if names[name] and not entry:
-                entry.append(frame)
-                return local
-            return None
-
-        old = sys.gettrace()
-        sys.settrace(call)
-        try:
-            _call(impl, clone_inputs(inputs))
-        except Exception as e:
-            raise_device_fault(e)
-        finally:
-            sys.settrace(old)
-        return found[0] if found else None
 
     def place(self, f: RuleFinding, e: Evidence) -> int | None:
         """The line a rule's finding belongs on: the store that wrote the bad element, else the launch site."""

@@ -1,0 +1,92 @@
+"""Extra runs that explain a finding, made only when one is needed. Worker only.
+
+- `returning_line`: the line of the user's file that returned a result no kernel computed (KL205 goes there).
+- `reference_spread`: without a float64 truth, how far the reference's output moves when its inputs move by one
+  ulp (the budget that stands in for PyTorch's own error, compare.py).
+- `only_input`: a layout transform applied to one input, to find whose layout a failing variant depends on.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Callable
+
+from .compare import UNIT_ROUNDOFF, flatten_outputs
+from .loader import raise_device_fault
+from .variants import clone_inputs
+
+
+def _call(fn, inputs):
+    import torch
+    with torch.no_grad():
+        return fn(*inputs)
+
+
+def returning_line(impl, inputs: list, path: str) -> int | None:
+    """The 0-based line of `path` where its outermost frame returned, found by running `impl` once more under a
+    trace (called only when it launched nothing, so the run is cheap)."""
+    import sys
+    target, entry, found, names = os.path.realpath(path), [], [], {}
+
+    def local(frame, event, arg):
+        if event == "return" and frame is entry[0]:
+            found.append(frame.f_lineno - 1)
+        return local
+
+    def call(frame, event, arg):
+        name = frame.f_code.co_filename
+        if name not in names:
+            names[name] = os.path.realpath(name) == target
+        if names[name] and not entry:
+            entry.append(frame)
+            return local
+        return None
+
+    old = sys.gettrace()
+    sys.settrace(call)
+    try:
+        _call(impl, inputs)
+    except Exception as e:
+        raise_device_fault(e)
+    finally:
+        sys.settrace(old)
+    return found[0] if found else None
+
+
+def reference_spread(ref, inputs: list, r_flat: list, updated: list[int]) -> list:
+    """Per output, how far the reference moves when every float input moves by one ulp (random signs, two
+    draws). A backward-stable kernel's result is the exact result of inputs that close, so a kernel that only
+    rounds differently stays inside; None where it could not be measured."""
+    import torch
+    out: list = [None] * len(r_flat)
+    for k in range(2):
+        gen = torch.Generator().manual_seed(20_000 + k)
+
+        def nudge(x):
+            if not (isinstance(x, torch.Tensor) and x.is_floating_point()):
+                return x
+            u = UNIT_ROUNDOFF.get(str(x.dtype), 2.0**-24)
+            sign = torch.randint(0, 2, x.shape, generator=gen).to(x.device) * 2 - 1
+            return (x.double() * (1 + 2 * u * sign)).to(x.dtype)
+        moved = [nudge(x) for x in clone_inputs(inputs)]
+        try:
+            r2 = flatten_outputs(_call(ref, moved)) + [moved[i] for i in updated]
+        except Exception as e:
+            raise_device_fault(e)
+            return out
+        for j, (a, b) in enumerate(zip(r_flat, r2)):
+            if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and a.is_floating_point() \
+                    and a.shape == b.shape:
+                d = (a.double() - b.double()).abs()
+                d = d[torch.isfinite(d)]
+                m = float(d.max()) if d.numel() else 0.0
+                out[j] = m if out[j] is None else max(out[j], m)
+    return out
+
+
+def only_input(transform: Callable[[list], list], index: int) -> Callable[[list], list]:
+    """The transform applied to one input, the others left as they are."""
+    def apply(inputs: list) -> list:
+        changed = transform(inputs)
+        return [c if i == index else x for i, (x, c) in enumerate(zip(inputs, changed))]
+    return apply
