@@ -21,7 +21,7 @@ from .device import gpu_present
 from .engine.deps import dependencies
 from .engine.discover import discover_source
 from .engine.link import ignored_codes, link_file, parse_pragmas
-from .jobs import CheckJob, Device, FindingEvent, KernelEvent, KernelRef, MeasureOptions, Stage, Stat
+from .jobs import CheckJob, Device, FindingEvent, KernelEvent, KernelRef, MeasureOptions, Preview, Stage, Stat
 from .model import FileReport, Finding, KernelFacts, KernelInfo, Span
 from .worker.client import WorkerJob, WorkerOutcome
 from .worker.persistent import PersistentPool
@@ -36,7 +36,7 @@ class CheckRequest:
     cli_reference: Path | None = None
     source: str | None = None  # unsaved editor text; read from disk when None
     cache: Cache | None = None
-    on_event: Callable[[Stage], None] | None = None  # progress from the worker
+    on_event: Callable[[Stage | Preview], None] | None = None  # progress from the worker
     cancel: threading.Event | None = None
     jobs: list[WorkerJob] = field(default_factory=list)  # running worker jobs, so a caller can kill them
     pool: WarmPool | None = None  # warm workers (the zygote); cold processes when None
@@ -183,12 +183,30 @@ def _run_worker(req: CheckRequest, job: CheckJob, source: str, files: dict[str, 
         # The editor's unsaved text is what the user sees: the worker must run exactly that.
         job.source_override = source
     env = dict(os.environ)
-    worker = WorkerJob(job, timeout=req.settings.timeout, env=env, on_stage=req.on_event, pool=req.pool,
+    worker = WorkerJob(job, timeout=req.settings.timeout, env=env, on_stage=_live_events(req, job, source), pool=req.pool,
                        persistent=req.persistent, files=files)
     req.jobs.append(worker)
     if req.cancel is not None and req.cancel.is_set():
         worker.cancel()
     return worker.run()
+
+
+def _live_events(req: CheckRequest, job: CheckJob, source: str) -> Callable[[Stage | Preview], None] | None:
+    """The front end's callback, given live findings as the final report will show them: on this path, on the
+    line's text, and not at all where an ignore pragma suppresses them."""
+    if req.on_event is None:
+        return None
+    ignores = ignored_codes(source)
+
+    def forward(event: Stage | Preview) -> None:
+        if isinstance(event, Preview):
+            f = event.finding
+            f.path = job.path
+            _widen([f], source)
+            if f.code in ignores.get(f.span.line, set()):
+                return
+        req.on_event(event)
+    return forward
 
 
 def _absorb(report: FileReport, outcome: WorkerOutcome, anchor: Span, timeout_source: str = "") -> None:

@@ -89,6 +89,14 @@ class FindingEvent(Record):
 
 
 @dataclass
+class Preview(Record):
+    """A finding as soon as it is found (the verifier's first failing variant of a cause): shown live by the
+    server, never part of the report, which holds the final finding (with every variant it failed on)."""
+
+    finding: Finding
+
+
+@dataclass
 class KernelEvent(Record):
     name: str
     facts: KernelFacts
@@ -110,9 +118,10 @@ class Done(Record):
     pass
 
 
-Event = Union[Stage, FindingEvent, KernelEvent, Stat, Device, Done]
-EVENT_TYPES: dict[str, type] = {"stage": Stage, "finding": FindingEvent, "kernel": KernelEvent, "stat": Stat,
-                                "device": Device, "done": Done}
+Event = Union[Stage, FindingEvent, Preview, KernelEvent, Stat, Device, Done]
+EVENT_TYPES: dict[str, type] = {"stage": Stage, "finding": FindingEvent, "preview": Preview, "kernel": KernelEvent,
+                                "stat": Stat, "device": Device, "done": Done}
+LIVE = (Stage, Preview)  # events forwarded to the front end while the job runs
 _NAMES = {cls: name for name, cls in EVENT_TYPES.items()}
 
 
@@ -137,6 +146,9 @@ class Sink:
 
     def finding(self, finding: Finding) -> None:
         self.emit(FindingEvent(finding))
+
+    def preview(self, finding: Finding) -> None:
+        self.emit(Preview(finding))
 
     def kernel(self, name: str, facts: KernelFacts) -> None:
         self.emit(KernelEvent(name, facts))

@@ -64,6 +64,12 @@ class Reporter:
         self.sent.append(finding)
         self.w.finding(finding)
 
+    def preview(self, code: str, message: str, span: Span | None = None, source: str = "kernel-lsp",
+                severity=None, **data: Any) -> None:
+        """A finding shown at once (an editor publishes it live); the final one comes through `add`."""
+        self.w.preview(Finding(self.path, span or self.anchor, severity or severity_of(code), code, message, source,
+                               data))
+
     def unverified_because(self) -> str | None:
         """Why the kernels may not be timed: an error, or a warning of the verifier, reported so far."""
         for f in self.sent:

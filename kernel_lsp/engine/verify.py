@@ -77,6 +77,7 @@ class Verifier:
         self.skipped: list[tuple[str, str]] = []
         self.profile: list[str | None] = []  # the sign of each input in the problem's own distribution
         self.outside: dict[str, str] = {}  # variant -> how its inputs leave that distribution
+        self.probing = False  # re-runs that explain a finding (probes.py) show nothing live
 
     # Placement: the tl.store that wrote the bad element, else the launch site, else the kernel def.
     def launch_line(self) -> int | None:
@@ -183,14 +184,19 @@ class Verifier:
         if len(floats) < 2 or v.transform is None:
             return
         culprits = []
-        for i in floats:
-            marks = len(self.state.failures), len(self.state.rows), len(self.skipped)
-            evidence = self.collect(dataclasses.replace(v, transform=only_input(v.transform, i)))
-            failed = len(self.state.failures) > marks[0] or (evidence is not None and any(
-                f.severity is None for f in (judge_random(evidence) if self.problem.random else judge(evidence)).findings))
-            del self.state.failures[marks[0]:], self.state.rows[marks[1]:], self.skipped[marks[2]:]
-            if failed:
-                culprits.append(i)
+        self.probing = True
+        try:
+            for i in floats:
+                marks = len(self.state.failures), len(self.state.rows), len(self.skipped)
+                evidence = self.collect(dataclasses.replace(v, transform=only_input(v.transform, i)))
+                failed = len(self.state.failures) > marks[0] or (evidence is not None and any(
+                    f.severity is None for f in (judge_random(evidence) if self.problem.random
+                                                 else judge(evidence)).findings))
+                del self.state.failures[marks[0]:], self.state.rows[marks[1]:], self.skipped[marks[2]:]
+                if failed:
+                    culprits.append(i)
+        finally:
+            self.probing = False
         if culprits:
             names = " and ".join(f"input {i}" for i in culprits)
             note = (f"; {names} alone non-contiguous fails too: the kernel assumes {names} "
@@ -381,7 +387,15 @@ class Verifier:
 
     def fail(self, code: str, v: Variant, message: str, line: int | None, severity: str | None = None,
              **data: Any) -> None:
+        new = not any(f.code == code and f.line == line for f in self.state.failures)
         self.state.failures.append(Failure(code, v, message, line, data, severity))
+        if new and not self.probing:
+            # The first failure of a cause is shown at once; the final finding (every variant it failed on)
+            # replaces it when verification ends.
+            ln = line if line is not None else self.launch_line()
+            warn = severity == "warning" or v.name in self.outside
+            self.rep.preview(code, message, Span(ln, 0) if ln is not None else None, source="kernel-lsp.verify",
+                             severity=Severity.WARNING if warn else None, variant=v.name, **data)
 
     def row(self, v: Variant, shapes: str, verdict: str, c: Comparison | None) -> None:
         self.state.rows.append(VariantRow(v.name, v.description, shapes, verdict, c.max_abs if c else None,

@@ -24,7 +24,7 @@ from typing import Awaitable, Callable
 from ..cache import Cache
 from ..check import CheckRequest
 from ..config import Settings, apply_overrides
-from ..jobs import Stage
+from ..jobs import Preview, Stage
 from ..model import FileReport, Finding
 from ..worker.persistent import PersistentPool
 from ..worker.pool import WarmPool
@@ -166,6 +166,17 @@ class Scheduler:
         doc.findings.update(fresh)
         self.hooks.publish(doc)
 
+    def _live(self, doc: Document, run: Run, token: object, event: Stage | Preview) -> None:
+        """An event of a running check: progress goes to the front end; a verifier finding is published at once,
+        while its run is still the document's current one (the final report replaces it)."""
+        if not isinstance(event, Preview):
+            self.hooks.stage(doc, run, token, event)
+            return
+        f = event.finding
+        if doc.running is run and run.generation == doc.generation and f.source in RUN_SOURCES:
+            doc.findings.setdefault(f.source, []).append(f)
+            self.hooks.publish(doc)
+
     def cancel(self, doc: Document) -> None:
         doc.generation += 1
         if doc.pending is not None and not doc.pending.done():
@@ -206,7 +217,7 @@ class Scheduler:
         doc.running = run
         token = await self.hooks.started(doc, run)
         loop = asyncio.get_running_loop()
-        run.request.on_event = lambda event: loop.call_soon_threadsafe(self.hooks.stage, doc, run, token, event)
+        run.request.on_event = lambda event: loop.call_soon_threadsafe(self._live, doc, run, token, event)
         start = time.monotonic()
         report: FileReport | None = None
         try:

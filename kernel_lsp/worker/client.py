@@ -18,7 +18,7 @@ import threading
 import time
 from typing import Callable
 
-from ..jobs import CheckJob, Stage
+from ..jobs import LIVE, CheckJob, Preview, Stage
 from .child import PARENT_ENV
 from .outcome import WorkerOutcome
 from .persistent import PersistentPool
@@ -30,7 +30,7 @@ class WorkerJob:
     """One job; `cancel()` from any thread stops it (kills its child, or interrupts it on a long-lived worker)."""
 
     def __init__(self, job: CheckJob, timeout: float, env: dict[str, str] | None = None,
-                 on_stage: Callable[[Stage], None] | None = None, pool: WarmPool | None = None,
+                 on_stage: Callable[[Stage | Preview], None] | None = None, pool: WarmPool | None = None,
                  persistent: PersistentPool | None = None, files: dict[str, str] | None = None):
         self.job, self.timeout = job, timeout
         self.env = env
@@ -112,7 +112,10 @@ class WorkerJob:
         offset = 0
         while True:
             try:
-                return self._proc.wait(timeout=0.1)
+                code = self._proc.wait(timeout=0.1)
+                if self.on_stage is not None:
+                    self._forward_stages(out_path, offset)  # what came after the last poll
+                return code
             except subprocess.TimeoutExpired:
                 pass
             if self.on_stage is not None:
@@ -133,7 +136,7 @@ class WorkerJob:
                 event = parse_event(line)
             except TornLine:
                 continue
-            if isinstance(event, Stage):
+            if isinstance(event, LIVE):
                 try:
                     self.on_stage(event)
                 except Exception:

@@ -25,7 +25,7 @@ import threading
 import time
 from typing import Callable
 
-from ..jobs import CheckJob, Stage
+from ..jobs import LIVE, CheckJob, Preview, Stage
 from .child import PARENT_ENV
 from .outcome import WorkerOutcome
 from .protocol import decode_event
@@ -171,7 +171,7 @@ class PersistentWorker:
             return False
 
     def run(self, job: CheckJob, files: dict[str, str] | None, timeout: float,
-            on_stage: Callable[[Stage], None] | None = None, cancel: threading.Event | None = None) -> WorkerOutcome:
+            on_stage: Callable[[Stage | Preview], None] | None = None, cancel: threading.Event | None = None) -> WorkerOutcome:
         """Run one job. The caller holds `self.lock`."""
         outcome = WorkerOutcome()
         outcome.warm = self.alive() and self.state == "ready"
@@ -212,7 +212,7 @@ class PersistentWorker:
                 if event is None:
                     continue
                 outcome.events.append(event)
-                if isinstance(event, Stage) and on_stage is not None:
+                if isinstance(event, LIVE) and on_stage is not None:
                     try:
                         on_stage(event)
                     except Exception:

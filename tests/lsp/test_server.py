@@ -192,3 +192,33 @@ async def test_server_configuration_reload_from_pyproject(client: LanguageClient
     await _diagnostics(client, pyproject_uri, lambda p: not p.diagnostics, timeout=30)
     text = await _hover_text(client, uri, _def_position("ok_add_fp32.py", "_add_kernel"), lambda t: "| sm_80 |" in t)
     assert "| sm_80 |" in text
+
+
+def test_server_publishes_a_verification_finding_as_soon_as_it_is_found(tmp_path):
+    """The first failing variant's finding is published while the other variants still run; the final report
+    then replaces it with the finding that lists every variant it failed on."""
+    import shutil as _shutil
+    from tests.lsp.rawclient import RawClient
+    case = _shutil.copy(CORPUS / "bug_layernorm_wrong_eps.py", tmp_path / "ln.py")  # fails from seed-1 on
+    client = RawClient(tmp_path)
+    try:
+        client.initialize(tmp_path)
+        uri = client.open(case)  # opening verifies
+
+        def verify_diag(m):
+            return (m.get("method") == "textDocument/publishDiagnostics" and m["params"]["uri"] == uri
+                    and any(d["source"] == "kernel-lsp.verify" for d in m["params"]["diagnostics"]))
+        first = client.wait(verify_diag, timeout=180)
+        done = client.wait(lambda m: m.get("method") == "kernelLsp/status" and m["params"]["uri"] == uri
+                           and m["params"]["state"] == "idle" and m["params"].get("verified"), timeout=180)
+        last_variant = client.wait(lambda m: m.get("method") == "kernelLsp/status" and m["params"]["uri"] == uri
+                                   and "variant strided" in m["params"].get("detail", ""), timeout=5)
+        # published live, while later variants still ran; then again with the final report
+        assert client.messages.index(first) < client.messages.index(last_variant) < client.messages.index(done)
+        final = [m for m in client.messages[: client.messages.index(done)] if verify_diag(m)][-1]
+        (live,) = [d for d in first["params"]["diagnostics"] if d["source"] == "kernel-lsp.verify"]
+        (kl200,) = [d for d in final["params"]["diagnostics"] if d["code"] == "KL200"]
+        assert live["code"] == "KL200" and live["range"] == kl200["range"] and final is not first
+    finally:
+        client.proc.kill()
+        client.proc.wait()
