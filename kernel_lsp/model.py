@@ -236,6 +236,7 @@ class Verification(Record):
     cpu_sizes: dict[str, int] = field(default_factory=dict)  # size knobs the CPU run used instead of the problem's
     bounds_checked: bool = False
     first_variant_cpu_seconds: float = 0.0
+    first_variant_ops: int = 0  # interpreter operations of the first variant (they decide the CPU sizes)
 
 
 @dataclass

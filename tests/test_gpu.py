@@ -6,10 +6,15 @@ import pytest
 
 from tests.conftest import CORPUS, run_cli
 
-# KL208 comes from the CPU interpreter's bounds guard; on a GPU those cases are not expected to match.
+# KL208 for loads comes from the CPU interpreter's bounds guard; on a GPU only stores are caught (guard regions),
+# so cases with out-of-bounds loads are not expected to match.
 GPU_CASES = ["ok_add_fp32.py", "ok_softmax_fp32.py", "ok_matmul_fp16.py", "ok_row_sum_bf16.py",
              "bug_softmax_no_max.py", "bug_relu_drops_nan.py", "bug_grid_too_small.py", "bug_mutates_input.py",
-             "bug_pytorch_fallback.py", "bug_silent_fp16_downcast.py", "ok_dropout.py", "bug_dropout_unscaled.py"]
+             "bug_pytorch_fallback.py", "bug_silent_fp16_downcast.py", "ok_dropout.py", "bug_dropout_unscaled.py",
+             "bug_store_off_by_one.py", "bug_argmax_last_tie.py", "bug_threshold_strict.py",
+             "bug_quantize_half_away.py", "ok_sgd_momentum_inplace.py", "bug_sgd_momentum_not_stored.py",
+             "ok_index_add_no_float64.py", "ood_weights_made_negative.py", "ok_float_scalar_method.py",
+             "bug_bias_assumed_contiguous.py", "ok_rows_stride.py"]
 
 
 @pytest.mark.gpu
@@ -19,7 +24,15 @@ def test_gpu_corpus_case_gets_same_codes(name):
     doc = json.loads(proc.stdout)
     import re
     expected = re.search(r"^# expect: (.+)$", (CORPUS / name).read_text(), re.M).group(1).split()
-    expected = set() if expected == ["clean"] else set(expected)
+    expected = set() if expected == ["clean"] else {c.split(":")[0] for c in expected}
     got = {d["code"] for d in doc["diagnostics"] if d["severity"] in ("error", "warning")}
     assert got == expected, [d["message"] for d in doc["diagnostics"]]
     assert doc["files"][0]["stats"]["device"] == "cuda"
+
+
+@pytest.mark.gpu
+def test_gpu_an_out_of_bounds_store_changes_a_guard_region():
+    proc = run_cli("check", str(CORPUS / "bug_store_off_by_one.py"), "--device", "cuda", "--format", "json",
+                   "--no-cache", "--no-measure")
+    (f,) = [d for d in json.loads(proc.stdout)["diagnostics"] if d["code"] == "KL208"]
+    assert "guard byte(s) changed" in f["message"] and "past the end of" in f["message"], f["message"]

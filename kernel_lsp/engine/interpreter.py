@@ -35,3 +35,42 @@ def faithful_scalars() -> bool:
     interp._implicit_cvt = convert
     _installed = True
     return True
+
+
+class _Ops:
+    count = 0
+
+
+_counting = False
+
+
+def count_ops() -> bool:
+    """Count the interpreter's operations (every `create_*` call of its builder: a load, an add, a dot), once
+    per process. Their number, unlike time, does not depend on the machine or its load: the CPU size planner
+    (verify.py) decides by it. False where this Triton lacks the builder."""
+    global _counting
+    if _counting:
+        return True
+    try:
+        import triton.runtime.interpreter as interp
+        builder = interp.interpreter_builder
+    except (ImportError, AttributeError):
+        return False
+    for name in dir(builder):
+        if not name.startswith("create_"):
+            continue
+        original = getattr(builder, name)
+        if not callable(original):
+            continue
+
+        def counted(*args, _original=original, **kwargs):
+            _Ops.count += 1
+            return _original(*args, **kwargs)
+        setattr(builder, name, counted)
+    _counting = True
+    return True
+
+
+def ops() -> int:
+    """Interpreter operations run so far in this process (0 until `count_ops`)."""
+    return _Ops.count

@@ -176,22 +176,46 @@ class Problem:
 
     def elements(self, knobs: dict[str, int] | None = None) -> int:
         """Input plus output elements at these sizes, found on the meta device: no memory, no compute."""
+        return sum(self.element_counts(knobs))
+
+    def element_counts(self, knobs: dict[str, int] | None = None) -> tuple[int, int]:
+        """(input elements, output elements) at these sizes, on the meta device (outputs 0 where an op has no
+        meta kernel: inputs alone must do)."""
         import torch
         from .variants import numel_of
         with self.knobs_set(knobs), torch.device("meta"):
             inputs = self.input_factory()
             inputs = list(inputs) if isinstance(inputs, (list, tuple)) else [inputs]
-            total = numel_of(inputs)
+            outputs = 0
             try:
                 reference = self.make_reference(None) if self.make_reference else None
                 if reference is not None:
                     with torch.no_grad():
                         out = reference(*inputs)
                     outs = out if isinstance(out, (list, tuple)) else [out]
-                    total += numel_of([o for o in outs if isinstance(o, torch.Tensor)])
+                    outputs = numel_of([o for o in outs if isinstance(o, torch.Tensor)])
             except Exception:
-                pass  # an op without a meta kernel: inputs alone must do
-        return total
+                pass
+        return numel_of(inputs), outputs
+
+    def reduction_knobs(self, knobs: dict[str, int]) -> set[str]:
+        """Knobs that size the inputs but not the outputs (a row length that is summed over): the CPU size planner
+        shortens them last, so a reduction keeps its length (variants.shrink_knobs)."""
+        try:
+            ins, outs = self.element_counts(knobs)
+        except Exception:
+            return set()
+        found = set()
+        for k, v in knobs.items():
+            if v < 16:
+                continue
+            try:
+                ins2, outs2 = self.element_counts({**knobs, k: v // 2})
+            except Exception:
+                continue
+            if outs and outs2 == outs and ins2 != ins:
+                found.add(k)
+        return found
 
     def accepts(self, knobs: dict[str, int], setting: dict, base_inputs: list) -> bool:
         """Whether the reference takes inputs resized by `setting` (shapes.py), judged on the meta device: shapes

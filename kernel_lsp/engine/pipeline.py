@@ -245,8 +245,9 @@ def _run_stages(job: CheckJob, w: Sink, rep: Reporter, recorder: LaunchRecorder,
     interpreted = os.environ.get("TRITON_INTERPRET") == "1"
     if interpreted:
         recorder.interpret_autotune_without_benchmarks()
-        from .interpreter import faithful_scalars
+        from .interpreter import count_ops, faithful_scalars
         faithful_scalars()
+        count_ops()
     targets = parse_targets(job.targets)
     if not interpreted:
         # On a GPU, also compile for the GPU's own architecture.

@@ -159,32 +159,43 @@ def _odd(v: int) -> int:
     return v - 1 if v % 2 == 0 else v
 
 
-def shrink_knobs(knobs: dict[str, int], measure: Callable[[dict[str, int]], int], budget: int) -> dict[str, int]:
-    """Halve the largest size knob (values >= 16 only) until the inputs fit the element budget, then make odd."""
-    current = {k: v for k, v in knobs.items()}
-    sizes = [k for k, v in knobs.items() if v >= 16]
-    if not sizes:
+PARALLEL_MIN, REDUCTION_MIN = 3, 8  # the smallest size a knob shrinks to (a reduction keeps some length)
+
+
+def shrink_knobs(knobs: dict[str, int], measure: Callable[[dict[str, int]], int], budget: int,
+                 reductions: frozenset | set = frozenset(), names: list[str] | None = None) -> dict[str, int]:
+    """Halve knobs until the inputs fit the element budget, then make them odd. Knobs that size the output go
+    first (down to 3), knobs that only size a reduction (`reductions`) last (down to 8): a shortened reduction
+    hides accumulation errors. `names`: the knobs that may change (default: those of 16 or more)."""
+    current = dict(knobs)
+    names = [k for k, v in knobs.items() if v >= 16] if names is None else list(names)
+    if not names:
         return {}
+
+    def floor(k: str) -> int:
+        return REDUCTION_MIN if k in reductions else PARALLEL_MIN
     for _ in range(64):
         if measure(current) <= budget:
             break
-        biggest = max(sizes, key=lambda k: current[k])
-        if current[biggest] <= 8:
+        movable = [k for k in names if current[k] > floor(k)]
+        pool = [k for k in movable if k not in reductions] or movable
+        if not pool:
             break
-        current[biggest] = max(8, current[biggest] // 2)
-    return {k: _odd(current[k]) for k in sizes if current[k] != knobs[k] or knobs[k] % 2 == 0}
+        biggest = max(pool, key=lambda k: current[k])
+        current[biggest] = max(floor(biggest), current[biggest] // 2)
+    return {k: _odd(current[k]) for k in names if current[k] != knobs[k] or knobs[k] % 2 == 0}
 
 
 def base_knobs(knobs: dict[str, int], own_numel: int, measure: Callable[[dict[str, int]], int],
-               interpreted: bool) -> dict[str, int]:
+               interpreted: bool, reductions: frozenset | set = frozenset()) -> dict[str, int]:
     """The knobs value variants run at: the problem's own, or smaller ones the CPU interpreter can afford."""
     if interpreted and own_numel > CPU_ELEMENT_BUDGET and knobs:
-        return shrink_knobs(knobs, measure, CPU_ELEMENT_BUDGET)
+        return shrink_knobs(knobs, measure, CPU_ELEMENT_BUDGET, reductions)
     return {}
 
 
 def plan(knobs: dict[str, int], base: dict[str, int], measure: Callable[[dict[str, int]], int],
-         interpreted: bool, sizes: "SizePlan | None" = None) -> list[Variant]:
+         interpreted: bool, sizes: "SizePlan | None" = None, reductions: frozenset | set = frozenset()) -> list[Variant]:
     """The full ordered variant list. Value variants run at `base` knobs; `sizes` holds the settings read from
     the inputs themselves (shapes.py): their base, and the size variants of a problem without knobs."""
     sizes = sizes or SizePlan()
@@ -203,7 +214,7 @@ def plan(knobs: dict[str, int], base: dict[str, int], measure: Callable[[dict[st
     names = [k for k, v in knobs.items() if v >= 16]
     if names:
         small_budget = CPU_ELEMENT_BUDGET // 4 if interpreted else 1 << 22
-        odd = shrink_knobs(knobs, measure, small_budget)
+        odd = shrink_knobs(knobs, measure, small_budget, reductions)
         if not odd:
             odd = {k: _odd(knobs[k]) for k in names}
         variants.append(Variant("odd-size", "size", 8, odd, None, "odd sizes"))

@@ -23,19 +23,21 @@ from typing import Any
 
 from ..model import KernelFacts, Severity, SkippedVariant, Span, VariantRow, Verification
 from .compare import Comparison, flatten_outputs
-from .guards import MemoryGuard, poisoned_allocations
+from .guards import GuardRegions, MemoryGuard, poisoned_allocations
+from .interpreter import ops as interpreter_ops
 from .loader import IMPLEMENTATION, UserCodeError, deepest_line, raise_device_fault
 from .positions import api_note, readable
 from .probes import only_input, reference_spread, returning_line
 from .rules import SENTINEL, Evidence, RuleFinding, describe_variant, judge, judge_random, same
 from .shapes import describe_init, size_plan
 from .variants import (Variant, absolute, base_knobs, clone_inputs, describe_inputs, input_dtype, outside_profile,
-                       plan, sign_profile, special_values, upcast)
+                       plan, shrink_knobs, sign_profile, special_values, upcast)
 
-VARIANT_SECONDS = 1.5  # CPU time one variant should take; sizes shrink after a slow first variant
-# ...but only when the first variant took clearly longer: CPU time still grows ~10% under contention, and a
-# verdict must not flip with the load (a case at 1.3-1.5 s once lost its bug when its rows were halved).
-SHRINK_AFTER_SECONDS = 1.5 * VARIANT_SECONDS
+# Interpreter operations (interpreter.py counts them) one variant should take, about a second here. Operations,
+# not time: a verdict must not depend on the machine's speed or load (CPU time once shrank a reduction under load
+# until an fp16 accumulation bug hid). Sizes shrink only after a first variant clearly above it.
+OPS_PER_VARIANT = 10_000
+SHRINK_AFTER_OPS = 3 * OPS_PER_VARIANT // 2
 
 
 @dataclass
@@ -67,10 +69,15 @@ def _address_of(t, index) -> int:
 
 class Verifier:
     def __init__(self, problem, recorder, rep, job):
-        self.first_cpu_seconds = 0.0  # CPU time of the first variant, which decides CPU sizes
+        self.first_cpu_seconds = 0.0  # CPU time of the first variant (reported)
+        self.first_ops = 0  # interpreter operations of the first variant, which decide CPU sizes
+        self.reductions: set[str] = set()  # knobs that size only a reduction (shortened last)
+        self.impl_runs = 0  # calls of the implementation so far (the planner counts operations per call)
         self.problem, self.recorder, self.rep, self.job = problem, recorder, rep, job
         self.interpreted = os.environ.get("TRITON_INTERPRET") == "1"
         self.guard = MemoryGuard(user_file=os.path.realpath(job.path))
+        # On a GPU the interpreter's bounds guard does not exist: guard bytes around every tensor catch stores.
+        self.gpu_guards = None if self.interpreted else GuardRegions()
         if self.interpreted and self.guard.install():
             recorder.on_launch.append(self.guard.set_launch)
         self.state = VerifyState()
@@ -107,9 +114,10 @@ class Verifier:
 
     def run_variants(self, measure) -> None:
         p = self.problem
-        base = base_knobs(p.size_knobs, measure({}), measure, self.interpreted)
+        self.reductions = p.reduction_knobs(p.size_knobs) if self.interpreted and p.size_knobs else set()
+        base = base_knobs(p.size_knobs, measure({}), measure, self.interpreted, self.reductions)
         sizes = size_plan(p, base, self.interpreted)
-        variants = plan(p.size_knobs, base, measure, self.interpreted, sizes)
+        variants = plan(p.size_knobs, base, measure, self.interpreted, sizes, self.reductions)
         self.base = base
         try:
             self.profile = sign_profile(p.make_inputs(1, base, sizes.base))
@@ -119,14 +127,9 @@ class Verifier:
             if v.name == "special":
                 v.transform = functools.partial(special_values, profile=self.profile)
         start = time.monotonic()
-        cpu_start = time.process_time()
+        adaptations = 0
         for i, v in enumerate(variants):
-            if i == 1 and self.interpreted and p.size_knobs:
-                # CPU time of this process, not wall time: a verdict must not depend on what else the machine
-                # is doing (wall time under load shrank a reduction until an fp16 accumulation bug hid).
-                self.first_cpu_seconds = time.process_time() - cpu_start
-                self.adapt_sizes(variants, measure, self.first_cpu_seconds)
-            t0 = time.monotonic()
+            t0, cpu0, ops0, runs0 = time.monotonic(), time.process_time(), interpreter_ops(), self.impl_runs
             rows = len(self.state.rows)
             self.rep.w.stage("verify", f"variant {v.name}: {v.description}")
             try:
@@ -135,24 +138,41 @@ class Verifier:
                 self.skipped.append((v.name, str(e)))
             if len(self.state.rows) > rows:
                 self.state.rows[-1].seconds = round(time.monotonic() - t0, 4)
+            per_run = (interpreter_ops() - ops0) // max(1, self.impl_runs - runs0)
+            if i == 0:
+                self.first_cpu_seconds, self.first_ops = time.process_time() - cpu0, per_run
+            # Deterministic sizing: by the operations one run of the implementation took, re-measured on the
+            # next variant until they fit (at most three times).
+            if (self.interpreted and p.size_knobs and v.kind == "values" and v.knobs == self.base
+                    and per_run > SHRINK_AFTER_OPS and adaptations < 3):
+                variants[i + 1:] = self.adapt_sizes(variants[i + 1:], measure, per_run)
+                adaptations += 1
         self.report(time.monotonic() - start)
 
-    def adapt_sizes(self, variants: list[Variant], measure, first_seconds: float) -> None:
-        """The interpreter's cost grows with programs, not elements: when the first variant was slow, shrink
-        the sizes of the value and layout variants until one should take about VARIANT_SECONDS."""
-        if first_seconds <= SHRINK_AFTER_SECONDS:
-            return
-        from .variants import shrink_knobs
-        current = measure(self.base or {})
-        budget = max(64, int(current * VARIANT_SECONDS / first_seconds))
-        smaller = shrink_knobs({**self.problem.size_knobs, **self.base}, measure, budget)
+    def adapt_sizes(self, rest: list[Variant], measure, ops_per_run: int) -> list[Variant]:
+        """The interpreter's cost grows with the operations it runs (programs times their work), not with
+        elements: when a run of the implementation took clearly more than OPS_PER_VARIANT, shrink the knobs of
+        the value and layout variants in proportion (outputs' sizes first, reductions last) and re-plan the split
+        sizes."""
+        knobs = self.problem.size_knobs
+        budget = max(64, int(measure(self.base or {}) * OPS_PER_VARIANT / ops_per_run))
+        smaller = shrink_knobs({**knobs, **self.base}, measure, budget, self.reductions,
+                               [k for k, v in knobs.items() if v >= 16])
         if not smaller:
-            return
-        new_base = {**self.base, **smaller}
-        for v in variants[1:]:
-            if v.kind in ("values", "layout") and v.knobs == self.base:
+            return rest
+        old, new_base = self.base, {**self.base, **smaller}
+        for v in rest:
+            if v.kind in ("values", "layout") and v.knobs == old:
                 v.knobs = new_base
         self.base = new_base
+        splits = [v for v in rest if v.name.startswith("split-sizes")]
+        if not splits:
+            return rest
+        fresh = [Variant(f"split-sizes-{i}", "size", 12 + i, new_base, None, splits[0].description, setting)
+                 for i, setting in enumerate(size_plan(self.problem, new_base, True).splits, 1)]
+        at = rest.index(splits[0])
+        kept = [v for v in rest if v not in splits]
+        return kept[:at] + fresh + kept[at:]
 
     def run_variant(self, v: Variant) -> None:
         """Run one variant, judge what it collected (rules.py), and record the findings with their lines."""
@@ -281,12 +301,14 @@ class Verifier:
             return None
 
         # Implementation, run 1: allocations poisoned with NaN; stores tracked for placement.
-        impl_inputs = clone_inputs(inputs)
+        gpu = self.gpu_guards
+        impl_inputs = clone_inputs(inputs) if gpu is None else [gpu.wrap(x, f"input {i}") for i, x in enumerate(inputs)]
         self.guard.stores.clear()
         self.guard.track_stores = self.guard.available
         before = self.recorder.count
+        self.impl_runs += 1
         try:
-            with poisoned_allocations(float("nan")):
+            with poisoned_allocations(float("nan"), gpu):
                 y1 = _call(impl, impl_inputs)
         except Exception as e:
             raise_device_fault(e)
@@ -299,15 +321,23 @@ class Verifier:
             self.guard.track_stores = False
         launches = self.recorder.count - before
         self.collect_oob(v)
-        # Run 2: allocations poisoned with a finite sentinel; same inputs.
+        # Run 2: allocations poisoned with a finite sentinel; same inputs. Under the interpreter (programs run one
+        # after another: no race to catch) it only tells unwritten elements from computed NaN, so it is skipped
+        # when the first run left no NaN at all: half the CPU time of a correct kernel.
         rerun_inputs = clone_inputs(inputs)
-        try:
-            with poisoned_allocations(SENTINEL):
-                y2 = _call(impl, rerun_inputs)
-        except Exception as e:
-            raise_device_fault(e)
-            y2 = None
-        self.collect_oob(v)
+        if self.interpreted and not p.random and not any(
+                isinstance(y, torch.Tensor) and y.is_floating_point() and bool(torch.isnan(y).any())
+                for y in flatten_outputs(y1) + [impl_inputs[i] for i in updated]):
+            y2, rerun_inputs = y1, impl_inputs
+        else:
+            self.impl_runs += 1
+            try:
+                with poisoned_allocations(SENTINEL):
+                    y2 = _call(impl, rerun_inputs)
+            except Exception as e:
+                raise_device_fault(e)
+                y2 = None
+            self.collect_oob(v)
         y1_flat = flatten_outputs(y1)
         y2_flat = flatten_outputs(y2) if y2 is not None else [None] * len(y1_flat)
         y1_flat += [impl_inputs[i] for i in updated]
@@ -319,38 +349,6 @@ class Verifier:
         return Evidence(v.name, v.kind, v.description, shapes, y1_flat, y2_flat, r_flat, t_flat, a_flat, truth_dtype,
                         launches, impl_inputs, ref_inputs, self.state.outputs, bool(self.untrusted), sample_message,
                         result_line, updated, spread)
-
-    def spread(self, ref, inputs: list, r_flat: list, updated: list[int]) -> list:
-        """Without a float64 truth, PyTorch's own error is zero by construction. What stands in for it: how far
-        the reference's output moves when every float input moves by one ulp (random signs), twice. A backward
-        stable kernel's result is the exact result of inputs that close, so a kernel that only rounds
-        differently stays inside; the message says the budget came from here."""
-        import torch
-        from .compare import UNIT_ROUNDOFF
-        out: list = [None] * len(r_flat)
-        for k in range(2):
-            gen = torch.Generator().manual_seed(20_000 + k)
-
-            def nudge(x):
-                if not (isinstance(x, torch.Tensor) and x.is_floating_point()):
-                    return x
-                u = UNIT_ROUNDOFF.get(str(x.dtype), 2.0**-24)
-                sign = torch.randint(0, 2, x.shape, generator=gen).to(x.device) * 2 - 1
-                return (x.double() * (1 + 2 * u * sign)).to(x.dtype)
-            moved = [nudge(x) for x in clone_inputs(inputs)]
-            try:
-                r2 = flatten_outputs(_call(ref, moved)) + [moved[i] for i in updated]
-            except Exception as e:
-                raise_device_fault(e)
-                return out
-            for j, (a, b) in enumerate(zip(r_flat, r2)):
-                if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and a.is_floating_point() \
-                        and a.shape == b.shape:
-                    d = (a.double() - b.double()).abs()
-                    d = d[torch.isfinite(d)]
-                    m = float(d.max()) if d.numel() else 0.0
-                    out[j] = m if out[j] is None else max(out[j], m)
-        return out
 
     def place(self, f: RuleFinding, e: Evidence) -> int | None:
         """The line a rule's finding belongs on: the store that wrote the bad element, else the launch site."""
@@ -379,6 +377,13 @@ class Verifier:
         return describe_variant(v.kind, v.name, v.description, shapes)
 
     def collect_oob(self, v: Variant) -> None:
+        if self.gpu_guards is not None:
+            for b in self.gpu_guards.breaches():
+                where = "past the end of" if b.side == "after" else "before the start of"
+                self.fail("KL208", v, f"a store {where} {b.label}: {b.changed} guard byte(s) changed, up to {b.reach} "
+                          f"bytes {b.side} it (GPU guard regions; variant {v.name})", self.launch_line(),
+                          kind="store", count=b.changed)
+            self.gpu_guards.clear()
         for ev in list(self.guard.events.values()):
             what = {"load": "reads", "store": "writes", "atomic": "updates"}[ev.kind]
             self.fail("KL208", v, f"{ev.kernel} {what} out of bounds: {ev.count} access(es), e.g. {ev.detail} "
@@ -438,7 +443,7 @@ class Verifier:
         self.interpreter_limits()
         summary = Verification(self.state.rows, [SkippedVariant(n, r) for n, r in self.skipped],
                                "cpu-interpreter" if self.interpreted else "cuda", round(seconds, 3), dict(self.base),
-                               self.guard.available, round(self.first_cpu_seconds, 3))
+                               self.guard.available, round(self.first_cpu_seconds, 3), self.first_ops)
         for qual in {l.spec.qualname for l in self.recorder.launches}:
             self.rep.w.kernel(qual.rsplit(".", 1)[-1], KernelFacts(verification=summary))
 

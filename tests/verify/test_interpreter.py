@@ -65,3 +65,23 @@ def test_interpreter_a_removed_triton_api_is_named_with_the_installed_version(tm
     proc = run_cli("check", str(tmp_path / "k.py"), "--no-cache")
     assert f"tl.no_such_function does not exist in the installed Triton {triton.__version__}" in proc.stdout
     assert "KL209" not in proc.stdout, proc.stdout  # one finding for one cause: the compile error
+
+
+def test_gpu_guard_regions_report_a_store_past_the_end_and_before_the_start():
+    import torch
+
+    from kernel_lsp.engine.guards import GuardRegions
+    g = GuardRegions(devices=("cpu",))
+    x = torch.arange(10, dtype=torch.float32)
+    y = g.wrap(x, "input 0")
+    assert torch.equal(y, x) and y.stride() == x.stride() and y.data_ptr() != x.data_ptr()
+    assert g.breaches() == []
+    torch.as_strided(y, (12,), (1,))[10:] = 7.0  # two elements past the end: 8 bytes
+    (b,) = g.breaches()
+    assert (b.label, b.side, b.reach) == ("input 0 (10,)", "after", 8) and 0 < b.changed <= 8
+    g.clear()
+    z = g.wrap(torch.zeros(4, 3).t(), "output")  # strides kept: (1, 3)
+    assert z.stride() == (1, 3)
+    torch.as_strided(z, (1,), (1,), z.storage_offset() - 1)[0] = 1.0  # one element before the start
+    (b,) = g.breaches()
+    assert b.side == "before" and b.reach == 4

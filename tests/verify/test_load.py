@@ -1,9 +1,9 @@
 """A verdict must not depend on how busy the machine is.
 
-CPU sizes shrink after a slow first variant; that decision once used wall time, so on a loaded machine the
-fp16-accumulation case (rows of 4096, first variant ~1.3 s of CPU, ~1.5 s under contention) had its rows halved
-and its bug hid. Four copies checked at once on 2 cores double the wall time; every copy must still be caught at
-full row length.
+CPU sizes shrink after a costly variant; that decision once used wall time, then CPU time, so on a loaded
+machine the fp16-accumulation case (rows of 4096) had its rows halved and its bug hid. It now counts the
+interpreter's operations, which no load changes. Four copies checked at once on 2 cores double the wall time;
+every copy must still be caught at full row length, with the same operation count.
 """
 
 import shutil
@@ -15,8 +15,11 @@ def test_verdicts_hold_when_the_machine_is_loaded(tmp_path):
     for i in range(4):
         shutil.copy(CORPUS / "bug_fp16_accumulation.py", tmp_path / f"copy{i}.py")
     _, doc = check_json(tmp_path, extra=("--no-cache", "--jobs", "4"))
+    ops = set()
     for f in doc["files"]:
         (facts,) = f["kernels"].values()
+        ops.add(facts["verification"]["first_variant_ops"])
         assert [x["code"] for x in f["findings"]] == ["KL200"], (f["path"], facts["verification"]["cpu_sizes"],
                                                                  facts["verification"]["first_variant_cpu_seconds"])
         assert facts["verification"]["cpu_sizes"] == {}  # the problem's own sizes: rows not shortened
+    assert len(ops) == 1 and ops != {0}  # counted, and the same for every copy whatever the load
