@@ -2,7 +2,9 @@
 # One device call (docs/benchmarks.md): install kernel-lsp without dependencies (the GPU image has torch, triton,
 # matplotlib and nvidia-ml-py), then, on GPU 0, the GPU-marked tests and the save->diagnostic latency, while GPU 1
 # (when there is one) checks and times every task of tasks/ with kernel-lsp itself. Everything lands in $OUT.
-#   GPU_TESTS=0 skips the tests, GPU_LATENCY=0 the latency, GPU_TASKS=0 the tasks; TASKS_DIR picks a subfolder.
+#   GPU_TESTS=0 skips the tests, GPU_LATENCY=0 the latency, GPU_TASKS=0 the tasks; TASKS_DIR picks a subfolder
+#   (or a space-separated list of files); GPU_TEST_K selects tests by pytest -k. With one GPU the tasks run first,
+#   alone (timings taken beside the tests would be disturbed), then the tests and the latency.
 set -uo pipefail
 export PYTHONUNBUFFERED=1
 OUT=${OUT:-/tmp/out}
@@ -14,20 +16,25 @@ ngpu=$(nvidia-smi -L | wc -l)
 tasks_gpu=$(( ngpu > 1 ? 1 : 0 ))
 if [ "${GPU_TASKS:-1}" = 1 ]; then
   # The tasks run in their own session so they outlive this call if it ends first; the next call collects them.
+  # shellcheck disable=SC2086
   CUDA_VISIBLE_DEVICES=$tasks_gpu setsid nohup timeout ${TASKS_TIMEOUT:-1500} python3 -m kernel_lsp.cli check \
-    "${TASKS_DIR:-tasks}" --device cuda --no-cache --timeout 400 --format json -o /tmp/tasks.json \
+    ${TASKS_DIR:-tasks} --device cuda --no-cache --timeout 400 --format json -o /tmp/tasks.json \
     --report /tmp/report >/tmp/tasks.log 2>&1 &
   echo "tasks started on GPU $tasks_gpu"
+  if [ "$ngpu" = 1 ]; then
+    wait $! ; echo "tasks exit $?"
+  fi
 fi
 export CUDA_VISIBLE_DEVICES=0
 python3 -c "from kernel_lsp.engine.ceilings import load_or_measure; import json; c, hit = load_or_measure(); print(json.dumps(c.to_dict()))" \
   | tee "$OUT/ceilings.json"
 if [ "${GPU_TESTS:-1}" = 1 ]; then
-  timeout ${TESTS_TIMEOUT:-330} python3 -m pytest -q -p no:cacheprovider -rA tests/test_gpu_measure.py tests/test_gpu.py \
-    >"$OUT/gpu_tests.txt" 2>&1; echo "tests exit $?"; tail -15 "$OUT/gpu_tests.txt"
+  timeout ${TESTS_TIMEOUT:-330} python3 -m pytest -q -p no:cacheprovider -rA ${GPU_TEST_K:+-k "$GPU_TEST_K"} \
+    tests/test_gpu_measure.py tests/test_gpu.py >"$OUT/gpu_tests.txt" 2>&1; echo "tests exit $?"
+  tail -15 "$OUT/gpu_tests.txt"
 fi
 if [ "${GPU_LATENCY:-1}" = 1 ]; then
-  timeout 240 python3 benchmarks/gpu_latency.py --json "$OUT/latency.json" 2>"$OUT/latency.err" | tee "$OUT/latency.md"
+  timeout ${LATENCY_TIMEOUT:-240} python3 benchmarks/gpu_latency.py --json "$OUT/latency.json" 2>"$OUT/latency.err" | tee "$OUT/latency.md"
 fi
 if [ "${GPU_TASKS:-1}" = 1 ]; then
   for _ in $(seq 1 ${TASKS_WAIT:-60}); do [ -s /tmp/tasks.json ] && break; sleep 5; done

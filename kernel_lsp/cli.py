@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -163,9 +164,11 @@ def cmd_check(args: argparse.Namespace) -> int:
     persistent = long_lived_workers(settings)
     requests: list[CheckRequest] = []
     stream = args.format == "text" and not output  # findings printed as each file is done
+    interrupted = threading.Event()  # set on Ctrl-C: a job that starts after it is cancelled at once
 
     def one(path: Path) -> FileReport:
         req = CheckRequest(path.resolve(), settings, root, reference, cache=cache, pool=warm, persistent=persistent,
+                           cancel=interrupted,
                            timeout_source="--timeout" if args.timeout else "`timeout` in [tool.kernel-lsp]")
         requests.append(req)
         return check_file(req)
@@ -192,7 +195,12 @@ def cmd_check(args: argparse.Namespace) -> int:
                     sys.stdout.write("\n".join(file_lines(done[path], os.getcwd())) + "\n")
                     sys.stdout.flush()
     except KeyboardInterrupt:
-        # Stop now, not after the workers' timeouts: kill every job, then leave.
+        # Stop now, not after the workers' timeouts: kill every job, then leave. Whatever the clean-up below
+        # waits on, the process is gone within 5 s.
+        watchdog = threading.Timer(5.0, os._exit, (EXIT_INTERRUPTED,))
+        watchdog.daemon = True
+        watchdog.start()
+        interrupted.set()
         progress.clear()
         for req in list(requests):
             for job in list(req.jobs):
@@ -202,7 +210,11 @@ def cmd_check(args: argparse.Namespace) -> int:
         warm.close()
         pool.shutdown(wait=False, cancel_futures=True)
         sys.stderr.write("kernel-lsp: interrupted\n")
-        return EXIT_INTERRUPTED
+        sys.stderr.flush()
+        sys.stdout.flush()
+        # Leave without joining the pool's threads: one still waiting on a job it started as Ctrl-C came would
+        # hold the exit for that job's whole timeout.
+        os._exit(EXIT_INTERRUPTED)
     finally:
         progress.clear()
     pool.shutdown(wait=True)

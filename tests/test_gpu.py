@@ -14,7 +14,10 @@ GPU_CASES = ["ok_add_fp32.py", "ok_softmax_fp32.py", "ok_matmul_fp16.py", "ok_ro
              "bug_store_off_by_one.py", "bug_argmax_last_tie.py", "bug_threshold_strict.py",
              "bug_quantize_half_away.py", "ok_sgd_momentum_inplace.py", "bug_sgd_momentum_not_stored.py",
              "ok_index_add_no_float64.py", "ood_weights_made_negative.py", "ok_float_scalar_method.py",
-             "bug_bias_assumed_contiguous.py", "ok_rows_stride.py"]
+             "bug_bias_assumed_contiguous.py", "ok_rows_stride.py", "ok_adam_fp32_constants.py",
+             "bug_autotune_config_tail.py", "ok_seeded_noise_log.py", "ok_sigmoid_mean_serial.py",
+             "refuses_noncontiguous.py", "ok_rank_argument.py", "ok_floor_int64_identity.py",
+             "bug_half_sum_and_strides.py"]
 
 
 @pytest.mark.gpu

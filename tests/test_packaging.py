@@ -29,12 +29,16 @@ def _venv(path, artifact, isolated: bool = False):
     `artifact`: what it runs is the artifact, not the clone."""
     subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(path)], check=True, timeout=300)
     py = path / "bin" / "python"
-    subprocess.run([str(py), "-m", "pip", "uninstall", "-y", "-q", "kernel-lsp"], capture_output=True, timeout=300)
+    # Without PYTHONPATH: a checkout on it (with the egg-info a build leaves there) reads to pip as kernel-lsp
+    # already installed, and the artifact would be skipped.
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    subprocess.run([str(py), "-m", "pip", "uninstall", "-y", "-q", "kernel-lsp"], capture_output=True, timeout=300,
+                   env=env)
     # A wheel installs as is; an sdist is built first, in pip's isolated build environment (setuptools from the
     # index, as a user's pip would).
     flags = [] if isolated else ["--no-build-isolation"]
     proc = subprocess.run([str(py), "-m", "pip", "install", "-q", "--no-deps", *flags, str(artifact)],
-                          capture_output=True, text=True, timeout=600)
+                          capture_output=True, text=True, timeout=600, env=env)
     assert proc.returncode == 0, proc.stderr[-2000:]
     return py
 

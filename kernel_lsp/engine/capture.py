@@ -57,6 +57,9 @@ class LaunchRecorder:
     current: str | None = None
     dry: bool = False  # record launches without executing them
     on_launch: list[Callable[[Launch], None]] = field(default_factory=list)
+    # Each autotuned kernel seen: qualname -> (its configs, index of the config its last run used).
+    autotuners: dict[str, tuple[list, int]] = field(default_factory=dict)
+    forced: dict[str, int] = field(default_factory=dict)  # qualname -> config index every launch must use
     _local: threading.local = field(default_factory=threading.local)
     _saved: list[tuple[type, str, Any]] = field(default_factory=list)  # (class, attribute, original) to restore
 
@@ -101,11 +104,19 @@ class LaunchRecorder:
         self._saved.append((cls, "run", original))
 
         def run(self_at, *args, **kwargs):
-            recorder._local.configs = list(getattr(self_at, "configs", []) or [])
+            configs = list(getattr(self_at, "configs", []) or [])
+            recorder._local.configs = configs
+            qual = _qualname(getattr(self_at, "base_fn", None) or self_at.fn)
+            forced = recorder.forced.get(qual)
+            if forced is not None and forced < len(configs) and _allowed(self_at, configs[forced], args, kwargs):
+                self_at.configs = [configs[forced]]  # one config: the autotuner runs it without benchmarking
             try:
                 return original(self_at, *args, **kwargs)
             finally:
+                self_at.configs = configs
                 recorder._local.configs = []
+                best = getattr(self_at, "best_config", None)
+                recorder.autotuners[qual] = (configs, next((i for i, c in enumerate(configs) if c is best), 0))
 
         cls.run = run
 
@@ -120,7 +131,7 @@ class LaunchRecorder:
 
     def record(self, fn: Callable, args: tuple, kwargs: dict) -> None:
         self.count += 1
-        qual = getattr(fn, "__qualname__", fn.__name__).replace("<locals>.", "")
+        qual = _qualname(fn)
         self.functions[qual] = fn
         self.current = qual
         try:
@@ -137,6 +148,33 @@ class LaunchRecorder:
             self.specs.setdefault(alt.key(), alt)
         for hook in self.on_launch:
             hook(launch)
+
+
+def _qualname(fn: Any) -> str:
+    while not hasattr(fn, "__qualname__") and hasattr(fn, "fn"):
+        fn = fn.fn  # a JITFunction (or a heuristics wrapper): the Python function inside
+    return getattr(fn, "__qualname__", getattr(fn, "__name__", "?")).replace("<locals>.", "")
+
+
+def _allowed(tuner: Any, config: Any, args: tuple, kwargs: dict) -> bool:
+    """The autotuner's own pruning (early_config_prune, perf_model) keeps this config for these arguments: a
+    config it would never run is not forced."""
+    if getattr(tuner, "early_config_prune", None) is None and getattr(tuner, "perf_model", None) is None:
+        return True
+    try:
+        tuner.nargs = dict(zip(tuner.arg_names, args))
+        return config in tuner.prune_configs(kwargs)
+    except Exception:
+        return False
+
+
+def describe_config(config: Any) -> str:
+    """`BLOCK=128, num_warps=4`: an autotune config as its author wrote it."""
+    parts = [f"{k}={v}" for k, v in (getattr(config, "kwargs", {}) or {}).items()]
+    for attr in ("num_warps", "num_stages"):
+        if getattr(config, attr, None) is not None:
+            parts.append(f"{attr}={getattr(config, attr)}")
+    return ", ".join(parts)
 
 
 def _is_constexpr_annotation(ann: Any) -> bool:

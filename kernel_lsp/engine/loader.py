@@ -198,6 +198,13 @@ class Problem:
                 pass
         return numel_of(inputs), outputs
 
+    def meta_inputs(self, knobs: dict[str, int] | None = None) -> list:
+        """The input factory's result on the meta device: shapes, dtypes and plain values, nothing allocated."""
+        import torch
+        with self.knobs_set(knobs), torch.device("meta"):
+            inputs = self.input_factory()
+        return list(inputs) if isinstance(inputs, (list, tuple)) else [inputs]
+
     def reduction_knobs(self, knobs: dict[str, int]) -> set[str]:
         """Knobs that size the inputs but not the outputs (a row length that is summed over): the CPU size planner
         shortens them last, so a reduction keeps its length (variants.shrink_knobs)."""

@@ -53,7 +53,7 @@ def returning_line(impl, inputs: list, path: str) -> int | None:
     return found[0] if found else None
 
 
-def reference_spread(ref, inputs: list, r_flat: list, updated: list[int]) -> list:
+def reference_spread(ref, inputs: list, r_flat: list, updated: list[int], call: Callable = _call) -> list:
     """Per output, how far the reference moves when every float input moves by one ulp (random signs, two
     draws). A backward-stable kernel's result is the exact result of inputs that close, so a kernel that only
     rounds differently stays inside; None where it could not be measured."""
@@ -70,7 +70,7 @@ def reference_spread(ref, inputs: list, r_flat: list, updated: list[int]) -> lis
             return (x.double() * (1 + 2 * u * sign)).to(x.dtype)
         moved = [nudge(x) for x in clone_inputs(inputs)]
         try:
-            r2 = flatten_outputs(_call(ref, moved)) + [moved[i] for i in updated]
+            r2 = flatten_outputs(call(ref, moved)) + [moved[i] for i in updated]
         except Exception as e:
             raise_device_fault(e)
             return out
@@ -90,3 +90,53 @@ def only_input(transform: Callable[[list], list], index: int) -> Callable[[list]
         changed = transform(inputs)
         return [c if i == index else x for i, (x, c) in enumerate(zip(inputs, changed))]
     return apply
+
+
+def constant_rounding(float64_ref, inputs64: list, truth_flat: list, updated: list[int],
+                      call: Callable = _call) -> list | None:
+    """Per output, how far the float64 reference moves when its float constants (a Model's float attributes,
+    the module-level floats its code reads: `beta2 = 0.999`, `eps = 1e-5`) are rounded to fp32, as a compiled
+    kernel receives them. `1 - beta2` is then 1.3e-5 off relative, in the reference as in any kernel given
+    beta2; PyTorch's float32 optimizers make the same rounding. None when there is no such constant."""
+    import numpy as np
+    import torch
+    targets: list[tuple[dict, str, float]] = []
+
+    def consider(space: dict, name: str) -> None:
+        v = space.get(name)
+        if type(v) is float and float(np.float32(v)) != v:
+            targets.append((space, name, v))
+    if isinstance(float64_ref, torch.nn.Module):
+        for m in float64_ref.modules():
+            for name in list(vars(m)):
+                consider(vars(m), name)
+        code_owner = type(float64_ref).forward
+    else:
+        code_owner = float64_ref
+    code = getattr(code_owner, "__code__", None)
+    space = getattr(code_owner, "__globals__", None)
+    if code is not None and space is not None:
+        for name in code.co_names:
+            consider(space, name)
+    if not targets:
+        return None
+    moved = clone_inputs(inputs64)
+    for space, name, v in targets:
+        space[name] = float(np.float32(v))
+    try:
+        out = flatten_outputs(call(float64_ref, moved)) + [moved[i] for i in updated]
+    except Exception as e:
+        raise_device_fault(e)
+        return None
+    finally:
+        for space, name, v in targets:
+            space[name] = v
+    result: list = []
+    for a, t in zip(out, truth_flat):
+        if isinstance(a, torch.Tensor) and isinstance(t, torch.Tensor) and a.shape == t.shape and a.is_floating_point():
+            d = (a.double() - t.double()).abs()
+            d = d[torch.isfinite(d)]
+            result.append(float(d.max()) if d.numel() else 0.0)
+        else:
+            result.append(None)
+    return result

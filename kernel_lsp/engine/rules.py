@@ -52,6 +52,15 @@ class Evidence:
     updated: list[int] = field(default_factory=list)  # inputs the reference updates in place (judged as outputs,
     # appended after the returned outputs in `outputs`, `rerun`, `reference`, `truth` and `abs_terms`)
     spread: list | None = None  # no float64 truth: per output, how far the reference moves under 1-ulp inputs
+    terms: list | None = None  # per output, input elements per output element (a reduction's length)
+    constants: list | None = None  # per output, how far the truth moves with its float constants in fp32
+    inputs_before: list = field(default_factory=list)  # the inputs as drawn (before any call)
+
+    def budget_args(self, j: int) -> dict:
+        """compare_tensor's extra arguments for output j."""
+        return {"spread": self.spread[j] if self.spread and j < len(self.spread) else None,
+                "terms": self.terms[j] if self.terms and j < len(self.terms) else 1.0,
+                "constants": (self.constants[j] or 0.0) if self.constants and j < len(self.constants) else 0.0}
 
     def name(self, j: int) -> str:
         """How a message names output j: a returned output, or an input the reference updates in place."""
@@ -114,14 +123,34 @@ def output_name(j: int, count: int) -> str:
 
 
 def mutated_input(e: Evidence) -> RuleFinding | None:
-    """KL204: the first input the implementation changed that the reference leaves as it was (an input the
-    reference updates in place is judged as an output instead)."""
+    """KL204: the inputs the implementation changed that the reference leaves as they were, each named with how
+    much changed (an input the reference updates in place is judged as an output instead)."""
     import torch
+    changed = []
     for i, (a, b) in enumerate(zip(e.inputs_after, e.reference_inputs_after)):
         if i not in e.updated and isinstance(a, torch.Tensor) and not same(a, b):
-            return RuleFinding("KL204", f"input {i} {tuple(a.shape)} was modified by the implementation "
-                               "(the reference leaves it as it was)", data={"input": i})
-    return None
+            changed.append((i, a, b))
+    if not changed:
+        return None
+    names, details = [], []
+    for i, a, b in changed:
+        if a.shape == b.shape and a.dtype == b.dtype:
+            diff = ~((a == b) | (a.isnan() & b.isnan())) if a.is_floating_point() else a.ne(b)
+            detail = f"{int(diff.sum())} of {a.numel()} elements changed"
+            if a.is_floating_point():
+                delta = (a.double() - b.double()).abs()[diff]
+                delta = delta[torch.isfinite(delta)]
+                if delta.numel():
+                    detail += f", by up to {float(delta.max()):.3g}"
+        else:
+            detail = "its shape or dtype changed"
+        names.append(f"input {i} {tuple(a.shape)}")
+        details.append(detail if len(changed) == 1 else f"input {i}: {detail}")
+    one = len(changed) == 1
+    which = names[0] if one else "inputs " + ", ".join(n[6:] for n in names[:-1]) + " and " + names[-1][6:]
+    return RuleFinding("KL204", f"{which} {'was' if one else 'were'} modified by the implementation "
+                       f"({'; '.join(details)}; the reference leaves {'it as it was' if one else 'them as they were'})",
+                       data={"input": changed[0][0], "inputs": [i for i, _, _ in changed]})
 
 
 def structure(e: Evidence) -> RuleFinding | None:
@@ -175,8 +204,7 @@ def repeat_differs(e: Evidence, j: int) -> RuleFinding | None:
     if not isinstance(y_b, torch.Tensor):
         return None
     c2 = compare_tensor(y_b, rr, tt if isinstance(tt, torch.Tensor) else rr, e.name(j), None,
-                        aa if isinstance(aa, torch.Tensor) and aa.is_floating_point() else None,
-                        e.spread[j] if e.spread and j < len(e.spread) else None)
+                        aa if isinstance(aa, torch.Tensor) and aa.is_floating_point() else None, **e.budget_args(j))
     if c2.ok or c2.code not in ("KL200", "KL201"):
         return None
     return RuleFinding("KL207", located(e, f"two runs on the same inputs differ beyond rounding, a likely race "
@@ -195,9 +223,8 @@ def judge_outputs(e: Evidence) -> tuple[list[RuleFinding], Comparison | None, bo
             continue
         if e.variant == "special" and not rr.is_floating_point():
             continue  # NaN -> integer conversion is undefined behaviour: not judged
-        spread = e.spread[j] if e.spread and j < len(e.spread) else None
         c = compare_tensor(y, rr, tt if isinstance(tt, torch.Tensor) else rr, name, unwritten_mask(y, y_b),
-                           aa if isinstance(aa, torch.Tensor) and aa.is_floating_point() else None, spread)
+                           aa if isinstance(aa, torch.Tensor) and aa.is_floating_point() else None, **e.budget_args(j))
         if not c.ok and c.code in ("KL200", "KL201") and e.untrusted:
             continue  # the interpreter computes this kernel's numbers wrongly: not judged (KL210 says so)
         cached = stale_output(e, j, c)
@@ -230,9 +257,18 @@ def gross(c: Comparison, y) -> bool:
 
 
 def no_launch(e: Evidence) -> RuleFinding | None:
-    """KL205: a result returned without any Triton launch."""
+    """KL205: a result returned without any Triton launch. Information only when every output is a copy of an
+    input, bit for bit (`floor` of an integer tensor is one): an identity needs no kernel."""
+    import torch
     if e.launches:
         return None
+    returned = e.outputs[: len(e.outputs) - len(e.updated)]
+    copies = [next((i for i, x in enumerate(e.inputs_before) if same(y, x)), None) for y in returned]
+    if returned and all(isinstance(y, torch.Tensor) for y in returned) and None not in copies:
+        which = ", ".join(f"input {i}" for i in copies)
+        return RuleFinding("KL205", f"the implementation returned a copy of {which} without launching a Triton "
+                           "kernel: an identity needs none, so there is nothing to verify", place="result",
+                           severity="info")
     return RuleFinding("KL205", "the implementation returned a result without launching any Triton kernel "
                        "(a PyTorch fallback?)", place="result")
 

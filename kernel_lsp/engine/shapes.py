@@ -219,6 +219,16 @@ def init_with(init: list, setting: Setting) -> list:
     return [setting.get(("init", j), x) for j, x in enumerate(init)]
 
 
+SMALL_INT_ARGUMENT = 16  # an int argument below this is a parameter of the call (a rank, a window), not a size
+
+
+def int_floor(inputs: list, init: list | None) -> int:
+    """The largest small int argument of the call (among the inputs and init inputs; 0 when none): sizes do not
+    shrink below it, or the reference's precondition (rank k <= min(m, n)) turns false."""
+    values = [x for x in list(inputs) + list(init or []) if type(x) is int and 2 <= x < SMALL_INT_ARGUMENT]
+    return max(values, default=0)
+
+
 def int_max(inputs: list) -> int:
     """The largest value among integer input tensors (0 when there are none): a lower bound for shrinking."""
     import torch
@@ -266,7 +276,7 @@ def size_plan(problem, knobs: dict[str, int], interpreted: bool) -> "SizePlan":
         t = together(pos, accepts, lambda s: elements(inputs, s),
                      CPU_ELEMENT_BUDGET if interpreted else None,
                      CPU_ELEMENT_BUDGET // 4 if interpreted else 1 << 22,
-                     4 * CPU_ELEMENT_BUDGET if interpreted else 1 << 24, int_max(inputs))
+                     4 * CPU_ELEMENT_BUDGET if interpreted else 1 << 24, max(int_max(inputs), int_floor(inputs, init)))
         plan = SizePlan(t.base, t.odd, t.small, t.larger)
     base = plan.base
     if base:  # split at the base sizes: positions as the value variants see them

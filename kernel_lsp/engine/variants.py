@@ -163,17 +163,19 @@ PARALLEL_MIN, REDUCTION_MIN = 3, 8  # the smallest size a knob shrinks to (a red
 
 
 def shrink_knobs(knobs: dict[str, int], measure: Callable[[dict[str, int]], int], budget: int,
-                 reductions: frozenset | set = frozenset(), names: list[str] | None = None) -> dict[str, int]:
+                 reductions: frozenset | set = frozenset(), names: list[str] | None = None,
+                 at_least: int = 0) -> dict[str, int]:
     """Halve knobs until the inputs fit the element budget, then make them odd. Knobs that size the output go
     first (down to 3), knobs that only size a reduction (`reductions`) last (down to 8): a shortened reduction
-    hides accumulation errors. `names`: the knobs that may change (default: those of 16 or more)."""
+    hides accumulation errors. `names`: the knobs that may change (default: those of 16 or more). `at_least`:
+    no knob goes below it (a fixed int argument of the call, such as a rank k = 8, bounds the sizes)."""
     current = dict(knobs)
     names = [k for k, v in knobs.items() if v >= 16] if names is None else list(names)
     if not names:
         return {}
 
     def floor(k: str) -> int:
-        return REDUCTION_MIN if k in reductions else PARALLEL_MIN
+        return max(at_least, REDUCTION_MIN if k in reductions else PARALLEL_MIN)
     for _ in range(64):
         if measure(current) <= budget:
             break
@@ -183,19 +185,21 @@ def shrink_knobs(knobs: dict[str, int], measure: Callable[[dict[str, int]], int]
             break
         biggest = max(pool, key=lambda k: current[k])
         current[biggest] = max(floor(biggest), current[biggest] // 2)
-    return {k: _odd(current[k]) for k in names if current[k] != knobs[k] or knobs[k] % 2 == 0}
+    return {k: max(_odd(current[k]), min(at_least, knobs[k])) for k in names
+            if current[k] != knobs[k] or knobs[k] % 2 == 0}
 
 
 def base_knobs(knobs: dict[str, int], own_numel: int, measure: Callable[[dict[str, int]], int],
-               interpreted: bool, reductions: frozenset | set = frozenset()) -> dict[str, int]:
+               interpreted: bool, reductions: frozenset | set = frozenset(), at_least: int = 0) -> dict[str, int]:
     """The knobs value variants run at: the problem's own, or smaller ones the CPU interpreter can afford."""
     if interpreted and own_numel > CPU_ELEMENT_BUDGET and knobs:
-        return shrink_knobs(knobs, measure, CPU_ELEMENT_BUDGET, reductions)
+        return shrink_knobs(knobs, measure, CPU_ELEMENT_BUDGET, reductions, at_least=at_least)
     return {}
 
 
 def plan(knobs: dict[str, int], base: dict[str, int], measure: Callable[[dict[str, int]], int],
-         interpreted: bool, sizes: "SizePlan | None" = None, reductions: frozenset | set = frozenset()) -> list[Variant]:
+         interpreted: bool, sizes: "SizePlan | None" = None, reductions: frozenset | set = frozenset(),
+         at_least: int = 0) -> list[Variant]:
     """The full ordered variant list. Value variants run at `base` knobs; `sizes` holds the settings read from
     the inputs themselves (shapes.py): their base, and the size variants of a problem without knobs."""
     sizes = sizes or SizePlan()
@@ -214,11 +218,11 @@ def plan(knobs: dict[str, int], base: dict[str, int], measure: Callable[[dict[st
     names = [k for k, v in knobs.items() if v >= 16]
     if names:
         small_budget = CPU_ELEMENT_BUDGET // 4 if interpreted else 1 << 22
-        odd = shrink_knobs(knobs, measure, small_budget, reductions)
+        odd = shrink_knobs(knobs, measure, small_budget, reductions, at_least=at_least)
         if not odd:
             odd = {k: _odd(knobs[k]) for k in names}
         variants.append(Variant("odd-size", "size", 8, odd, None, "odd sizes"))
-        tiny = {k: 3 + 2 * i for i, k in enumerate(names)}
+        tiny = {k: max(3 + 2 * i, at_least + 1 + at_least % 2) for i, k in enumerate(names)}
         variants.append(Variant("small-size", "size", 9, tiny, None, "very small odd sizes"))
         # Beyond the problem's own sizes, where that stays cheap: catches shapes hard-coded to the problem.
         larger = {k: knobs[k] * 2 + 1 for k in names}

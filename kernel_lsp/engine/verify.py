@@ -22,14 +22,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..model import KernelFacts, Severity, SkippedVariant, Span, VariantRow, Verification
+from .capture import describe_config
 from .compare import Comparison, flatten_outputs
 from .guards import GuardRegions, MemoryGuard, poisoned_allocations
 from .interpreter import ops as interpreter_ops
 from .loader import IMPLEMENTATION, UserCodeError, deepest_line, raise_device_fault
 from .positions import api_note, readable
-from .probes import only_input, reference_spread, returning_line
+from .probes import constant_rounding, only_input, reference_spread, returning_line
 from .rules import SENTINEL, Evidence, RuleFinding, describe_variant, judge, judge_random, same
-from .shapes import describe_init, size_plan
+from .shapes import describe_init, int_floor, size_plan
 from .variants import (Variant, absolute, base_knobs, clone_inputs, describe_inputs, input_dtype, outside_profile,
                        plan, shrink_knobs, sign_profile, special_values, upcast)
 
@@ -63,6 +64,41 @@ def _call(fn, inputs):
         return fn(*inputs)
 
 
+def _rng_state() -> list:
+    """The default generators' states (CPU and, where initialised, CUDA): changed by a call that draws."""
+    import torch
+    states = [torch.random.get_rng_state()]
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        states.append(torch.cuda.get_rng_state())
+    return [s.tolist() for s in states]
+
+
+def same_finiteness(a_flat: list, b_flat: list) -> bool:
+    """Both sides have their NaN and infinities at the same positions (float outputs of equal shape)."""
+    import torch
+    for a, b in zip(a_flat, b_flat):
+        if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and a.is_floating_point():
+            fa, fb = torch.isfinite(a.double()), torch.isfinite(b.double())
+            if fa.shape != fb.shape or not bool((fa == fb).all()):
+                return False
+    return True
+
+
+def same_draws(r_flat: list, t_flat: list) -> bool:
+    """The float64 truth of a reference that draws random numbers took the same draws as the reference in
+    its own dtype: same NaN/inf positions and values close (different draws differ by the values' own size)."""
+    import torch
+    if len(r_flat) != len(t_flat) or not same_finiteness(r_flat, t_flat):
+        return False
+    for a, b in zip(r_flat, t_flat):
+        if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and a.is_floating_point():
+            a, b = a.double(), b.double()
+            ok = torch.isfinite(a)
+            if bool(ok.any()) and float(((a - b).abs()[ok]).max()) > 1e-2 * (float(b.abs()[ok].max()) + 1e-30):
+                return False
+    return True
+
+
 def _address_of(t, index) -> int:
     return t.data_ptr() + sum(i * s for i, s in zip(index, t.stride())) * t.element_size()
 
@@ -72,6 +108,7 @@ class Verifier:
         self.first_cpu_seconds = 0.0  # CPU time of the first variant (reported)
         self.first_ops = 0  # interpreter operations of the first variant, which decide CPU sizes
         self.reductions: set[str] = set()  # knobs that size only a reduction (shortened last)
+        self.at_least = 0  # the largest small int argument of the call: sizes never shrink below it
         self.impl_runs = 0  # calls of the implementation so far (the planner counts operations per call)
         self.problem, self.recorder, self.rep, self.job = problem, recorder, rep, job
         self.interpreted = os.environ.get("TRITON_INTERPRET") == "1"
@@ -85,6 +122,7 @@ class Verifier:
         self.profile: list[str | None] = []  # the sign of each input in the problem's own distribution
         self.outside: dict[str, str] = {}  # variant -> how its inputs leave that distribution
         self.probing = False  # re-runs that explain a finding (probes.py) show nothing live
+        self.configs: dict[str, tuple[str, int, int, str]] = {}  # config variant -> (kernel, index, of, config)
 
     # Placement: the tl.store that wrote the bad element, else the launch site, else the kernel def.
     def launch_line(self) -> int | None:
@@ -115,9 +153,13 @@ class Verifier:
     def run_variants(self, measure) -> None:
         p = self.problem
         self.reductions = p.reduction_knobs(p.size_knobs) if self.interpreted and p.size_knobs else set()
-        base = base_knobs(p.size_knobs, measure({}), measure, self.interpreted, self.reductions)
+        try:
+            self.at_least = int_floor(p.meta_inputs(), p.init())
+        except Exception:
+            self.at_least = 0
+        base = base_knobs(p.size_knobs, measure({}), measure, self.interpreted, self.reductions, self.at_least)
         sizes = size_plan(p, base, self.interpreted)
-        variants = plan(p.size_knobs, base, measure, self.interpreted, sizes, self.reductions)
+        variants = plan(p.size_knobs, base, measure, self.interpreted, sizes, self.reductions, self.at_least)
         self.base = base
         try:
             self.profile = sign_profile(p.make_inputs(1, base, sizes.base))
@@ -147,7 +189,34 @@ class Verifier:
                     and per_run > SHRINK_AFTER_OPS and adaptations < 3):
                 variants[i + 1:] = self.adapt_sizes(variants[i + 1:], measure, per_run)
                 adaptations += 1
+        self.verify_configs(variants)
         self.report(time.monotonic() - start)
+
+    def verify_configs(self, variants: list[Variant]) -> None:
+        """Every config of an `@triton.autotune` list, not only the one this run's autotuner picked (another run,
+        or another GPU, picks another): each is forced in turn on fresh inputs of the problem's own sizes and of
+        odd sizes (a tail), with every check of a variant."""
+        bases = [v for v in variants if v.name in ("seed-1", "odd-size")]
+        for qual, (configs, chosen) in sorted(self.recorder.autotuners.items()):
+            name = qual.rsplit(".", 1)[-1]
+            for i, config in enumerate(configs[:MAX_CONFIGS]):
+                if i == chosen or len(configs) < 2:
+                    continue
+                self.recorder.forced = {qual: i}
+                try:
+                    for b in bases:
+                        v = Variant(f"config-{i + 1}" + ("" if b.name == "seed-1" else "-odd"), "config",
+                                    100 + 2 * i + (b.name != "seed-1"), self.base if b.name == "seed-1" else b.knobs,
+                                    None, f"autotune config {i + 1} of {len(configs)} of {name}, {b.description}",
+                                    b.setting)
+                        self.configs[v.name] = (name, i, len(configs), describe_config(config))
+                        self.rep.w.stage("verify", f"variant {v.name}: {v.description}")
+                        try:
+                            self.run_variant(v)
+                        except UserCodeError as e:
+                            self.skipped.append((v.name, str(e)))
+                finally:
+                    self.recorder.forced = {}
 
     def adapt_sizes(self, rest: list[Variant], measure, ops_per_run: int) -> list[Variant]:
         """The interpreter's cost grows with the operations it runs (programs times their work), not with
@@ -157,7 +226,7 @@ class Verifier:
         knobs = self.problem.size_knobs
         budget = max(64, int(measure(self.base or {}) * OPS_PER_VARIANT / ops_per_run))
         smaller = shrink_knobs({**knobs, **self.base}, measure, budget, self.reductions,
-                               [k for k, v in knobs.items() if v >= 16])
+                               [k for k, v in knobs.items() if v >= 16], self.at_least)
         if not smaller:
             return rest
         old, new_base = self.base, {**self.base, **smaller}
@@ -217,10 +286,12 @@ class Verifier:
                     culprits.append(i)
         finally:
             self.probing = False
-        if culprits:
-            names = " and ".join(f"input {i}" for i in culprits)
-            note = (f"; {names} alone non-contiguous fails too: the kernel assumes {names} "
-                    f"{'is' if len(culprits) == 1 else 'are'} contiguous")
+        if len(culprits) == 1:
+            note = (f"; input {culprits[0]} alone non-contiguous fails too: the kernel assumes input {culprits[0]} "
+                    "is contiguous")
+        elif culprits:
+            names = ", ".join(map(str, culprits[:-1])) + f" and {culprits[-1]}"
+            note = f"; inputs {names} each fail alone non-contiguous: the kernel assumes they are contiguous"
         else:
             note = "; no input alone non-contiguous fails: it takes several together"
         for f in failures:
@@ -258,8 +329,15 @@ class Verifier:
             return None  # for 1-D inputs this is the same as the strided variant
         shapes = describe_inputs(inputs) + describe_init(p.init(v.knobs, v.setting), v.setting)
         ref_inputs = clone_inputs(inputs)
+
+        def call(fn, args):  # every side starts from the same random state: a reference that draws is repeatable
+            torch.manual_seed(v.seed)
+            return _call(fn, args)
         try:
+            torch.manual_seed(v.seed)
+            rng = _rng_state()
             r = _call(ref, ref_inputs)
+            draws = not p.random and _rng_state() != rng
         except Exception as e:
             raise_device_fault(e)
             where = deepest_line(e, self.problem_reference_file())
@@ -270,26 +348,35 @@ class Verifier:
         # Inputs the reference updates in place (an optimizer step, `out=`, running statistics) are outputs too.
         updated = [i for i, (a, b) in enumerate(zip(inputs, ref_inputs)) if isinstance(a, torch.Tensor) and not same(a, b)]
         truth_inputs = upcast(clone_inputs(inputs))
+        r_flat = flatten_outputs(r) + [ref_inputs[i] for i in updated]
         try:
-            truth = _call(self.problem.float64(ref), truth_inputs)
+            truth = call(self.problem.float64(ref), truth_inputs)
             truth_dtype = "float64"
+            if draws and not same_draws(r_flat, flatten_outputs(truth) + [truth_inputs[i] for i in updated]):
+                # A reference that draws random numbers in its own dtype (randn_like) draws other numbers in
+                # float64: that is no truth for these outputs; the reference in the task's dtype is.
+                truth, truth_dtype, truth_inputs = r, str(input_dtype(inputs)), ref_inputs
         except Exception as e:
             raise_device_fault(e)
             truth, truth_dtype, truth_inputs = r, str(input_dtype(inputs)), ref_inputs
-        r_flat = flatten_outputs(r) + [ref_inputs[i] for i in updated]
-        spread = reference_spread(ref, inputs, r_flat, updated) if truth_dtype != "float64" else None
+        spread = reference_spread(ref, inputs, r_flat, updated, call) if truth_dtype != "float64" else None
         t_flat = flatten_outputs(truth) + [truth_inputs[i] for i in updated]
+        constants = (constant_rounding(self.problem.float64(ref), upcast(clone_inputs(inputs)), t_flat, updated,
+                                       call) if truth_dtype == "float64" else None)
+        fed = sum(x.numel() for x in inputs if isinstance(x, torch.Tensor) and x.is_floating_point())
+        terms = [fed / out.numel() if isinstance(out, torch.Tensor) and out.numel() else 1.0 for out in r_flat]
         abs_inputs = absolute(upcast(clone_inputs(inputs)))
         try:  # the reference on absolute values: the accumulation floor of the budget (compare.py)
-            a_flat = flatten_outputs(_call(self.problem.float64(ref, absolute=True), abs_inputs))
+            a_flat = flatten_outputs(call(self.problem.float64(ref, absolute=True), abs_inputs))
             a_flat += [abs_inputs[i] for i in updated]
         except Exception as e:
             raise_device_fault(e)
             a_flat = [None] * len(r_flat)
         if len(a_flat) != len(r_flat):
             a_flat = [None] * len(r_flat)
-        if v.name != "special" and any(isinstance(x, torch.Tensor) and x.is_floating_point() and
-                                       not bool(torch.isfinite(x.float()).all()) for x in r_flat + t_flat):
+        if v.name != "special" and not same_finiteness(r_flat, t_flat):
+            # NaN/inf the reference returns in its own dtype and in the truth alike (a log of a negative draw)
+            # are part of the answer; where only one of them has it, it overflowed: nothing to judge.
             self.skipped.append((v.name, "the reference itself overflows or returns NaN/inf here"))
             return None
         if p.random and v.name == "special":
@@ -300,6 +387,14 @@ class Verifier:
             self.skipped.append((v.name, "the reference overflows in its own dtype here"))
             return None
 
+        if not self.interpreted and self.recorder.autotuners:
+            # On a GPU the autotuner benchmarks every config on a new key (a new size) inside the call, writing the
+            # outputs with each: a config that leaves elements unwritten would look complete in run 1 and
+            # "racy" in run 2. Benchmark it here, outside the judged runs.
+            try:
+                _call(impl, clone_inputs(inputs))
+            except Exception as e:
+                raise_device_fault(e)  # anything else is raised again by run 1, and reported there
         # Implementation, run 1: allocations poisoned with NaN; stores tracked for placement.
         gpu = self.gpu_guards
         impl_inputs = clone_inputs(inputs) if gpu is None else [gpu.wrap(x, f"input {i}") for i, x in enumerate(inputs)]
@@ -309,12 +404,18 @@ class Verifier:
         self.impl_runs += 1
         try:
             with poisoned_allocations(float("nan"), gpu):
-                y1 = _call(impl, impl_inputs)
+                y1 = call(impl, impl_inputs) if draws else _call(impl, impl_inputs)
         except Exception as e:
             raise_device_fault(e)
             line = deepest_line(e, self.job.path)
-            self.fail("KL209", v, f"the implementation raised {type(e).__name__}: {api_note(readable(str(e)))[:400]}; "
-                      f"{self.where(v, shapes)}", line, cause=readable(str(e)))
+            raised = f"{type(e).__name__}: {api_note(readable(str(e)))[:400]}"
+            if v.kind == "layout":
+                # A loud refusal is not a silent wrong value: a warning that says what it rejects.
+                self.fail("KL209", v, f"rejects non-contiguous input: raises {raised}; the reference accepts it "
+                          f"({v.description}; {shapes})", line, "warning", cause=readable(str(e)))
+            else:
+                self.fail("KL209", v, f"the implementation raised {raised}; {self.where(v, shapes)}", line,
+                          cause=readable(str(e)))
             self.row(v, shapes, "raised", None)
             return None
         finally:
@@ -333,7 +434,7 @@ class Verifier:
             self.impl_runs += 1
             try:
                 with poisoned_allocations(SENTINEL):
-                    y2 = _call(impl, rerun_inputs)
+                    y2 = call(impl, rerun_inputs) if draws else _call(impl, rerun_inputs)
             except Exception as e:
                 raise_device_fault(e)
                 y2 = None
@@ -348,7 +449,7 @@ class Verifier:
             sample_message = p.sample_check(inputs, y1_flat[0] if len(y1_flat) == 1 else y1_flat)
         return Evidence(v.name, v.kind, v.description, shapes, y1_flat, y2_flat, r_flat, t_flat, a_flat, truth_dtype,
                         launches, impl_inputs, ref_inputs, self.state.outputs, bool(self.untrusted), sample_message,
-                        result_line, updated, spread)
+                        result_line, updated, spread, terms, constants, inputs)
 
     def place(self, f: RuleFinding, e: Evidence) -> int | None:
         """The line a rule's finding belongs on: the store that wrote the bad element, else the launch site."""
@@ -392,15 +493,17 @@ class Verifier:
 
     def fail(self, code: str, v: Variant, message: str, line: int | None, severity: str | None = None,
              **data: Any) -> None:
-        new = not any(f.code == code and f.line == line for f in self.state.failures)
+        kind = _cause(code, v)
+        new = not any(f.code == code and f.line == line and _cause(f.code, f.variant) == kind
+                      for f in self.state.failures)
         self.state.failures.append(Failure(code, v, message, line, data, severity))
         if new and not self.probing:
             # The first failure of a cause is shown at once; the final finding (every variant it failed on)
             # replaces it when verification ends.
             ln = line if line is not None else self.launch_line()
-            warn = severity == "warning" or v.name in self.outside
+            level = _LEVELS.get(severity or "") or (Severity.WARNING if v.name in self.outside else None)
             self.rep.preview(code, message, Span(ln, 0) if ln is not None else None, source="kernel-lsp.verify",
-                             severity=Severity.WARNING if warn else None, variant=v.name, **data)
+                             severity=level, variant=v.name, **data)
 
     def row(self, v: Variant, shapes: str, verdict: str, c: Comparison | None) -> None:
         self.state.rows.append(VariantRow(v.name, v.description, shapes, verdict, c.max_abs if c else None,
@@ -413,25 +516,31 @@ class Verifier:
             self.rep.add("KL003", f"no input variant could be verified: the reference failed on every one "
                          f"(first, {name}: {reason})", None, source="kernel-lsp.verify",
                          skipped=[n for n, _ in self.skipped])
+        # One finding per cause: a value failure, a layout failure and a size failure at the same store are three
+        # causes (a stride bug must not ride inside a rounding finding as "also on: strided").
         groups: dict[tuple, list[Failure]] = {}
         for f in self.state.failures:
-            groups.setdefault((f.code, f.line), []).append(f)
+            kind = _cause(f.code, f.variant)
+            groups.setdefault((f.code, f.line, kind), []).append(f)
         compile_errors = [f.message for f in self.rep.sent if f.code == "KL100"]
         groups = {key: fs for key, fs in groups.items() if not (key[0] == "KL209" and any(
             _core(fs[0].data.get("cause", "")) in m for m in compile_errors if _core(fs[0].data.get("cause", ""))))}
-        cached = {line for code, line in groups if code == "KL206"}
+        cached = {line for code, line, _ in groups if code == "KL206"}
         if cached:
             # One cause, one finding: a cached result also launches nothing on a cache hit (KL205) and is wrong
             # where the cache was filled on other inputs (KL200/KL201 at the same store).
-            groups = {(code, line): fs for (code, line), fs in groups.items()
+            groups = {(code, line, kind): fs for (code, line, kind), fs in groups.items()
                       if code != "KL205" and not (code in ("KL200", "KL201") and line in cached)}
         fallback = self.launch_line()
-        for (code, line), fs in groups.items():
+        for (code, line, _), fs in groups.items():
             first = fs[0]
             others = sorted({f.variant.name for f in fs[1:]} - {first.variant.name})
             msg = first.message + (f" (also on: {', '.join(others)})" if others else "")
-            severity = Severity.WARNING if all(f.severity == "warning" for f in fs) else None
-            if all(f.variant.name in self.outside for f in fs):
+            if all(f.variant.name in self.configs for f in fs):
+                msg = _configs_prefix([self.configs[f.variant.name] for f in fs]) + msg
+            severity = _merged_severity(fs)
+            outside = all(f.variant.name in self.outside for f in fs)
+            if outside and severity != Severity.INFO:
                 # Only where the inputs leave the signs the problem always gives them: a warning that says so.
                 severity = Severity.WARNING
                 msg += (f"; only on inputs outside the problem's own distribution ({self.outside[first.variant.name]}):"
@@ -439,7 +548,7 @@ class Verifier:
             ln = line if line is not None else fallback
             self.rep.add(code, msg, Span(ln, 0) if ln is not None else None, source="kernel-lsp.verify",
                          severity=severity, variant=first.variant.name, variants=[f.variant.name for f in fs],
-                         **first.data, **({"outside_distribution": True} if severity else {}))
+                         **first.data, **({"outside_distribution": True} if outside else {}))
         self.interpreter_limits()
         summary = Verification(self.state.rows, [SkippedVariant(n, r) for n, r in self.skipped],
                                "cpu-interpreter" if self.interpreted else "cuda", round(seconds, 3), dict(self.base),
@@ -485,6 +594,38 @@ class Verifier:
                 self.rep.add("KL210", f"{fn.__name__}: tl.dot on fp32 uses TF32 on the GPU by default (about 1e-3 "
                              "relative error) while the CPU interpreter computes it exactly; pass "
                              "input_precision=\"ieee\" if fp32 accuracy is intended", span, source="kernel-lsp.verify")
+
+
+SPLIT_BY_KIND = ("KL200", "KL201", "KL203", "KL207", "KL209")  # findings kept apart per variant kind
+
+
+def _cause(code: str, v: Variant) -> str:
+    """What keeps two failures of one code at one line apart: the variant kind for the codes split by it, and an
+    autotune config's failures always (they belong to configs this run did not pick)."""
+    return v.kind if code in SPLIT_BY_KIND or v.kind == "config" else ""
+_LEVELS = {"info": Severity.INFO, "warning": Severity.WARNING}
+
+
+MAX_CONFIGS = 16  # autotune configs verified per kernel (the first ones of a longer list)
+
+
+def _configs_prefix(configs: list[tuple[str, int, int, str]]) -> str:
+    """"_k autotune configs 3 and 4 of 9 (BLOCK=64, num_warps=4; BLOCK=32, num_warps=2) only: " for a finding
+    that only some configs have."""
+    seen = sorted({c[:2]: c for c in configs}.values(), key=lambda c: (c[0], c[1]))
+    name, total = seen[0][0], seen[0][2]
+    numbers = [str(c[1] + 1) for c in seen]
+    listed = numbers[0] if len(numbers) == 1 else ", ".join(numbers[:-1]) + " and " + numbers[-1]
+    return (f"{name} autotune config{'s' if len(seen) > 1 else ''} {listed} of {total} "
+            f"({'; '.join(c[3] for c in seen)}) only: ")
+
+
+def _merged_severity(failures: list[Failure]) -> Severity | None:
+    """The most severe of a group's failures; None (the code's own severity) when any has no lowered one."""
+    levels = [_LEVELS.get(f.severity or "") for f in failures]
+    if any(level is None for level in levels):
+        return None
+    return Severity.WARNING if Severity.WARNING in levels else Severity.INFO
 
 
 def _core(cause: str) -> str:

@@ -5,6 +5,16 @@ import triton
 import triton.language as tl
 
 
+@triton.autotune(
+    configs=[  # the first is what the CPU interpreter runs; on a GPU the autotuner times them all
+        triton.Config({"BO": 128, "BL": 64, "BC": 32}, num_warps=4, num_stages=1),
+        triton.Config({"BO": 128, "BL": 128, "BC": 32}, num_warps=8, num_stages=2),
+        triton.Config({"BO": 64, "BL": 128, "BC": 32}, num_warps=4, num_stages=2),
+        triton.Config({"BO": 128, "BL": 128, "BC": 16}, num_warps=8, num_stages=3),
+        triton.Config({"BO": 64, "BL": 256, "BC": 16}, num_warps=8, num_stages=2),
+    ],
+    key=["C_in", "C_out", "L_out", "KS"],
+)
 @triton.jit
 def _conv1d_kernel(x_ptr, w_ptr, b_ptr, out_ptr, C_in, C_out, L_out, KS, sxb, sxc, sxl, swo, swi, swk,
                    BO: tl.constexpr, BL: tl.constexpr, BC: tl.constexpr):
@@ -38,8 +48,7 @@ class ModelNew(nn.Module):
         c_out, _, ks = w.shape
         l_out = length - ks + 1
         out = torch.empty((batch, c_out, l_out), dtype=x.dtype, device=x.device)
-        bo, bl, bc = 128, 64, 32
-        grid = (triton.cdiv(c_out, bo), triton.cdiv(l_out, bl), batch)
+        grid = lambda meta: (triton.cdiv(c_out, meta["BO"]), triton.cdiv(l_out, meta["BL"]), batch)
         _conv1d_kernel[grid](x, w, self.conv.bias, out, c_in, c_out, l_out, ks, x.stride(0), x.stride(1),
-                             x.stride(2), w.stride(0), w.stride(1), w.stride(2), BO=bo, BL=bl, BC=bc, num_warps=4, num_stages=1)
+                             x.stride(2), w.stride(0), w.stride(1), w.stride(2))
         return out

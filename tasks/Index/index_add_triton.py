@@ -6,13 +6,15 @@ import triton.language as tl
 
 
 @triton.jit
-def _index_add_kernel(src_ptr, idx_ptr, out_ptr, dim, ss_r, ss_c, BLOCK: tl.constexpr):
-    """out[idx[i], :] += src[i, :] with atomic adds (rows may repeat; order only changes rounding)."""
-    i = tl.program_id(0).to(tl.int64)
+def _index_add_kernel(src_ptr, idx_ptr, out_ptr, n, dim, ss_r, ss_c, ROWS: tl.constexpr, BLOCK: tl.constexpr):
+    """out[idx[i], :] += src[i, :] with atomic adds (rows may repeat; order only changes rounding); ROWS source
+    rows per program."""
+    i = tl.program_id(0).to(tl.int64) * ROWS + tl.arange(0, ROWS)
     cols = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
-    dst = tl.load(idx_ptr + i)
-    vals = tl.load(src_ptr + i * ss_r + cols * ss_c, mask=cols < dim, other=0.0)
-    tl.atomic_add(out_ptr + dst * dim + cols, vals, mask=cols < dim)
+    mask = (i[:, None] < n) & (cols[None, :] < dim)
+    dst = tl.load(idx_ptr + i, mask=i < n, other=0)
+    vals = tl.load(src_ptr + i[:, None] * ss_r + cols[None, :] * ss_c, mask=mask, other=0.0)
+    tl.atomic_add(out_ptr + dst[:, None] * dim + cols[None, :], vals, mask=mask, sem="relaxed")
 
 
 class ModelNew(nn.Module):
@@ -24,6 +26,7 @@ class ModelNew(nn.Module):
         n, dim = src.shape
         out = torch.zeros((self.n_out, dim), dtype=src.dtype, device=src.device)
         block = min(512, triton.next_power_of_2(dim))
-        _index_add_kernel[(n, triton.cdiv(dim, block))](src, idx.contiguous(), out, dim, src.stride(0),
-                                                      src.stride(1), BLOCK=block)
+        rows = max(1, 2048 // block)
+        _index_add_kernel[(triton.cdiv(n, rows), triton.cdiv(dim, block))](
+            src, idx.contiguous(), out, n, dim, src.stride(0), src.stride(1), ROWS=rows, BLOCK=block)
         return out

@@ -6,19 +6,24 @@ import triton.language as tl
 
 
 @triton.jit
-def _batch_norm_kernel(x_ptr, scale_ptr, shift_ptr, out_ptr, C, HW, sn, sc, sh, sw, W, BLOCK: tl.constexpr):
-    """out[n, c, h, w] = x[n, c, h, w] * scale[c] + shift[c]; one program per (n, c) plane tile."""
+def _batch_norm_kernel(x_ptr, mean_ptr, var_ptr, weight_ptr, bias_ptr, out_ptr, C, HW, sn, sc, sh, sw, W, eps,
+                       BLOCK: tl.constexpr, CONTIGUOUS: tl.constexpr):
+    """out[n, c, h, w] = (x[n, c, h, w] - mean[c]) * weight[c] / sqrt(var[c] + eps) + bias[c]: the per-channel
+    scale is computed by each program from the four statistics (no extra launches before the kernel)."""
     plane = tl.program_id(0).to(tl.int64)
     n = plane // C
     c = plane % C
     offs = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
     mask = offs < HW
-    h = offs // W
-    w = offs % W
-    x = tl.load(x_ptr + n * sn + c * sc + h * sh + w * sw, mask=mask)
-    scale = tl.load(scale_ptr + c)
-    shift = tl.load(shift_ptr + c)
-    tl.store(out_ptr + plane * HW + offs, x * scale + shift, mask=mask)
+    if CONTIGUOUS:
+        src = x_ptr + n * sn + c * sc + offs
+    else:
+        src = x_ptr + n * sn + c * sc + (offs // W) * sh + (offs % W) * sw
+    x = tl.load(src, mask=mask).to(tl.float32)
+    mean = tl.load(mean_ptr + c).to(tl.float32)
+    scale = tl.load(weight_ptr + c).to(tl.float32) / tl.sqrt_rn(tl.load(var_ptr + c).to(tl.float32) + eps)
+    shift = tl.load(bias_ptr + c).to(tl.float32)
+    tl.store(out_ptr + plane * HW + offs, ((x - mean) * scale + shift).to(out_ptr.dtype.element_ty), mask=mask)
 
 
 class ModelNew(nn.Module):
@@ -35,10 +40,11 @@ class ModelNew(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         n, c, h, w = x.shape
         bn = self.bn
-        scale = (bn.weight / torch.sqrt(bn.running_var + bn.eps)).contiguous()
-        shift = (bn.bias - bn.running_mean * scale).contiguous()
         out = torch.empty((n, c, h, w), dtype=x.dtype, device=x.device)
-        grid = (n * c, triton.cdiv(h * w, 1024))
-        _batch_norm_kernel[grid](x, scale, shift, out, c, h * w, x.stride(0), x.stride(1), x.stride(2), x.stride(3),
-                                 w, BLOCK=1024)
+        block = min(2048, triton.next_power_of_2(h * w))
+        contiguous = x.stride(3) == 1 and x.stride(2) == w
+        grid = (n * c, triton.cdiv(h * w, block))
+        _batch_norm_kernel[grid](x, bn.running_mean, bn.running_var, bn.weight, bn.bias, out, c, h * w, x.stride(0),
+                                 x.stride(1), x.stride(2), x.stride(3), w, float(bn.eps), BLOCK=block,
+                                 CONTIGUOUS=contiguous, num_warps=4)
         return out

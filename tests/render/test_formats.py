@@ -53,4 +53,5 @@ def test_text_output_is_ruff_like(outputs):
     pattern = re.compile(r"^[\w./-]+\.py:\d+:\d+: KL\d{3} \[(error|warning|info|hint)\] .+")
     findings = [line for line in lines[:-1] if not line.startswith("Performance: ")]  # the no-GPU line
     assert all(pattern.match(line) for line in findings), lines
-    assert any(line.startswith("bug_never_launched.py:19:5: KL104") for line in lines)
+    assert any(line.startswith("bug_never_launched.py:12:5: KL104") for line in lines)  # the kernel's def
+    assert any(line.startswith("bug_never_launched.py:24:5: KL205") for line in lines)  # the line that returned

@@ -33,15 +33,19 @@ def test_interpreter_float_arguments_are_fp32_scalars():
     assert after == fp32 and abs(after - 0.001) / 0.001 > 1e-5  # fp32: 1.3e-5 relative off, as on the GPU
 
 
-def test_interpreter_a_host_constant_computed_in_fp32_fails_on_the_cpu_too(tmp_path):
-    # tasks/Optimizer/adam before its fix: passed on the CPU, failed on the H200 (1 - beta2 in fp32)
-    text = (CORPUS / "ok_sgd_momentum_inplace.py").read_text().replace(
-        "momentum * tl.load(buf_ptr + offs, mask=mask) + tl.load(g_ptr + offs, mask=mask)",
-        "momentum * tl.load(buf_ptr + offs, mask=mask) + (1 - momentum) * 10 * tl.load(g_ptr + offs, mask=mask)")
+def test_interpreter_a_constant_rounded_to_fp32_is_judged_as_pytorch_rounds_it(tmp_path):
+    # tasks/Optimizer/adam: 1 - beta2 computed in fp32 (the interpreter passes fp32 scalars, as the GPU does) is
+    # 1.3e-5 off relative, as in PyTorch's own float32 optimizer: within budget (issue 16 item 9). A wrong factor
+    # in the same place still fails.
+    text = (CORPUS / "ok_sgd_momentum_inplace.py").read_text().replace("LR, MOMENTUM = 0.01, 0.9", "LR, MOMENTUM = 0.01, 0.999")
     text = text.replace("buf.mul_(MOMENTUM).add_(g)", "buf.mul_(MOMENTUM).add_(g, alpha=(1 - MOMENTUM) * 10)")
-    write(tmp_path / "k.py", text.replace("LR, MOMENTUM = 0.01, 0.9", "LR, MOMENTUM = 0.01, 0.999"))
-    proc = run_cli("check", str(tmp_path / "k.py"), "--no-cache")
-    assert proc.returncode == 1 and "KL200" in proc.stdout and "updates in place" in proc.stdout, proc.stdout
+    kernel = "momentum * tl.load(buf_ptr + offs, mask=mask) + tl.load(g_ptr + offs, mask=mask)"
+    for name, factor, code in (("ok.py", "10", 0), ("bug.py", "10.01", 1)):
+        write(tmp_path / name, text.replace(kernel, f"momentum * tl.load(buf_ptr + offs, mask=mask) + (1 - momentum) "
+                                                    f"* {factor} * tl.load(g_ptr + offs, mask=mask)"))
+        proc = run_cli("check", str(tmp_path / name), "--no-cache")
+        assert proc.returncode == code, proc.stdout
+    assert "KL200" in proc.stdout and "updates in place" in proc.stdout, proc.stdout
 
 
 def test_interpreter_an_implementation_that_insists_on_cuda_is_kl106_not_a_failure(tmp_path):

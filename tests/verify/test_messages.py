@@ -10,3 +10,21 @@ def test_messages_a_layout_failure_names_the_input_whose_layout_matters():
     (f,) = [f for f in json.loads(proc.stdout)["files"][0]["findings"] if f["code"] == "KL200"]
     assert "input 1 alone non-contiguous fails too: the kernel assumes input 1 is contiguous" in f["message"]
     assert f["data"]["layout_inputs"] == [1]
+
+
+def test_messages_two_causes_at_one_store_are_two_findings():
+    """Issue 16 item 2: a stride bug must not ride inside a value finding as "also on: strided"."""
+    proc = run_cli("check", str(CORPUS / "bug_half_sum_and_strides.py"), "--no-cache", "--format", "json")
+    found = [f for f in json.loads(proc.stdout)["files"][0]["findings"] if f["code"] == "KL200"]
+    by_first = {f["data"]["variants"][0]: f for f in found}
+    assert set(by_first) == {"seed-1", "transposed", "odd-size"}, [f["message"] for f in found]  # values, layout, size
+    assert not {"strided", "odd-size"} & set(by_first["seed-1"]["data"]["variants"])
+    assert "inputs 0 and 1 each fail alone non-contiguous" in by_first["transposed"]["message"]
+
+
+def test_messages_a_failing_autotune_config_is_named():
+    """Issue 16 item 1: the configs this run did not pick are verified too, and the finding names them."""
+    proc = run_cli("check", str(CORPUS / "bug_autotune_config_tail.py"), "--no-cache", "--format", "json")
+    (f,) = [f for f in json.loads(proc.stdout)["files"][0]["findings"] if f["code"] == "KL203"]
+    assert f["message"].startswith("_scale_kernel autotune config 3 of 4 (BLOCK=128, VEC=2, num_warps=4"), f["message"]
+    assert "488 of 1000 elements" in f["message"] and set(f["data"]["variants"]) == {"config-3", "config-3-odd"}

@@ -81,7 +81,7 @@ def test_rules_mutated_input_is_kl204_naming_the_input():
     changed[0] = 7.0
     j = judge(evidence([x], inputs_after=[x.clone(), changed], reference_inputs_after=[x.clone(), x.clone()]))
     (f,) = j.findings
-    assert f.code == "KL204" and f.data == {"input": 1} and "input 1" in f.message
+    assert f.code == "KL204" and f.data == {"input": 1, "inputs": [1]} and "input 1" in f.message
 
 
 def test_rules_no_launch_is_kl205_on_the_line_that_returned_the_result():
@@ -189,3 +189,41 @@ def test_rules_without_a_float64_truth_the_budget_is_the_references_spread_and_s
     y[3] = r[3] + 1.0
     (f,) = judge(ev).findings
     assert f.code == "KL200" and f.severity is None  # gross: an error as ever
+
+
+def test_rules_kl204_names_every_changed_input_with_its_own_numbers():
+    x, z = torch.randn(8), torch.randn(8)
+    x2, z2 = x.clone(), z.clone()
+    x2[0] += 1e-7 * abs(float(x[0])) + 1e-30  # a rounding-sized change
+    z2[:3] = 5.0  # the real damage
+    j = judge(evidence([x], inputs_after=[x2, z2], reference_inputs_after=[x.clone(), z.clone()]))
+    (f,) = j.findings
+    assert f.data["inputs"] == [0, 1] and "inputs 0 (8,) and 1 (8,) were modified" in f.message
+    assert "input 1: 3 of 8 elements changed" in f.message
+
+
+def test_rules_a_copy_of_an_input_without_a_launch_is_information():
+    x = torch.arange(8)
+    ev = evidence([x.clone()], launches=0, inputs_before=[x])
+    (f,) = judge(ev).findings
+    assert f.code == "KL205" and f.severity == "info" and "copy of input 0" in f.message
+    ev = evidence([x + 1], launches=0, inputs_before=[x])
+    (f,) = judge(ev).findings
+    assert f.code == "KL205" and f.severity is None
+
+
+def test_rules_a_three_element_output_equal_to_an_earlier_one_is_a_mismatch_not_kl206():
+    earlier = torch.tensor([1.0, 2.0, 3.0])
+    t = torch.tensor([4.0, 5.0, 6.0])
+    j = judge(evidence([earlier.clone()], reference=[t], earlier=[[earlier.clone()]], kind="layout"))
+    assert [f.code for f in j.findings] == ["KL200"]
+
+
+def test_rules_nan_where_pytorch_in_the_task_dtype_has_it_too_is_not_kl201():
+    t = torch.tensor([1.0, 2.0, 3.0, 4.0], dtype=torch.float64)
+    r = torch.tensor([1.0, float("inf"), 3.0, float("nan")])  # PyTorch in fp32 overflows where the truth does not
+    ev = evidence([r.clone()], reference=[r], truth=[t])
+    assert judge(ev).findings == []
+    y = r.clone()
+    y[0] = float("nan")  # a NaN PyTorch does not have: still KL201
+    assert codes(judge(evidence([y], reference=[r], truth=[t]))) == ["KL201"]
