@@ -177,8 +177,11 @@ def test_hardening_check_help_lists_exit_codes_and_formats():
 
 def test_hardening_ctrl_c_stops_the_workers_at_once(tmp_path):
     hang = shutil.copy(FIXTURES / "faults" / "hang.py", tmp_path / "hang.py")
+    # As from a terminal: a test run started in the background (`pytest &`) has SIGINT ignored, and its children
+    # would inherit that.
     proc = subprocess.Popen([sys.executable, "-m", "kernel_lsp.cli", "check", str(hang), "--no-cache",
-                             "--timeout", "120"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                             "--timeout", "120"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     from tests.lsp.rawclient import descendants, kernel_lsp_processes
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:  # until the hanging job runs
