@@ -198,3 +198,29 @@ def flatten_outputs(out) -> list:
     if isinstance(out, (list, tuple)):
         return [x for o in out for x in flatten_outputs(o)]
     return [out]
+
+
+def same_finiteness(a_flat: list, b_flat: list) -> bool:
+    """Both sides have their NaN and infinities at the same positions (float outputs of equal shape)."""
+    import torch
+    for a, b in zip(a_flat, b_flat):
+        if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and a.is_floating_point():
+            fa, fb = torch.isfinite(a.double()), torch.isfinite(b.double())
+            if fa.shape != fb.shape or not bool((fa == fb).all()):
+                return False
+    return True
+
+
+def same_draws(r_flat: list, t_flat: list) -> bool:
+    """The float64 truth of a reference that draws random numbers took the same draws as the reference in
+    its own dtype: same NaN/inf positions and values close (different draws differ by the values' own size)."""
+    import torch
+    if len(r_flat) != len(t_flat) or not same_finiteness(r_flat, t_flat):
+        return False
+    for a, b in zip(r_flat, t_flat):
+        if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and a.is_floating_point():
+            a, b = a.double(), b.double()
+            ok = torch.isfinite(a)
+            if bool(ok.any()) and float(((a - b).abs()[ok]).max()) > 1e-2 * (float(b.abs()[ok].max()) + 1e-30):
+                return False
+    return True

@@ -140,3 +140,12 @@ def constant_rounding(float64_ref, inputs64: list, truth_flat: list, updated: li
         else:
             result.append(None)
     return result
+
+
+def rng_state() -> list:
+    """The default generators' states (CPU and, where initialised, CUDA): changed by a call that draws."""
+    import torch
+    states = [torch.random.get_rng_state()]
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        states.append(torch.cuda.get_rng_state())
+    return [s.tolist() for s in states]

@@ -18,7 +18,10 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
+
+if TYPE_CHECKING:
+    from .variants import SizePlan  # variants.py imports this module: a type only
 
 Position = tuple  # ("tensor", input index, dim), ("int", input index) or ("init", init index)
 Setting = dict  # Position -> new size
@@ -252,7 +255,7 @@ def elements(inputs: list, setting: Setting) -> int:
     return 2 * total
 
 
-def size_plan(problem, knobs: dict[str, int], interpreted: bool) -> "SizePlan":
+def size_plan(problem, knobs: dict[str, int], interpreted: bool) -> SizePlan:
     """The settings read from the problem's inputs at these knobs: split variants always, and for a problem
     without size knobs a base (CPU) and the odd, very small and larger sizes. Nothing when the input factory
     cannot run here (the variants will say why)."""

@@ -22,13 +22,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..model import KernelFacts, Severity, SkippedVariant, Span, VariantRow, Verification
-from .capture import describe_config
-from .compare import Comparison, flatten_outputs
+from .autotune_configs import configs_prefix, verify_configs
+from .compare import Comparison, flatten_outputs, same_draws, same_finiteness
 from .guards import GuardRegions, MemoryGuard, poisoned_allocations
 from .interpreter import ops as interpreter_ops
 from .loader import IMPLEMENTATION, UserCodeError, deepest_line, raise_device_fault
 from .positions import api_note, readable
-from .probes import constant_rounding, only_input, reference_spread, returning_line
+from .probes import constant_rounding, only_input, reference_spread, returning_line, rng_state
 from .rules import SENTINEL, Evidence, RuleFinding, describe_variant, judge, judge_random, same
 from .shapes import describe_init, int_floor, size_plan
 from .variants import (Variant, absolute, base_knobs, clone_inputs, describe_inputs, input_dtype, outside_profile,
@@ -62,41 +62,6 @@ def _call(fn, inputs):
     import torch
     with torch.no_grad():
         return fn(*inputs)
-
-
-def _rng_state() -> list:
-    """The default generators' states (CPU and, where initialised, CUDA): changed by a call that draws."""
-    import torch
-    states = [torch.random.get_rng_state()]
-    if torch.cuda.is_available() and torch.cuda.is_initialized():
-        states.append(torch.cuda.get_rng_state())
-    return [s.tolist() for s in states]
-
-
-def same_finiteness(a_flat: list, b_flat: list) -> bool:
-    """Both sides have their NaN and infinities at the same positions (float outputs of equal shape)."""
-    import torch
-    for a, b in zip(a_flat, b_flat):
-        if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and a.is_floating_point():
-            fa, fb = torch.isfinite(a.double()), torch.isfinite(b.double())
-            if fa.shape != fb.shape or not bool((fa == fb).all()):
-                return False
-    return True
-
-
-def same_draws(r_flat: list, t_flat: list) -> bool:
-    """The float64 truth of a reference that draws random numbers took the same draws as the reference in
-    its own dtype: same NaN/inf positions and values close (different draws differ by the values' own size)."""
-    import torch
-    if len(r_flat) != len(t_flat) or not same_finiteness(r_flat, t_flat):
-        return False
-    for a, b in zip(r_flat, t_flat):
-        if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and a.is_floating_point():
-            a, b = a.double(), b.double()
-            ok = torch.isfinite(a)
-            if bool(ok.any()) and float(((a - b).abs()[ok]).max()) > 1e-2 * (float(b.abs()[ok].max()) + 1e-30):
-                return False
-    return True
 
 
 def _address_of(t, index) -> int:
@@ -189,34 +154,8 @@ class Verifier:
                     and per_run > SHRINK_AFTER_OPS and adaptations < 3):
                 variants[i + 1:] = self.adapt_sizes(variants[i + 1:], measure, per_run)
                 adaptations += 1
-        self.verify_configs(variants)
+        verify_configs(self, variants)
         self.report(time.monotonic() - start)
-
-    def verify_configs(self, variants: list[Variant]) -> None:
-        """Every config of an `@triton.autotune` list, not only the one this run's autotuner picked (another run,
-        or another GPU, picks another): each is forced in turn on fresh inputs of the problem's own sizes and of
-        odd sizes (a tail), with every check of a variant."""
-        bases = [v for v in variants if v.name in ("seed-1", "odd-size")]
-        for qual, (configs, chosen) in sorted(self.recorder.autotuners.items()):
-            name = qual.rsplit(".", 1)[-1]
-            for i, config in enumerate(configs[:MAX_CONFIGS]):
-                if i == chosen or len(configs) < 2:
-                    continue
-                self.recorder.forced = {qual: i}
-                try:
-                    for b in bases:
-                        v = Variant(f"config-{i + 1}" + ("" if b.name == "seed-1" else "-odd"), "config",
-                                    100 + 2 * i + (b.name != "seed-1"), self.base if b.name == "seed-1" else b.knobs,
-                                    None, f"autotune config {i + 1} of {len(configs)} of {name}, {b.description}",
-                                    b.setting)
-                        self.configs[v.name] = (name, i, len(configs), describe_config(config))
-                        self.rep.w.stage("verify", f"variant {v.name}: {v.description}")
-                        try:
-                            self.run_variant(v)
-                        except UserCodeError as e:
-                            self.skipped.append((v.name, str(e)))
-                finally:
-                    self.recorder.forced = {}
 
     def adapt_sizes(self, rest: list[Variant], measure, ops_per_run: int) -> list[Variant]:
         """The interpreter's cost grows with the operations it runs (programs times their work), not with
@@ -335,9 +274,9 @@ class Verifier:
             return _call(fn, args)
         try:
             torch.manual_seed(v.seed)
-            rng = _rng_state()
+            rng = rng_state()
             r = _call(ref, ref_inputs)
-            draws = not p.random and _rng_state() != rng
+            draws = not p.random and rng_state() != rng
         except Exception as e:
             raise_device_fault(e)
             where = deepest_line(e, self.problem_reference_file())
@@ -537,7 +476,7 @@ class Verifier:
             others = sorted({f.variant.name for f in fs[1:]} - {first.variant.name})
             msg = first.message + (f" (also on: {', '.join(others)})" if others else "")
             if all(f.variant.name in self.configs for f in fs):
-                msg = _configs_prefix([self.configs[f.variant.name] for f in fs]) + msg
+                msg = configs_prefix([self.configs[f.variant.name] for f in fs]) + msg
             severity = _merged_severity(fs)
             outside = all(f.variant.name in self.outside for f in fs)
             if outside and severity != Severity.INFO:
@@ -604,20 +543,6 @@ def _cause(code: str, v: Variant) -> str:
     autotune config's failures always (they belong to configs this run did not pick)."""
     return v.kind if code in SPLIT_BY_KIND or v.kind == "config" else ""
 _LEVELS = {"info": Severity.INFO, "warning": Severity.WARNING}
-
-
-MAX_CONFIGS = 16  # autotune configs verified per kernel (the first ones of a longer list)
-
-
-def _configs_prefix(configs: list[tuple[str, int, int, str]]) -> str:
-    """"_k autotune configs 3 and 4 of 9 (BLOCK=64, num_warps=4; BLOCK=32, num_warps=2) only: " for a finding
-    that only some configs have."""
-    seen = sorted({c[:2]: c for c in configs}.values(), key=lambda c: (c[0], c[1]))
-    name, total = seen[0][0], seen[0][2]
-    numbers = [str(c[1] + 1) for c in seen]
-    listed = numbers[0] if len(numbers) == 1 else ", ".join(numbers[:-1]) + " and " + numbers[-1]
-    return (f"{name} autotune config{'s' if len(seen) > 1 else ''} {listed} of {total} "
-            f"({'; '.join(c[3] for c in seen)}) only: ")
 
 
 def _merged_severity(failures: list[Failure]) -> Severity | None:
