@@ -542,6 +542,8 @@ def _cause(code: str, v: Variant) -> str:
     """What keeps two failures of one code at one line apart: the variant kind for the codes split by it, and an
     autotune config's failures always (they belong to configs this run did not pick)."""
     return v.kind if code in SPLIT_BY_KIND or v.kind == "config" else ""
+
+
 _LEVELS = {"info": Severity.INFO, "warning": Severity.WARNING}
 
 
