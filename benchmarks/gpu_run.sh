@@ -2,14 +2,19 @@
 # One device call (docs/benchmarks.md): install kernel-lsp without dependencies (the GPU image has torch, triton,
 # matplotlib and nvidia-ml-py), then, on GPU 0, the GPU-marked tests and the save->diagnostic latency, while GPU 1
 # (when there is one) checks and times every task of tasks/ with kernel-lsp itself. Everything lands in $OUT.
-#   GPU_TESTS=0 skips the tests, GPU_LATENCY=0 the latency, GPU_TASKS=0 the tasks; TASKS_DIR picks a subfolder
+#   GPU_TESTS=0 skips the tests, GPU_LATENCY=0 the latency, GPU_TASKS=0 the tasks; VERIFY_LATENCY=1 adds the LSP
+#   save -> verdict benchmark on the GPU (needs the .whl/ wheels below); TASKS_DIR picks a subfolder
 #   (or a space-separated list of files); GPU_TEST_K selects tests by pytest -k. With one GPU the tasks run first,
 #   alone (timings taken beside the tests would be disturbed), then the tests and the latency.
 set -uo pipefail
 export PYTHONUNBUFFERED=1
 OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT"
-python3 -m pip install -q --no-deps --no-build-isolation -e . >"$OUT/install.log" 2>&1 || tail -5 "$OUT/install.log"
+# The device image has no pygls (nor lsprotocol, cattrs, watchdog): `kernel-lsp serve`, and so
+# benchmarks/verify_latency.py, need them. Carry them as wheels in .whl/ (run's `carry: [".whl"]`; fetched here
+# with the device README's `pip download --python-version 3.12 ...` line).
+if [ -d .whl ]; then python3 -m pip install -q --no-deps --no-index .whl/*.whl >>"$OUT/install.log" 2>&1; fi
+python3 -m pip install -q --no-deps --no-build-isolation -e . >>"$OUT/install.log" 2>&1 || tail -5 "$OUT/install.log"
 python3 -c "import torch, triton; print(torch.__version__, triton.__version__, torch.cuda.device_count(), torch.cuda.get_device_name())"
 nvidia-smi --query-gpu=index,name,clocks.sm,clocks.mem,temperature.gpu,driver_version --format=csv,noheader
 ngpu=$(nvidia-smi -L | wc -l)
@@ -35,6 +40,10 @@ if [ "${GPU_TESTS:-1}" = 1 ]; then
 fi
 if [ "${GPU_LATENCY:-1}" = 1 ]; then
   timeout ${LATENCY_TIMEOUT:-240} python3 benchmarks/gpu_latency.py --json "$OUT/latency.json" 2>"$OUT/latency.err" | tee "$OUT/latency.md"
+fi
+if [ "${VERIFY_LATENCY:-0}" = 1 ]; then
+  timeout ${VERIFY_LATENCY_TIMEOUT:-300} python3 benchmarks/verify_latency.py --device cuda --stride ${VERIFY_STRIDE:-3} \
+    --out "$OUT/verify_latency.json" >"$OUT/verify_latency.md" 2>"$OUT/verify_latency.err"; tail -8 "$OUT/verify_latency.md"
 fi
 if [ "${GPU_TASKS:-1}" = 1 ]; then
   for _ in $(seq 1 ${TASKS_WAIT:-60}); do [ -s /tmp/tasks.json ] && break; sleep 5; done
