@@ -326,10 +326,10 @@ class Verifier:
             self.skipped.append((v.name, "the reference overflows in its own dtype here"))
             return None
 
-        if not self.interpreted and self.recorder.autotuners:
+        if not self.interpreted and self.recorder.autotuners and not self.recorder.forced:
             # On a GPU the autotuner benchmarks every config on a new key (a new size) inside the call, writing the
             # outputs with each: a config that leaves elements unwritten would look complete in run 1 and
-            # "racy" in run 2. Benchmark it here, outside the judged runs.
+            # "racy" in run 2. Benchmark it here, outside the judged runs (a forced config is never benchmarked).
             try:
                 _call(impl, clone_inputs(inputs))
             except Exception as e:
