@@ -16,7 +16,8 @@ from .loader import raise_device_fault
 from .variants import clone_inputs
 
 
-def _call(fn, inputs):
+def no_grad_call(fn, inputs):
+    """Call user code as the verifier does: no autograd graph."""
     import torch
     with torch.no_grad():
         return fn(*inputs)
@@ -45,7 +46,7 @@ def returning_line(impl, inputs: list, path: str) -> int | None:
     old = sys.gettrace()
     sys.settrace(call)
     try:
-        _call(impl, inputs)
+        no_grad_call(impl, inputs)
     except Exception as e:
         raise_device_fault(e)
     finally:
@@ -53,7 +54,7 @@ def returning_line(impl, inputs: list, path: str) -> int | None:
     return found[0] if found else None
 
 
-def reference_spread(ref, inputs: list, r_flat: list, updated: list[int], call: Callable = _call) -> list:
+def reference_spread(ref, inputs: list, r_flat: list, updated: list[int], call: Callable = no_grad_call) -> list:
     """Per output, how far the reference moves when every float input moves by one ulp (random signs, two
     draws). A backward-stable kernel's result is the exact result of inputs that close, so a kernel that only
     rounds differently stays inside; None where it could not be measured."""
@@ -93,7 +94,7 @@ def only_input(transform: Callable[[list], list], index: int) -> Callable[[list]
 
 
 def constant_rounding(float64_ref, inputs64: list, truth_flat: list, updated: list[int],
-                      call: Callable = _call) -> list | None:
+                      call: Callable = no_grad_call) -> list | None:
     """Per output, how far the float64 reference moves when its float constants (a Model's float attributes,
     the module-level floats its code reads: `beta2 = 0.999`, `eps = 1e-5`) are rounded to fp32, as a compiled
     kernel receives them. `1 - beta2` is then 1.3e-5 off relative, in the reference as in any kernel given

@@ -28,7 +28,7 @@ from .guards import GuardRegions, MemoryGuard, poisoned_allocations
 from .interpreter import ops as interpreter_ops
 from .loader import IMPLEMENTATION, UserCodeError, deepest_line, raise_device_fault
 from .positions import api_note, readable
-from .probes import constant_rounding, only_input, reference_spread, returning_line, rng_state
+from .probes import constant_rounding, no_grad_call, only_input, reference_spread, returning_line, rng_state
 from .rules import SENTINEL, Evidence, RuleFinding, describe_variant, judge, judge_random, same
 from .shapes import describe_init, int_floor, size_plan
 from .variants import (Variant, absolute, base_knobs, clone_inputs, describe_inputs, input_dtype, outside_profile,
@@ -56,12 +56,6 @@ class VerifyState:
     failures: list[Failure] = field(default_factory=list)
     rows: list[VariantRow] = field(default_factory=list)
     outputs: list[list] = field(default_factory=list)  # recent implementation outputs, for the stale check
-
-
-def _call(fn, inputs):
-    import torch
-    with torch.no_grad():
-        return fn(*inputs)
 
 
 def _address_of(t, index) -> int:
@@ -271,11 +265,11 @@ class Verifier:
 
         def call(fn, args):  # every side starts from the same random state: a reference that draws is repeatable
             torch.manual_seed(v.seed)
-            return _call(fn, args)
+            return no_grad_call(fn, args)
         try:
             torch.manual_seed(v.seed)
             rng = rng_state()
-            r = _call(ref, ref_inputs)
+            r = no_grad_call(ref, ref_inputs)
             draws = not p.random and rng_state() != rng
         except Exception as e:
             raise_device_fault(e)
@@ -331,9 +325,10 @@ class Verifier:
             # outputs with each: a config that leaves elements unwritten would look complete in run 1 and
             # "racy" in run 2. Benchmark it here, outside the judged runs (a forced config is never benchmarked).
             try:
-                _call(impl, clone_inputs(inputs))
+                no_grad_call(impl, clone_inputs(inputs))
             except Exception as e:
                 raise_device_fault(e)  # anything else is raised again by run 1, and reported there
+        impl_call = call if draws else no_grad_call  # an implementation drawing alike gets the reference's draws
         # Implementation, run 1: allocations poisoned with NaN; stores tracked for placement.
         gpu = self.gpu_guards
         impl_inputs = clone_inputs(inputs) if gpu is None else [gpu.wrap(x, f"input {i}") for i, x in enumerate(inputs)]
@@ -343,7 +338,7 @@ class Verifier:
         self.impl_runs += 1
         try:
             with poisoned_allocations(float("nan"), gpu):
-                y1 = call(impl, impl_inputs) if draws else _call(impl, impl_inputs)
+                y1 = impl_call(impl, impl_inputs)
         except Exception as e:
             raise_device_fault(e)
             line = deepest_line(e, self.job.path)
@@ -373,7 +368,7 @@ class Verifier:
             self.impl_runs += 1
             try:
                 with poisoned_allocations(SENTINEL):
-                    y2 = call(impl, rerun_inputs) if draws else _call(impl, rerun_inputs)
+                    y2 = impl_call(impl, rerun_inputs)
             except Exception as e:
                 raise_device_fault(e)
                 y2 = None
