@@ -309,11 +309,15 @@ def clone_inputs(inputs: list) -> list:
 
 
 def _clone_strided(x):
+    """A copy with the same strides and the same bytes in the gaps between elements: a kernel that misreads a
+    strided input reads the same values on every run (uninitialized gaps made such a finding flip between a
+    value mismatch and a NaN one)."""
     import torch
-    y = torch.empty_strided(x.shape, x.stride(), dtype=x.dtype, device=x.device)
-    # empty_strided over a non-dense stride pattern leaves gaps; copying fills the view's elements only.
-    y.copy_(x)
-    return y
+    if x.numel() == 0:
+        return x.clone()
+    span = 1 + sum((n - 1) * st for n, st in zip(x.shape, x.stride()))
+    base = x.as_strided((span,), (1,)).clone()
+    return torch.as_strided(base, tuple(x.shape), tuple(x.stride()))
 
 
 def upcast(inputs: list) -> list:
