@@ -217,6 +217,7 @@ class VariantRow(Record):
     max_abs: float | None = None  # the implementation's largest error against the truth
     ref_max_abs: float | None = None  # PyTorch's own largest error in the task's dtype
     seconds: float | None = None
+    kernels: list[str] = field(default_factory=list)  # the kernels (names) the implementation launched here
 
 
 @dataclass

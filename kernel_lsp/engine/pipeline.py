@@ -282,21 +282,41 @@ def _run_stages(job: CheckJob, w: Sink, rep: Reporter, recorder: LaunchRecorder,
     if launch_error is not None:
         report_capture_error(rep, problem, launch_error, recorder.current in failed, job.link.reference)
         return
-    launched = {l.spec.qualname for l in recorder.launches}
-    for k in job.kernels:
-        if not k.is_helper and k.qualname not in launched and k.name not in {l.spec.name for l in recorder.launches}:
-            if recorder.launches:  # another kernel ran: this one is a path the linked inputs do not take
-                rep.add("KL104", f"kernel {k.name} is not exercised by the linked inputs (another kernel ran): it "
-                        "is not verified", k.name_span, source="kernel-lsp.compile", severity=Severity.INFO,
-                        kernel=k.qualname)
-            else:
-                rep.add("KL104", f"kernel {k.name} is defined but the linked code never launches it",
-                        k.name_span, source="kernel-lsp.compile", kernel=k.qualname)
+    captured = len(recorder.launches)
     if job.verify:
         from .verify import verify_problem
         verify_problem(problem, recorder, rep, job, captured_output)
+    report_unexercised(rep, job, recorder, captured, interpreted)
     if job.measure.enabled:
         measure_stage(problem, recorder, rep, job, interpreted)
+
+
+def report_unexercised(rep: Reporter, job: CheckJob, recorder: LaunchRecorder, captured: int,
+                       interpreted: bool) -> None:
+    """KL104 for each kernel that verification did not run: never launched (a warning when no kernel ran at
+    all), or launched only on a path the verification's inputs do not take (information: it is unverified).
+    `captured`: how many of the recorder's launches came from the run on the problem's own inputs."""
+    def names(launches) -> set[str]:
+        return {n for l in launches for n in (l.spec.qualname, l.spec.name)}
+    on_own, later = names(recorder.launches[:captured]), names(recorder.launches[captured:])
+    instead = ", ".join(sorted({l.spec.name for l in recorder.launches[captured:]}))
+    for k in job.kernels:
+        if k.is_helper or k.qualname in later or k.name in later:
+            continue
+        if k.qualname in on_own or k.name in on_own:
+            if job.verify and later:
+                where = (" (the CPU interpreter verifies at smaller sizes; check it with --device cuda)"
+                         if interpreted else "")
+                rep.add("KL104", f"kernel {k.name} ran on the problem's own inputs, but none of the verification's "
+                        f"inputs took its path ({instead} ran instead): it is not verified{where}", k.name_span,
+                        source="kernel-lsp.verify", severity=Severity.INFO, kernel=k.qualname)
+        elif recorder.launches:  # another kernel ran: this one is a path the linked inputs do not take
+            rep.add("KL104", f"kernel {k.name} is not exercised by the linked inputs (another kernel ran): it "
+                    "is not verified", k.name_span, source="kernel-lsp.compile", severity=Severity.INFO,
+                    kernel=k.qualname)
+        else:
+            rep.add("KL104", f"kernel {k.name} is defined but the linked code never launches it",
+                    k.name_span, source="kernel-lsp.compile", kernel=k.qualname)
 
 
 def measure_stage(problem: Problem, recorder: LaunchRecorder, rep: Reporter, job: CheckJob, interpreted: bool) -> None:

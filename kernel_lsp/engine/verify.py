@@ -77,6 +77,7 @@ class Verifier:
         if self.interpreted and self.guard.install():
             recorder.on_launch.append(self.guard.set_launch)
         self.state = VerifyState()
+        self.launch_mark = len(recorder.launches)  # launches before it belong to earlier variants
         self.skipped: list[tuple[str, str]] = []
         self.profile: list[str | None] = []  # the sign of each input in the problem's own distribution
         self.outside: dict[str, str] = {}  # variant -> how its inputs leave that distribution
@@ -179,6 +180,7 @@ class Verifier:
     def run_variant(self, v: Variant) -> None:
         """Run one variant, judge what it collected (rules.py), and record the findings with their lines."""
         before = len(self.state.failures)
+        self.launch_mark = len(self.recorder.launches)
         try:
             evidence = self.collect(v)
             if evidence is None:
@@ -440,8 +442,9 @@ class Verifier:
                              severity=level, variant=v.name, **data)
 
     def row(self, v: Variant, shapes: str, verdict: str, c: Comparison | None) -> None:
+        ran = sorted({_name(launch.spec.qualname) for launch in self.recorder.launches[self.launch_mark:]})
         self.state.rows.append(VariantRow(v.name, v.description, shapes, verdict, c.max_abs if c else None,
-                                          c.ref_max_abs if c else None))
+                                          c.ref_max_abs if c else None, kernels=ran))
 
     def report(self, seconds: float) -> None:
         if not self.state.rows and self.skipped:
@@ -484,11 +487,15 @@ class Verifier:
                          severity=severity, variant=first.variant.name, variants=[f.variant.name for f in fs],
                          **first.data, **({"outside_distribution": True} if outside else {}))
         self.interpreter_limits()
-        summary = Verification(self.state.rows, [SkippedVariant(n, r) for n, r in self.skipped],
-                               "cpu-interpreter" if self.interpreted else "cuda", round(seconds, 3), dict(self.base),
-                               self.guard.available, round(self.first_cpu_seconds, 3), self.first_ops)
-        for qual in {l.spec.qualname for l in self.recorder.launches}:
-            self.rep.w.kernel(qual.rsplit(".", 1)[-1], KernelFacts(verification=summary))
+        # A kernel is verified by the variants it ran on (a file may dispatch: a TMA path at the problem's own
+        # sizes, a pointer path at odd ones); rows where no kernel ran concern every kernel.
+        for name in sorted({k for r in self.state.rows for k in r.kernels}):
+            rows = [r for r in self.state.rows if not r.kernels or name in r.kernels]
+            summary = Verification(rows, [SkippedVariant(n, r) for n, r in self.skipped],
+                                   "cpu-interpreter" if self.interpreted else "cuda", round(seconds, 3),
+                                   dict(self.base), self.guard.available, round(self.first_cpu_seconds, 3),
+                                   self.first_ops)
+            self.rep.w.kernel(name, KernelFacts(verification=summary))
 
     def launched_sources(self):
         """(qualname, function, source, argument types) for each recorded kernel whose source is readable."""
@@ -553,6 +560,10 @@ def _merged_severity(failures: list[Failure]) -> Severity | None:
 def _core(cause: str) -> str:
     """An exception's own words, without the wrapper's class names (InterpreterError: NotImplementedError: ...)."""
     return cause.rsplit(": ", 1)[-1].strip()
+
+
+def _name(qualname: str) -> str:
+    return qualname.rsplit(".", 1)[-1]
 
 
 def verify_problem(problem, recorder, rep, job, captured_output: Any = None) -> None:

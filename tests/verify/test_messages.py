@@ -28,3 +28,19 @@ def test_messages_a_failing_autotune_config_is_named():
     (f,) = [f for f in json.loads(proc.stdout)["files"][0]["findings"] if f["code"] == "KL203"]
     assert f["message"].startswith("_scale_kernel autotune config 3 of 4 (BLOCK=128, VEC=2, num_warps=4"), f["message"]
     assert "488 of 1000 elements" in f["message"] and set(f["data"]["variants"]) == {"config-3", "config-3-odd"}
+
+
+def test_messages_a_kernel_only_the_problems_own_sizes_reach_is_not_called_verified():
+    """A file that dispatches (whole blocks at the problem's own size, a masked kernel at the CPU's odd sizes):
+    each kernel is verified by the variants it ran on; the other is named unverified, not passed."""
+    proc = run_cli("check", str(CORPUS / "ok_dispatch_own_sizes.py"), "--no-cache", "--format", "json")
+    report = json.loads(proc.stdout)["files"][0]
+    (f,) = [f for f in report["findings"] if f["code"] == "KL104"]
+    assert f["severity"] == "info" and f["range"]["line"] == 12, f  # the kernel's def
+    assert f["message"].startswith("kernel _scale_whole_blocks ran on the problem's own inputs, but none of the "
+                                   "verification's inputs took its path (_scale_masked ran instead)"), f["message"]
+    assert report["kernels"]["_scale_whole_blocks"].get("verification") is None
+    rows = report["kernels"]["_scale_masked"]["verification"]["variants"]
+    assert rows and all(r["kernels"] == ["_scale_masked"] for r in rows)
+    text = run_cli("check", str(CORPUS / "ok_dispatch_own_sizes.py"), "--no-cache").stdout
+    assert "2 kernels (1 verified, 1 not verified" in text and "All checks passed" not in text
