@@ -102,7 +102,7 @@ class Verifier:
             except Exception:
                 return 1 << 62
 
-        self.untrusted = self.untrusted_kernels()
+        self.untrusted = self.untrusted_kernels()  # grows as variants launch kernels the capture did not
         try:
             self.run_variants(measure)
         finally:
@@ -380,11 +380,13 @@ class Verifier:
         y1_flat += [impl_inputs[i] for i in updated]
         y2_flat += [rerun_inputs[i] if y2 is not None else None for i in updated]
         result_line = returning_line(impl, clone_inputs(inputs), self.job.path) if launches == 0 else None
+        self.untrusted = self.untrusted_kernels()
+        ran = {launch.spec.qualname for launch in self.recorder.launches[self.launch_mark:]}
         sample_message = None
         if p.random and p.sample_check is not None and len(y1_flat) == len(r_flat):
             sample_message = p.sample_check(inputs, y1_flat[0] if len(y1_flat) == 1 else y1_flat)
         return Evidence(v.name, v.kind, v.description, shapes, y1_flat, y2_flat, r_flat, t_flat, a_flat, truth_dtype,
-                        launches, impl_inputs, ref_inputs, self.state.outputs, bool(self.untrusted), sample_message,
+                        launches, impl_inputs, ref_inputs, self.state.outputs, bool(ran & set(self.untrusted)), sample_message,
                         result_line, updated, spread, terms, constants, inputs)
 
     def place(self, f: RuleFinding, e: Evidence) -> int | None:
@@ -515,9 +517,10 @@ class Verifier:
             return {}
         out = {}
         for qual, _, src, dtypes in self.launched_sources():
-            if "tl.dot" in src and "*bf16" in dtypes:
+            # pointer types read "*bf16", tensor descriptors "tensordesc<bf16[128, 64]>"
+            if "tl.dot" in src and any("bf16" in t for t in dtypes):
                 out[qual] = "tl.dot on bf16 gives wrong numbers in this Triton's CPU interpreter"
-            elif any(t.startswith("*fp8") for t in dtypes):
+            elif any("fp8" in t for t in dtypes):
                 out[qual] = ("fp8 casts in this Triton's CPU interpreter drop the mantissa carry (7.9 becomes 4.0) "
                              "and break ties away from even")
         return out
@@ -525,13 +528,15 @@ class Verifier:
     def interpreter_limits(self) -> None:
         if not self.interpreted:
             return
+        verified = {k for r in self.state.rows for k in r.kernels}
         for qual, fn, src, dtypes in self.launched_sources():
             span = self.rep.kernel_span(qual)
-            if qual in self.untrusted:
+            if qual in self.untrusted and _name(qual) in verified:
                 self.rep.add("KL210", f"{fn.__name__}: {self.untrusted[qual]}, so values were not judged here "
                              "(bounds, unwritten outputs, launches and shapes were); verify the numbers on a GPU",
                              span, source="kernel-lsp.verify")
-            if "tl.dot" in src and "*fp32" in dtypes and "ieee" not in src and "allow_tf32=False" not in src:
+            fp32 = any(t == "*fp32" or t.startswith("tensordesc<fp32") for t in dtypes)
+            if "tl.dot" in src and fp32 and "ieee" not in src and "allow_tf32=False" not in src:
                 self.rep.add("KL210", f"{fn.__name__}: tl.dot on fp32 uses TF32 on the GPU by default (about 1e-3 "
                              "relative error) while the CPU interpreter computes it exactly; pass "
                              "input_precision=\"ieee\" if fp32 accuracy is intended", span, source="kernel-lsp.verify")
