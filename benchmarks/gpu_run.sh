@@ -4,7 +4,8 @@
 # (when there is one) checks and times every task of tasks/ with kernel-lsp itself. Everything lands in $OUT.
 #   GPU_TESTS=0 skips the tests, GPU_LATENCY=0 the latency, GPU_TASKS=0 the tasks; VERIFY_LATENCY=1 adds the LSP
 #   save -> verdict benchmark on the GPU (needs the .whl/ wheels below); TASKS_DIR picks a subfolder
-#   (or a space-separated list of files); GPU_TEST_K selects tests by pytest -k. With one GPU the tasks run first,
+#   (or a space-separated list of files); GPU_TEST_K selects tests by pytest -k; COLD_CHECK=1 times a fresh
+#   `check FILE --device cuda` per file of COLD_FILES (issue 13). With one GPU the tasks run first,
 #   alone (timings taken beside the tests would be disturbed), then the tests and the latency.
 set -uo pipefail
 export PYTHONUNBUFFERED=1
@@ -40,6 +41,18 @@ if [ "${GPU_TESTS:-1}" = 1 ]; then
 fi
 if [ "${GPU_LATENCY:-1}" = 1 ]; then
   timeout ${LATENCY_TIMEOUT:-240} python3 benchmarks/gpu_latency.py --json "$OUT/latency.json" 2>"$OUT/latency.err" | tee "$OUT/latency.md"
+fi
+if [ "${COLD_CHECK:-0}" = 1 ]; then
+  # Issue 13's cold target: a fresh process per file (imports, CUDA init, compile, verification), as a user's
+  # first `kernel-lsp check FILE --device cuda` runs; with and without the measure stage.
+  for f in ${COLD_FILES:-tasks/Activation/gelu_triton.py tasks/Normalization/layer_norm_triton.py tasks/Fusion/scale_causal_softmax_triton.py}; do
+    for measure in "--no-measure" ""; do
+      s0=$(date +%s.%N)
+      python3 -m kernel_lsp.cli check "$f" --device cuda --no-cache $measure >/tmp/cold.txt 2>&1; rc=$?
+      s1=$(date +%s.%N)
+      echo "cold $f ${measure:-with-measure} rc=$rc seconds=$(python3 -c "print(round($s1 - $s0, 2))") $(tail -1 /tmp/cold.txt | cut -c1-120)" | tee -a "$OUT/cold_check.txt"
+    done
+  done
 fi
 if [ "${VERIFY_LATENCY:-0}" = 1 ]; then
   timeout ${VERIFY_LATENCY_TIMEOUT:-300} python3 benchmarks/verify_latency.py --device cuda --stride ${VERIFY_STRIDE:-3} \

@@ -219,6 +219,8 @@ def build_spec(fn: Callable, qualname: str, args: tuple, kwargs: dict) -> tuple[
             continue
         if isinstance(value, torch.Tensor):
             tensors.append(value)
+        elif isinstance(getattr(value, "base", None), torch.Tensor):  # a TMA descriptor: its tensor's memory
+            tensors.append(value.base)
         ty, a = _type_and_attrs(value)
         if ty == "constexpr":
             signature[name], constexprs[name] = "constexpr", value

@@ -259,7 +259,7 @@ def size_plan(problem, knobs: dict[str, int], interpreted: bool) -> SizePlan:
     """The settings read from the problem's inputs at these knobs: split variants always, and for a problem
     without size knobs a base (CPU) and the odd, very small and larger sizes. Nothing when the input factory
     cannot run here (the variants will say why)."""
-    from .variants import CPU_ELEMENT_BUDGET, SizePlan
+    from .variants import CPU_ELEMENT_BUDGET, SizePlan, aligned_knobs
     try:
         inputs = problem.make_inputs(1, knobs)
         init = problem.init(knobs)
@@ -276,11 +276,16 @@ def size_plan(problem, knobs: dict[str, int], interpreted: bool) -> SizePlan:
     pos = positions(inputs, init)
     plan = SizePlan()
     if not problem.size_knobs and pos:
+        floor = max(int_max(inputs), int_floor(inputs, init))
         t = together(pos, accepts, lambda s: elements(inputs, s),
                      CPU_ELEMENT_BUDGET if interpreted else None,
                      CPU_ELEMENT_BUDGET // 4 if interpreted else 1 << 22,
-                     4 * CPU_ELEMENT_BUDGET if interpreted else 1 << 24, max(int_max(inputs), int_floor(inputs, init)))
+                     4 * CPU_ELEMENT_BUDGET if interpreted else 1 << 24, floor)
         plan = SizePlan(t.base, t.odd, t.small, t.larger)
+        aligned = aligned_knobs(pos, t.base, floor) if interpreted else {}
+        limit = 4 * max(elements(inputs, t.base), CPU_ELEMENT_BUDGET)
+        if aligned and elements(inputs, aligned) <= limit and accepts(aligned):
+            plan.aligned = aligned
     base = plan.base
     if base:  # split at the base sizes: positions as the value variants see them
         pos = positions(apply(inputs, base, 1), init_with(init, base) if init is not None else None)

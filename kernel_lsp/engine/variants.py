@@ -152,6 +152,24 @@ def numel_of(inputs: list) -> int:
     return sum(x.numel() for x in inputs if isinstance(x, torch.Tensor))
 
 
+def aligned_knobs(knobs: dict, shrunk: dict, at_least: int = 0) -> dict:
+    """The shrunk sizes rounded to multiples of a power of two that the problem's own size has too (16 at least
+    where it allows): 8192 shrunk to 4095 becomes 2048, to 3 becomes 16; 1000 shrunk to 999 becomes 992. The odd
+    sizes the CPU verifies at miss the paths that aligned sizes take (TMA descriptors need 16-byte strides,
+    unmasked kernels whole blocks). A size is never rounded to `at_least` or below (the floor shrinking keeps).
+    Empty when no knob changes."""
+    out = {}
+    for name, s in shrunk.items():
+        own = knobs.get(name, 0)
+        if own <= 0 or s <= 0:
+            continue
+        step = min(own & -own, 1 << (max(16, s).bit_length() - 1))
+        a = step * max(1, s // step)
+        if a != s and a <= own and (a > at_least or a >= s):
+            out[name] = a
+    return {**shrunk, **out} if out else {}
+
+
 def _odd(v: int) -> int:
     """An odd size near v, not a multiple of any power of two above 1 (so every tail is exercised)."""
     if v <= 2:
@@ -251,6 +269,7 @@ class SizePlan:
     small: dict = field(default_factory=dict)
     larger: dict = field(default_factory=dict)
     splits: list[dict] = field(default_factory=list)
+    aligned: dict = field(default_factory=dict)  # the base rounded as aligned_knobs rounds knobs
 
 
 SIGNS = {"positive": "always positive", "nonnegative": "never negative", "negative": "always negative",

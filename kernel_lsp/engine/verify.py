@@ -31,8 +31,9 @@ from .positions import api_note, readable
 from .probes import constant_rounding, no_grad_call, only_input, reference_spread, returning_line, rng_state
 from .rules import SENTINEL, Evidence, RuleFinding, describe_variant, judge, judge_random, same
 from .shapes import describe_init, int_floor, size_plan
-from .variants import (Variant, absolute, base_knobs, clone_inputs, describe_inputs, input_dtype, outside_profile,
-                       plan, shrink_knobs, sign_profile, special_values, upcast)
+from .variants import (CPU_ELEMENT_BUDGET, Variant, absolute, aligned_knobs, base_knobs, clone_inputs,
+                       describe_inputs, input_dtype, outside_profile, plan, shrink_knobs, sign_profile,
+                       special_values, upcast)
 
 # Interpreter operations (interpreter.py counts them) one variant should take, about a second here. Operations,
 # not time: a verdict must not depend on the machine's speed or load (CPU time once shrank a reduction under load
@@ -78,6 +79,7 @@ class Verifier:
             recorder.on_launch.append(self.guard.set_launch)
         self.state = VerifyState()
         self.launch_mark = len(recorder.launches)  # launches before it belong to earlier variants
+        self.captured = {launch.spec.name for launch in recorder.launches}  # what the problem's own inputs ran
         self.skipped: list[tuple[str, str]] = []
         self.profile: list[str | None] = []  # the sign of each input in the problem's own distribution
         self.outside: dict[str, str] = {}  # variant -> how its inputs leave that distribution
@@ -118,7 +120,7 @@ class Verifier:
         except Exception:
             self.at_least = 0
         base = base_knobs(p.size_knobs, measure({}), measure, self.interpreted, self.reductions, self.at_least)
-        sizes = size_plan(p, base, self.interpreted)
+        sizes = self.sizes = size_plan(p, base, self.interpreted)
         variants = plan(p.size_knobs, base, measure, self.interpreted, sizes, self.reductions, self.at_least)
         self.base = base
         try:
@@ -149,8 +151,33 @@ class Verifier:
                     and per_run > SHRINK_AFTER_OPS and adaptations < 3):
                 variants[i + 1:] = self.adapt_sizes(variants[i + 1:], measure, per_run)
                 adaptations += 1
+        self.run_aligned(measure)
         verify_configs(self, variants)
         self.report(time.monotonic() - start)
+
+    def run_aligned(self, measure) -> None:
+        """On the CPU, when the problem's own inputs launched a kernel that no variant ran (the shrunk, odd sizes
+        took another path), one more variant at aligned sizes (variants.aligned_knobs) gives that path a run."""
+        ran = {k for r in self.state.rows for k in r.kernels}
+        if not self.interpreted or not self.captured - ran:
+            return
+        knobs = aligned_knobs(self.problem.size_knobs, self.base, self.at_least)
+        limit = 4 * max(measure(self.base), CPU_ELEMENT_BUDGET)
+        while knobs and measure(knobs) > limit:  # small sizes rounded up to 16: halve the largest to make room
+            name = max(knobs, key=knobs.get)
+            if knobs[name] // 2 < 16 or knobs[name] % 32:
+                return
+            knobs[name] //= 2
+        setting = {} if knobs else self.sizes.aligned  # sizes read from the inputs, for literal sizes
+        if not knobs and not setting:
+            return
+        v = Variant("aligned-size", "size", 40, knobs or self.base, None, "sizes rounded to multiples of a power "
+                    "of two the problem's own sizes share (the path aligned sizes take)", setting)
+        self.rep.w.stage("verify", f"variant {v.name}: {v.description}")
+        try:
+            self.run_variant(v)
+        except UserCodeError as e:
+            self.skipped.append((v.name, str(e)))
 
     def adapt_sizes(self, rest: list[Variant], measure, ops_per_run: int) -> list[Variant]:
         """The interpreter's cost grows with the operations it runs (programs times their work), not with
@@ -386,8 +413,8 @@ class Verifier:
         if p.random and p.sample_check is not None and len(y1_flat) == len(r_flat):
             sample_message = p.sample_check(inputs, y1_flat[0] if len(y1_flat) == 1 else y1_flat)
         return Evidence(v.name, v.kind, v.description, shapes, y1_flat, y2_flat, r_flat, t_flat, a_flat, truth_dtype,
-                        launches, impl_inputs, ref_inputs, self.state.outputs, bool(ran & set(self.untrusted)), sample_message,
-                        result_line, updated, spread, terms, constants, inputs)
+                        launches, impl_inputs, ref_inputs, self.state.outputs, bool(ran & set(self.untrusted)),
+                        sample_message, result_line, updated, spread, terms, constants, inputs)
 
     def place(self, f: RuleFinding, e: Evidence) -> int | None:
         """The line a rule's finding belongs on: the store that wrote the bad element, else the launch site."""

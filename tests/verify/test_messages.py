@@ -30,17 +30,30 @@ def test_messages_a_failing_autotune_config_is_named():
     assert "488 of 1000 elements" in f["message"] and set(f["data"]["variants"]) == {"config-3", "config-3-odd"}
 
 
-def test_messages_a_kernel_only_the_problems_own_sizes_reach_is_not_called_verified():
-    """A file that dispatches (whole blocks at the problem's own size, a masked kernel at the CPU's odd sizes):
-    each kernel is verified by the variants it ran on; the other is named unverified, not passed."""
+def test_messages_each_kernel_of_a_dispatch_is_verified_by_the_variants_it_ran_on():
+    """Whole blocks at the problem's own size, a masked kernel at the CPU's odd sizes: the aligned-size variant
+    gives the whole-block path a run on the CPU, and each variant row names the kernel it ran."""
     proc = run_cli("check", str(CORPUS / "ok_dispatch_own_sizes.py"), "--no-cache", "--format", "json")
+    report = json.loads(proc.stdout)["files"][0]
+    assert not [f for f in report["findings"] if f["code"] == "KL104"]
+    (aligned,) = report["kernels"]["_scale_whole_blocks"]["verification"]["variants"]
+    assert aligned["variant"] == "aligned-size" and aligned["kernels"] == ["_scale_whole_blocks"], aligned
+    rows = report["kernels"]["_scale_masked"]["verification"]["variants"]
+    assert len(rows) > 5 and all(r["kernels"] == ["_scale_masked"] for r in rows)
+
+
+def test_messages_a_kernel_only_the_problems_own_sizes_reach_is_not_called_verified(tmp_path):
+    """A path taken above a size threshold the CPU never reaches stays unverified there, and says so."""
+    src = (CORPUS / "ok_dispatch_own_sizes.py").read_text()
+    src = src.replace("if n % BLOCK == 0:", "if n >= 1 << 20 and n % BLOCK == 0:")
+    path = tmp_path / "threshold.py"
+    path.write_text(src)
+    proc = run_cli("check", str(path), "--no-cache", "--format", "json")
     report = json.loads(proc.stdout)["files"][0]
     (f,) = [f for f in report["findings"] if f["code"] == "KL104"]
     assert f["severity"] == "info" and f["range"]["line"] == 12, f  # the kernel's def
     assert f["message"].startswith("kernel _scale_whole_blocks ran on the problem's own inputs, but none of the "
                                    "verification's inputs took its path (_scale_masked ran instead)"), f["message"]
     assert report["kernels"]["_scale_whole_blocks"].get("verification") is None
-    rows = report["kernels"]["_scale_masked"]["verification"]["variants"]
-    assert rows and all(r["kernels"] == ["_scale_masked"] for r in rows)
-    text = run_cli("check", str(CORPUS / "ok_dispatch_own_sizes.py"), "--no-cache").stdout
+    text = run_cli("check", str(path), "--no-cache").stdout
     assert "2 kernels (1 verified, 1 not verified" in text and "All checks passed" not in text

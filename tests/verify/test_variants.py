@@ -27,3 +27,13 @@ def test_a_copy_of_an_expanded_input_is_independent_of_it():
     assert y.stride() == x.stride() and torch.equal(y, x)
     y[0, 0] = 5.0
     assert x[0, 0] != 5.0
+
+
+def test_aligned_sizes_share_a_power_of_two_with_the_problems_own():
+    from kernel_lsp.engine.variants import aligned_knobs
+    own = {"M": 8192, "N": 8192, "K": 8192}
+    assert aligned_knobs(own, {"M": 3, "N": 3, "K": 4095}) == {"M": 16, "N": 16, "K": 2048}
+    assert aligned_knobs({"N": 1 << 20}, {"N": 16383}) == {"N": 8192}
+    assert aligned_knobs({"N": 1000}, {"N": 999}) == {"N": 992}  # 1000 = 8 x 125: multiples of 8
+    assert aligned_knobs({"N": 1001}, {"N": 999}) == {}  # an odd size has no aligned path to reach
+    assert aligned_knobs({"N": 64, "L": 4096}, {"N": 33, "L": 4095}, at_least=32) == {"N": 33, "L": 2048}

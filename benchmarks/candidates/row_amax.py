@@ -1,0 +1,40 @@
+# kernel-lsp: reference=../../tasks/Reduce/row_amax.py
+"""Candidate for tasks/Reduce/row_amax_triton.py (issue 12): the same row loop, with the column tile and the warps
+per row picked by the autotuner on the device (each config is verified on its own by kernel-lsp); the task's
+own choice, BLOCK=2048 with 8 warps, is the first config."""
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.autotune(
+    configs=[triton.Config({"BLOCK": b}, num_warps=w)
+             for b, w in ((2048, 8), (4096, 8), (4096, 16), (8192, 16), (1024, 4))],
+    key=["n_cols"],
+)
+@triton.jit
+def _row_amax_kernel(x_ptr, out_ptr, n_cols, stride_r, stride_c, BLOCK: tl.constexpr):
+    """out[r] = max_c x[r, c], NaN-propagating: a NaN anywhere in the row makes the result NaN."""
+    row = tl.program_id(0).to(tl.int64)
+    acc = tl.full((BLOCK,), -float("inf"), tl.float32)
+    has_nan = tl.zeros((BLOCK,), dtype=tl.int32)
+    for start in range(0, n_cols, BLOCK):
+        cols = start + tl.arange(0, BLOCK)
+        x = tl.load(x_ptr + row * stride_r + cols * stride_c, mask=cols < n_cols, other=-float("inf"))
+        has_nan = has_nan | (x != x).to(tl.int32)
+        acc = tl.maximum(acc, x)
+    result = tl.max(acc, axis=0)
+    result = tl.where(tl.max(has_nan, axis=0) > 0, float("nan"), result)
+    tl.store(out_ptr + row, result)
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        rows, cols = x.shape
+        out = torch.empty((rows,), dtype=x.dtype, device=x.device)
+        _row_amax_kernel[(rows,)](x, out, cols, x.stride(0), x.stride(1))
+        return out
