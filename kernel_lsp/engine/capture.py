@@ -45,7 +45,6 @@ class Spec:
 class Launch:
     fn: Callable  # the undecorated Python function
     spec: Spec
-    tensors: list[Any]  # tensors passed to this launch (for bounds checking)
 
 
 @dataclass
@@ -56,7 +55,9 @@ class LaunchRecorder:
     count: int = 0
     current: str | None = None
     dry: bool = False  # record launches without executing them
-    on_launch: list[Callable[[Launch], None]] = field(default_factory=list)
+    # Called with each launch and the tensors passed to it (the bounds guard). The tensors are not kept: every
+    # launch of every variant would keep its inputs and outputs alive (on a GPU, gigabytes) until the check ends.
+    on_launch: list[Callable[[Launch, list], None]] = field(default_factory=list)
     # Each autotuned kernel seen: qualname -> (its configs, index of the config its last run used).
     autotuners: dict[str, tuple[list, int]] = field(default_factory=dict)
     forced: dict[str, int] = field(default_factory=dict)  # qualname -> config index every launch must use
@@ -140,14 +141,14 @@ class LaunchRecorder:
             if self.dry:
                 raise  # nothing executes a dry launch, so nothing else would say its arguments are wrong
             return  # a bad launch: Triton itself raises for it next
-        launch = Launch(fn, spec, tensors)
+        launch = Launch(fn, spec)
         self.launches.append(launch)
         self.specs.setdefault(spec.key(), spec)
         for config in getattr(self._local, "configs", []) or []:
             alt = _with_config(spec, config)
             self.specs.setdefault(alt.key(), alt)
         for hook in self.on_launch:
-            hook(launch)
+            hook(launch, tensors)
 
 
 def _qualname(fn: Any) -> str:

@@ -50,10 +50,10 @@ class MemoryGuard:
         self._saved.clear()
         self.available = False
 
-    def set_launch(self, launch) -> None:
+    def set_launch(self, launch, tensors: list) -> None:
         self.kernel = launch.spec.name
         self.ranges = []
-        for i, t in enumerate(launch.tensors):
+        for i, t in enumerate(tensors):
             lo = t.data_ptr()
             span = 1 + sum((s - 1) * st for s, st in zip(t.shape, t.stride()) if s > 0) if t.numel() else 0
             self.ranges.append((lo, lo + span * t.element_size(), f"tensor argument {i} {tuple(t.shape)}"))
