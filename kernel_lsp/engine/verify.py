@@ -104,7 +104,6 @@ class Verifier:
             except Exception:
                 return 1 << 62
 
-        self.untrusted = self.untrusted_kernels()  # grows as variants launch kernels the capture did not
         try:
             self.run_variants(measure)
         finally:
@@ -158,8 +157,7 @@ class Verifier:
     def run_aligned(self, measure) -> None:
         """On the CPU, when the problem's own inputs launched a kernel that no variant ran (the shrunk, odd sizes
         took another path), one more variant at aligned sizes (variants.aligned_knobs) gives that path a run."""
-        ran = {k for r in self.state.rows for k in r.kernels}
-        if not self.interpreted or not self.captured - ran:
+        if not self.interpreted or not self.captured - self.ran_kernels():
             return
         knobs = aligned_knobs(self.problem.size_knobs, self.base, self.at_least)
         limit = 4 * max(measure(self.base), CPU_ELEMENT_BUDGET)
@@ -407,13 +405,15 @@ class Verifier:
         y1_flat += [impl_inputs[i] for i in updated]
         y2_flat += [rerun_inputs[i] if y2 is not None else None for i in updated]
         result_line = returning_line(impl, clone_inputs(inputs), self.job.path) if launches == 0 else None
-        self.untrusted = self.untrusted_kernels()
+        # Kernels the interpreter computes wrongly, among those that ran here (a variant may launch one the
+        # capture did not): values are not judged on this variant.
         ran = {launch.spec.qualname for launch in self.recorder.launches[self.launch_mark:]}
+        untrusted = bool(ran & set(self.untrusted_kernels()))
         sample_message = None
         if p.random and p.sample_check is not None and len(y1_flat) == len(r_flat):
             sample_message = p.sample_check(inputs, y1_flat[0] if len(y1_flat) == 1 else y1_flat)
         return Evidence(v.name, v.kind, v.description, shapes, y1_flat, y2_flat, r_flat, t_flat, a_flat, truth_dtype,
-                        launches, impl_inputs, ref_inputs, self.state.outputs, bool(ran & set(self.untrusted)),
+                        launches, impl_inputs, ref_inputs, self.state.outputs, untrusted,
                         sample_message, result_line, updated, spread, terms, constants, inputs)
 
     def place(self, f: RuleFinding, e: Evidence) -> int | None:
@@ -471,7 +471,7 @@ class Verifier:
                              severity=level, variant=v.name, **data)
 
     def row(self, v: Variant, shapes: str, verdict: str, c: Comparison | None) -> None:
-        ran = sorted({_name(launch.spec.qualname) for launch in self.recorder.launches[self.launch_mark:]})
+        ran = sorted({launch.spec.name for launch in self.recorder.launches[self.launch_mark:]})
         self.state.rows.append(VariantRow(v.name, v.description, shapes, verdict, c.max_abs if c else None,
                                           c.ref_max_abs if c else None, kernels=ran))
 
@@ -518,13 +518,17 @@ class Verifier:
         self.interpreter_limits()
         # A kernel is verified by the variants it ran on (a file may dispatch: a TMA path at the problem's own
         # sizes, a pointer path at odd ones); rows where no kernel ran concern every kernel.
-        for name in sorted({k for r in self.state.rows for k in r.kernels}):
+        for name in sorted(self.ran_kernels()):
             rows = [r for r in self.state.rows if not r.kernels or name in r.kernels]
             summary = Verification(rows, [SkippedVariant(n, r) for n, r in self.skipped],
                                    "cpu-interpreter" if self.interpreted else "cuda", round(seconds, 3),
                                    dict(self.base), self.guard.available, round(self.first_cpu_seconds, 3),
                                    self.first_ops)
             self.rep.w.kernel(name, KernelFacts(verification=summary))
+
+    def ran_kernels(self) -> set[str]:
+        """The names of the kernels launched on some variant so far."""
+        return {k for r in self.state.rows for k in r.kernels}
 
     def launched_sources(self):
         """(qualname, function, source, argument types) for each recorded kernel whose source is readable."""
@@ -555,11 +559,11 @@ class Verifier:
     def interpreter_limits(self) -> None:
         if not self.interpreted:
             return
-        verified = {k for r in self.state.rows for k in r.kernels}
+        untrusted, verified = self.untrusted_kernels(), self.ran_kernels()
         for qual, fn, src, dtypes in self.launched_sources():
             span = self.rep.kernel_span(qual)
-            if qual in self.untrusted and _name(qual) in verified:
-                self.rep.add("KL210", f"{fn.__name__}: {self.untrusted[qual]}, so values were not judged here "
+            if qual in untrusted and fn.__name__ in verified:
+                self.rep.add("KL210", f"{fn.__name__}: {untrusted[qual]}, so values were not judged here "
                              "(bounds, unwritten outputs, launches and shapes were); verify the numbers on a GPU",
                              span, source="kernel-lsp.verify")
             fp32 = any(t == "*fp32" or t.startswith("tensordesc<fp32") for t in dtypes)
@@ -592,10 +596,6 @@ def _merged_severity(failures: list[Failure]) -> Severity | None:
 def _core(cause: str) -> str:
     """An exception's own words, without the wrapper's class names (InterpreterError: NotImplementedError: ...)."""
     return cause.rsplit(": ", 1)[-1].strip()
-
-
-def _name(qualname: str) -> str:
-    return qualname.rsplit(".", 1)[-1]
 
 
 def verify_problem(problem, recorder, rep, job, captured_output: Any = None) -> None:
