@@ -17,7 +17,8 @@ GPU_CASES = ["ok_add_fp32.py", "ok_softmax_fp32.py", "ok_matmul_fp16.py", "ok_ro
              "bug_bias_assumed_contiguous.py", "ok_rows_stride.py", "ok_adam_fp32_constants.py",
              "bug_autotune_config_tail.py", "ok_seeded_noise_log.py", "ok_sigmoid_mean_serial.py",
              "refuses_noncontiguous.py", "ok_rank_argument.py", "ok_floor_int64_identity.py",
-             "bug_half_sum_and_strides.py"]
+             "bug_half_sum_and_strides.py", "ok_dispatch_own_sizes.py", "bug_fast_path_diverges.py",
+             "ok_bf16_matmul_tma_dispatch.py", "ok_fp16_linear_tma_bias.py"]
 
 
 @pytest.mark.gpu

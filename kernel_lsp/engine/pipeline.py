@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import contextlib
 import os
+import sys
+import traceback
 import warnings
 from typing import Any
 
@@ -215,7 +217,9 @@ def run_check(job: CheckJob, w: Sink) -> None:
         fault = e.exc if isinstance(e, DeviceFault) else e
         if not is_device_fault(fault):
             raise
-        # The context is lost: say where, once, and stop (the worker replaces its CUDA context).
+        # The context is lost: say where, once, and stop (the worker replaces its CUDA context). The traceback
+        # goes to the worker's log (stderr), where the op that faulted can be read.
+        traceback.print_exception(fault, file=sys.stderr)
         text = readable(f"{type(fault).__name__}: {fault}").splitlines()[0][:300]
         during = f" during {w.last.stage}" + (f" ({w.last.detail})" if w.last.detail else "") if w.last else ""
         oob = "illegal memory access" in text or "misaligned address" in text

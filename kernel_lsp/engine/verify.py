@@ -261,7 +261,14 @@ class Verifier:
     def collect(self, v: Variant) -> Evidence | None:
         """Run the reference and the implementation on this variant's inputs and gather the evidence. Returns
         None when the variant is skipped (the reference or the input factory rejects it) or the implementation
-        raised (reported here as KL209, with its row)."""
+        raised (reported here as KL209, with its row). The variant's size knobs stay set throughout: a reference
+        that reads a module-level size when called (`torch.zeros(ROWS, ...)` beside `randint(0, ROWS, ...)` in the
+        input factory) sees the size its inputs were drawn for. (On a GPU, indices drawn for a larger ROWS than the
+        reference used made index_add_ fail a device-side assert, which ends the whole job.)"""
+        with self.problem.knobs_set(v.knobs):
+            return self._collect(v)
+
+    def _collect(self, v: Variant) -> Evidence | None:
         import torch
         p = self.problem
         try:

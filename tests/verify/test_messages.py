@@ -57,3 +57,20 @@ def test_messages_a_kernel_only_the_problems_own_sizes_reach_is_not_called_verif
     assert report["kernels"]["_scale_whole_blocks"].get("verification") is None
     text = run_cli("check", str(path), "--no-cache").stdout
     assert "2 kernels (1 verified, 1 not verified" in text and "All checks passed" not in text
+
+
+def test_messages_a_size_knob_the_reference_reads_when_called_moves_with_its_inputs(tmp_path):
+    """ROWS sizes both the indices the input factory draws and the reference's output: a variant at another ROWS
+    must give the reference that ROWS too. Before, the larger-size variant drew indices up to 2 ROWS for a
+    reference with ROWS rows (an IndexError here, skipped silently; a device-side assert on a GPU, which ended the
+    whole check with KL105)."""
+    src = (CORPUS / "ok_index_add_no_float64.py").read_text().replace("N, D, ROWS = 400, 48, 16",
+                                                                       "N, D, ROWS = 64, 16, 16")
+    path = tmp_path / "scatter.py"
+    path.write_text(src)
+    proc = run_cli("check", str(path), "--no-cache", "--format", "json")
+    doc = json.loads(proc.stdout)
+    assert not [d for d in doc["diagnostics"] if d["severity"] in ("error", "warning")], doc["diagnostics"]
+    rows = {r["variant"]: r for r in doc["files"][0]["kernels"]["_scatter_rows_kernel"]["verification"]["variants"]}
+    assert rows["larger-size"]["verdict"] == "ok" and rows["larger-size"]["inputs"] == "(129, 33), (129,)", rows.keys()
+    assert not doc["files"][0]["kernels"]["_scatter_rows_kernel"]["verification"].get("skipped"), doc["files"][0]
