@@ -3,9 +3,12 @@ Runs in a worker on a GPU (the statistics are in stats.py, the roofline in roofl
 
 One timed call, on every side alike (`CudaClock.time`), starting from an idle GPU (the previous call ended with a
 device-wide synchronize):
-1. cold L2 (the default): a write of max(2 x L2, 256 MB) is queued, evicting the previous call's data; while the
-   GPU runs it, the host records the start event and launches the call, so the launch overhead overlaps with the
-   flush as in triton.testing.do_bench (hot mode skips the flush, and the launch overhead is then in the time);
+1. cold L2 (the default): a write of max(2 x L2, 256 MB) is queued, evicting the previous call's data; then a
+   spin of CUSHION_US on the GPU (both modes). While the GPU runs them, the host records the start event and
+   launches the call, so the launch overhead overlaps with them as in triton.testing.do_bench. The flush alone
+   (about 65 us on an H200) did not always cover it: in 3 of 12 fresh processes the host took longer to launch
+   a Triton call than the GPU took to flush, and gelu measured 6-27% slower with a tight interval, while eager
+   (launched from C++) did not move (docs/performance-method.md);
 2. a CUDA event on the current stream, the call, a second event;
 3. a device-wide synchronize, so work on any stream has finished before the next call;
 4. the host clock around 1-3 as well: when the host saw much more time than the events did (beyond what an empty
@@ -26,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 FLUSH_MIN_BYTES = 256 << 20
+CUSHION_US = 300.0  # GPU time queued before the start event, covering the host's launch of the timed call
 ESCAPE_MIN_US = 20.0  # host time beyond the events' that means work escaped the stream...
 ESCAPE_FRACTION = 0.25  # ...when also this fraction of the events' time
 
@@ -56,6 +60,19 @@ class CudaClock:
         self.flush_buffer = torch.empty(nbytes // 4, dtype=torch.int32, device="cuda") if cache == "cold" else None
         self.start = torch.cuda.Event(enable_timing=True)
         self.end = torch.cuda.Event(enable_timing=True)
+        self.cushion_cycles = self._cycles_for(CUSHION_US)
+
+    def _cycles_for(self, us: float) -> int:
+        """GPU clock cycles that `torch.cuda._sleep` spins for about `us` microseconds, calibrated here."""
+        torch = self.torch
+        cycles = 1 << 20
+        torch.cuda._sleep(cycles)  # the first call loads the kernel
+        self.start.record()
+        torch.cuda._sleep(cycles)
+        self.end.record()
+        torch.cuda.synchronize()
+        per_us = cycles / max(self.start.elapsed_time(self.end) * 1e3, 1.0)
+        return int(per_us * us)
 
     def time(self, fn: Callable[[], Any]) -> tuple[float, float, Any]:
         """(event microseconds, host microseconds, the call's result) of one call."""
@@ -63,6 +80,7 @@ class CudaClock:
         t0 = time.perf_counter()
         if self.flush_buffer is not None:
             self.flush_buffer.zero_()
+        torch.cuda._sleep(self.cushion_cycles)
         self.start.record()
         out = fn()
         self.end.record()
