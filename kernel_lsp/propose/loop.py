@@ -256,14 +256,15 @@ class Proposer:
             return
         sites = tune.launch_sites(req.text, req.kernel)
         if not sites:
-            proposal.summary = "nothing to tune: no launch passes integer literals for tile sizes"
+            proposal.summary = ("nothing to tune: no launch passes integer literals for tile sizes, and no "
+                                "@triton.autotune list of literal configs")
             return
         site = sites[0]
-        tried = {tune.describe({k.name: k.value for k in site.knobs})}
+        tried = {tune.describe(tune.current(site))}
         verified: list[tuple[Candidate, str]] = []
         center = req.text
         for round_no in range(1, self.rounds + 1):
-            center_site = tune.launch_sites(center, site.kernel)[0]
+            center_site = next(s for s in tune.launch_sites(center, site.kernel) if type(s) is type(site))
             settings = [v for v in tune.configs(center_site, self.per_round) if tune.describe(v) not in tried]
             tried |= {tune.describe(v) for v in settings}
             if not settings:
@@ -273,9 +274,10 @@ class Proposer:
             req.progress(f"round {round_no}: compiling {len(texts)} configs for {', '.join(req.settings.targets)}")
             compiled = self.check_many(texts, measure=False, compile_only=True)
             survivors = []
-            for origin, text, report in zip(origins, texts, compiled):
+            for origin, text, report, setting in zip(origins, texts, compiled, settings):
+                # An error, or (for an autotune entry) the information that the autotuner will skip the new entry
                 pruned = [f for f in report.findings if f.code in ("KL100", "KL101", "KL103")
-                          and f.severity == Severity.ERROR]
+                          and (f.severity == Severity.ERROR or tune.describe(setting) in f.message)]
                 if pruned:
                     proposal.candidates.append(Candidate(origin, "rejected", "pruned by the compile stage: "
                                                          + pruned[0].message[:200]))

@@ -2,10 +2,12 @@
 
 At each launch site `kernel[grid](..., BLOCK=1024, num_warps=4)` the tunable knobs are the integer literals given
 to the kernel's power-of-two `tl.constexpr` parameters (tile sizes), `num_warps` and `num_stages` (added to the
-call when absent), and a local `BLOCK = 1024` that the call passes on (`BLOCK=BLOCK`). When a tile size's literal
+call when absent), a local or module-level `BLOCK = 1024` that the call passes on (`BLOCK=BLOCK`), and the cap
+of a size-following tile (`BLOCK=min(2048, triton.next_power_of_2(cols))`, directly or through a name). When a tile size's literal
 also appears in the grid expression (`triton.cdiv(n, 1024)`), it changes there too, so the grid still covers
 the data. Candidates are the grid of values around the current ones, nearest first; each is a minimal edit of
-those literals, and the verifier decides which are still correct.
+those literals, and the verifier decides which are still correct. A kernel's `@triton.autotune` list is a site
+too: there a candidate adds one entry to the list (autotune_list.py).
 """
 
 from __future__ import annotations
@@ -13,6 +15,9 @@ from __future__ import annotations
 import ast
 import itertools
 from dataclasses import dataclass, field
+
+from . import autotune_list
+from .autotune_list import AutotuneSite
 
 WARPS = (1, 2, 4, 8, 16)
 STAGES = (1, 2, 3, 4, 5)
@@ -51,10 +56,29 @@ def _span(node: ast.AST) -> tuple[int, int, int, int]:
     return node.lineno, node.col_offset, node.end_lineno, node.end_col_offset
 
 
-def _local_assignments(func: ast.AST) -> dict[str, ast.Constant]:
-    """Local names bound to integer literals: `BLOCK = 1024` and `bm, bn, bk = 128, 128, 64`."""
+def _int_literal(value: ast.AST) -> ast.Constant | None:
+    """The literal that sets a launch value: `1024`, or the cap of `min(2048, triton.next_power_of_2(cols))` (a
+    tile that follows the size up to a fixed largest one; the cap is what a tuner may move)."""
+    if isinstance(value, ast.Constant) and isinstance(value.value, int) and not isinstance(value.value, bool):
+        return value
+    if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id == "min" \
+            and not value.keywords and len(value.args) == 2:
+        caps = [a for a in value.args if isinstance(a, ast.Constant)]
+        if len(caps) == 1:
+            return _int_literal(caps[0])
+    return None
+
+
+def _assignments(nodes) -> dict[str, ast.Constant]:
+    """Names bound to integer literals (or capped sizes) among `nodes`: `BLOCK = 1024`,
+    `bm, bn, bk = 128, 128, 64`, `block = min(1024, triton.next_power_of_2(c))`. A name assigned twice is not
+    tuned: which value a launch sees is then a matter of control flow."""
     out: dict[str, ast.Constant] = {}
-    for node in ast.walk(func):
+    seen: set[str] = set()
+    for node in nodes:
+        if isinstance(node, (ast.AugAssign, ast.AnnAssign)) and isinstance(node.target, ast.Name):
+            seen.add(node.target.id)
+            out.pop(node.target.id, None)
         if not (isinstance(node, ast.Assign) and len(node.targets) == 1):
             continue
         target, value = node.targets[0], node.value
@@ -63,15 +87,49 @@ def _local_assignments(func: ast.AST) -> dict[str, ast.Constant]:
             pairs = [(target, value)]
         elif isinstance(target, ast.Tuple) and isinstance(value, ast.Tuple) and len(target.elts) == len(value.elts):
             pairs = list(zip(target.elts, value.elts))
+        elif isinstance(target, ast.Tuple):
+            pairs = [(t, None) for t in target.elts]
         for t, v in pairs:
-            if isinstance(t, ast.Name) and isinstance(v, ast.Constant) and isinstance(v.value, int):
-                out.setdefault(t.id, v)  # the first assignment; a reassigned name is not tuned
+            if not isinstance(t, ast.Name):
+                continue
+            literal = _int_literal(v) if v is not None else None
+            if t.id in seen or literal is None:
+                out.pop(t.id, None)
+            else:
+                out[t.id] = literal
+            seen.add(t.id)
     return out
 
 
-def launch_sites(source: str, kernel: str | None = None) -> list[Site]:
+def _local_assignments(func: ast.AST) -> dict[str, ast.Constant]:
+    return _assignments(ast.walk(func))
+
+
+def _launch_only(tree: ast.Module, names: dict[str, ast.Constant]) -> dict[str, ast.Constant]:
+    """The module-level constants read only as launch options or inside `cdiv(...)`: one that is also a problem
+    size (`N = 4096` used by the inputs or the reference) is not a tuning knob, since moving it changes the
+    problem, not the kernel."""
+    allowed: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Subscript):
+            allowed.update(id(kw.value) for kw in node.keywords)
+        if isinstance(node, ast.Call) and (getattr(node.func, "attr", None) == "cdiv"
+                                           or getattr(node.func, "id", None) == "cdiv"):
+            allowed.update(id(n) for a in node.args for n in ast.walk(a))
+    used_elsewhere = {n.id for n in ast.walk(tree)
+                      if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and id(n) not in allowed}
+    return {k: v for k, v in names.items() if k not in used_elsewhere}
+
+
+def launch_sites(source: str, kernel: str | None = None) -> list[Site | AutotuneSite]:
+    """Every place tune can edit, in source order: launches that pass literals, and `@triton.autotune` lists."""
     tree = ast.parse(source)
+    return sorted(_literal_sites(tree, kernel) + autotune_list.sites(tree, source, kernel), key=lambda s: s.line)
+
+
+def _literal_sites(tree: ast.Module, kernel: str | None) -> list[Site]:
     parents = {child: node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
+    module_names = _launch_only(tree, _assignments(tree.body))
     sites = []
     for call in ast.walk(tree):
         if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Subscript)):
@@ -87,6 +145,7 @@ def launch_sites(source: str, kernel: str | None = None) -> list[Site]:
         while func in parents and not isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)):
             func = parents[func]
         locals_ = _local_assignments(func) if func is not call else {}
+        names_ = {**module_names, **locals_}  # a local shadows a module-level constant
         knobs: list[Knob] = []
         grid = call.func.slice
         if isinstance(grid, ast.Name) and func is not call:  # grid = (triton.cdiv(n, 1024),) earlier in the function
@@ -95,10 +154,10 @@ def launch_sites(source: str, kernel: str | None = None) -> list[Site]:
         for kw in call.keywords:
             if kw.arg is None:
                 continue
-            literal = kw.value if isinstance(kw.value, ast.Constant) else None
-            if literal is None and isinstance(kw.value, ast.Name) and kw.value.id in locals_:
-                literal = locals_[kw.value.id]
-            if literal is None or not isinstance(literal.value, int) or isinstance(literal.value, bool):
+            literal = _int_literal(kw.value)
+            if literal is None and isinstance(kw.value, ast.Name) and kw.value.id in names_:
+                literal = names_[kw.value.id]
+            if literal is None:
                 continue
             if kw.arg in ("num_warps", "num_stages") or (kw.arg in consts and _is_pow2(literal.value)):
                 knobs.append(Knob(kw.arg, literal.value, [_span(literal)]))
@@ -142,9 +201,18 @@ def _values(knob: Knob) -> list[int]:
             if lo <= v <= hi and _is_pow2(v)]
 
 
-def configs(site: Site, limit: int = MAX_CONFIGS) -> list[dict[str, int]]:
+def current(site: Site | AutotuneSite) -> dict[str, int]:
+    """The setting the file has now (for an autotune list, its first entry)."""
+    if isinstance(site, AutotuneSite):
+        return dict(site.entries[0])
+    return {k.name: k.value for k in site.knobs}
+
+
+def configs(site: Site | AutotuneSite, limit: int = MAX_CONFIGS) -> list[dict[str, int]]:
     """Value settings around the current one, nearest first (by how many knobs change, then by how far), without
-    the current setting itself."""
+    the current setting itself; for an autotune list, new entries beside its own (autotune_list.py)."""
+    if isinstance(site, AutotuneSite):
+        return autotune_list.configs(site, limit)
     current = {k.name: k.value for k in site.knobs}
     grid = [dict(zip(current, values)) for values in itertools.product(*(_values(k) for k in site.knobs))]
 
@@ -156,8 +224,11 @@ def configs(site: Site, limit: int = MAX_CONFIGS) -> list[dict[str, int]]:
     return [c for c in sorted(grid, key=distance) if c != current][:limit]
 
 
-def apply(source: str, site: Site, values: dict[str, int]) -> str:
-    """The source with the site's literals set to `values` (a minimal edit of those literals only)."""
+def apply(source: str, site: Site | AutotuneSite, values: dict[str, int]) -> str:
+    """The source with the site's literals set to `values` (a minimal edit of those literals only), or, for an
+    autotune list, with `values` added to it as one more entry."""
+    if isinstance(site, AutotuneSite):
+        return autotune_list.apply_checked(source, site, values)
     lines = source.splitlines(keepends=True)
     edits: list[tuple[int, int, int, int, str]] = []
     for knob in site.knobs:

@@ -3,6 +3,7 @@ and on a CPU, `optimize --mode tune` prunes configs that overflow a target's sha
 
 from __future__ import annotations
 
+import difflib
 import json
 
 from kernel_lsp.propose.tune import apply, configs, launch_sites
@@ -89,3 +90,112 @@ def test_tune_on_cpu_prunes_configs_over_the_targets_shared_memory_and_changes_n
     assert pruned and all("shared memory" in c["reason"] and "sm_86" in c["reason"] for c in pruned), p["candidates"]
     assert any(c["verdict"] == "not run" for c in p["candidates"])
     assert "no GPU" in p["summary"] and "nothing was changed" in p["summary"]
+
+
+CAPPED = '''
+import triton
+import triton.language as tl
+
+BLOCK_COLS = 1024
+N = 4096
+
+
+@triton.jit
+def _rows(x_ptr, out_ptr, cols, BLOCK: tl.constexpr, TILE: tl.constexpr, WIDTH: tl.constexpr):
+    pass
+
+
+def run(x, out, rows, cols):
+    _rows[(rows,)](x, out, cols, BLOCK=min(2048, triton.next_power_of_2(cols)), TILE=BLOCK_COLS, WIDTH=N,
+                   num_warps=8)
+    block = min(512, triton.next_power_of_2(cols))
+    _rows[(rows, triton.cdiv(cols, block))](x, out, cols, BLOCK=block, TILE=BLOCK_COLS, WIDTH=64)
+
+
+def make_inputs():
+    return [N]
+'''
+
+
+def test_tune_moves_the_cap_of_a_size_following_tile_and_a_launch_only_module_constant():
+    first, second = launch_sites(CAPPED)
+    knobs = {k.name: k.value for k in first.knobs}
+    # the cap of min(2048, ...), the module constant that only launches read; N is also a problem size: not a knob
+    assert knobs == {"BLOCK": 2048, "TILE": 1024, "num_warps": 8, "num_stages": 3}, knobs
+    new = apply(CAPPED, first, {"BLOCK": 4096, "TILE": 512})
+    assert "BLOCK=min(4096, triton.next_power_of_2(cols)), TILE=BLOCK_COLS" in new and "BLOCK_COLS = 512" in new
+    assert {k.name: k.value for k in second.knobs} == {"BLOCK": 512, "TILE": 1024, "WIDTH": 64, "num_warps": 4,
+                                                        "num_stages": 3}
+    new = apply(CAPPED, second, {"BLOCK": 256})
+    assert "block = min(256, triton.next_power_of_2(cols))" in new and "triton.cdiv(cols, block)" in new
+
+
+def test_tune_skips_a_name_assigned_twice():
+    src = CAPPED.replace("    block = min(512", "    block = 64\n    block = min(512")
+    assert "BLOCK" not in {k.name for k in launch_sites(src)[1].knobs}
+
+
+CONV1D = (ROOT / "tasks" / "Convolution" / "conv1d_triton.py").read_text()
+
+
+def test_tune_reads_an_autotune_list_and_adds_one_neighbouring_entry_after_the_first():
+    (site,) = launch_sites(CONV1D)
+    assert site.kernel == "_conv1d_kernel" and len(site.entries) == 5
+    assert site.entries[0] == {"BO": 128, "BL": 64, "BC": 32, "num_warps": 4, "num_stages": 1}
+    cs = configs(site, limit=64)
+    assert cs and all(c not in site.entries for c in cs) and len({tuple(c.items()) for c in cs}) == len(cs)
+    # neighbours of the second entry come first: round 2 climbs from the entry this tuner put there
+    second = site.entries[1]
+    assert sum(cs[0][k] != second[k] for k in second) == 1
+    new = apply(CONV1D, site, cs[0])
+    diff = [ln for ln in difflib.ndiff(CONV1D.splitlines(), new.splitlines()) if ln[:2] in ("+ ", "- ")]
+    added = new.splitlines()[10]  # after the first entry (line 10)
+    assert diff == ["+ " + added], diff  # one line added, nothing else touched
+    assert added.startswith('        triton.Config({"BO": ') and added.endswith("),"), added
+    (again,) = launch_sites(new)
+    assert again.entries[1] == cs[0] and len(again.entries) == 6
+
+
+def test_tune_adds_to_a_one_line_autotune_list_and_keeps_flags_as_written():
+    src = (ROOT / "tests" / "corpus" / "bug_autotune_config_tail.py").read_text()
+    (site,) = launch_sites(src)
+    assert site.entries[0] == {"BLOCK": 256, "VEC": 1, "num_warps": 4, "num_stages": 3}
+    assert all(c["VEC"] in (1, 2) for c in configs(site, 64))  # VEC is never scaled as a tile
+    one_line = src.replace('''configs=[
+        triton.Config({"BLOCK": 256, "VEC": 1}, num_warps=4),
+        triton.Config({"BLOCK": 128, "VEC": 1}, num_warps=4),''', '''configs=[triton.Config({"BLOCK": 256, "VEC": 1}, num_warps=4), triton.Config({"BLOCK": 128, "VEC": 1}, num_warps=4),''')
+    (site,) = launch_sites(one_line)
+    new = apply(one_line, site, {"BLOCK": 512, "VEC": 1, "num_warps": 8, "num_stages": 3})
+    assert ('configs=[triton.Config({"BLOCK": 256, "VEC": 1}, num_warps=4), triton.Config({"BLOCK": 512, "VEC": 1}, '
+            'num_warps=8, num_stages=3), triton.Config({"BLOCK": 128') in new
+    compile(new, "f", "exec")
+
+
+AUTOTUNED = MATMUL.replace('''@triton.jit
+def _mm(''', '''@triton.autotune(
+    configs=[
+        triton.Config({"BM": 64, "BN": 64, "BK": 32}, num_warps=4, num_stages=3),
+        triton.Config({"BM": 128, "BN": 128, "BK": 64}, num_warps=8, num_stages=4),
+    ],
+    key=["M", "N", "K"],
+)
+@triton.jit
+def _mm(''').replace(
+    "_mm[(triton.cdiv(m, 64), triton.cdiv(n, 128))](a, b, c, m, n, k, BM=64, BN=128, BK=64, num_warps=4, num_stages=3)",
+    '_mm[lambda meta: (triton.cdiv(m, meta["BM"]), triton.cdiv(n, meta["BN"]))](a, b, c, m, n, k)')
+
+
+def test_tune_on_cpu_prunes_autotune_entries_the_autotuner_would_skip_and_changes_nothing(tmp_path):
+    path = write(tmp_path / "mm_autotuned.py", AUTOTUNED)
+    before = path.read_text()
+    proc = run_cli("optimize", str(path), "--mode", "tune", "--target", "sm_86", "--rounds", "1", "--candidates",
+                   "8", "--apply", "--format", "json", "-q", timeout=900)
+    assert proc.returncode == 1, proc.stderr[-2000:]
+    p = json.loads(proc.stdout)
+    assert not p["accepted"] and path.read_text() == before
+    assert len(p["candidates"]) == 8
+    pruned = [c for c in p["candidates"] if c["reason"].startswith("pruned by the compile stage")]
+    # BM or BN 256, BK 128 or 5 stages beside the 128x128x64 entry need more than sm_86's 99 KiB
+    assert pruned and all("shared memory" in c["reason"] and "autotuner will skip" in c["reason"] for c in pruned), \
+        p["candidates"]
+    assert any(c["verdict"] == "not run" for c in p["candidates"])
