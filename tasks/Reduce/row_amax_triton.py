@@ -28,5 +28,5 @@ class ModelNew(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         rows, cols = x.shape
         out = torch.empty((rows,), dtype=x.dtype, device=x.device)
-        _row_amax_kernel[(rows,)](x, out, cols, x.stride(0), x.stride(1), BLOCK=min(2048, triton.next_power_of_2(cols)), num_warps=8)
+        _row_amax_kernel[(rows,)](x, out, cols, x.stride(0), x.stride(1), BLOCK=min(2048, triton.next_power_of_2(cols)), num_warps=8, num_stages=4)
         return out

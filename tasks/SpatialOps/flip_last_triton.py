@@ -23,5 +23,5 @@ class ModelNew(nn.Module):
         r, c = x.shape
         out = torch.empty((r, c), dtype=x.dtype, device=x.device)
         block = min(1024, triton.next_power_of_2(c))
-        _flip_kernel[(r, triton.cdiv(c, block))](x, out, c, x.stride(0), x.stride(1), BLOCK=block)
+        _flip_kernel[(r, triton.cdiv(c, block))](x, out, c, x.stride(0), x.stride(1), BLOCK=block, num_warps=8, num_stages=4)
         return out
