@@ -60,7 +60,8 @@ def sites(tree: ast.Module, source: str, kernel: str | None = None) -> list[Auto
         if not isinstance(fn, ast.FunctionDef) or (kernel and fn.name != kernel):
             continue
         for deco in fn.decorator_list:
-            if not (isinstance(deco, ast.Call) and getattr(deco.func, "attr", getattr(deco.func, "id", "")) == "autotune"):
+            name = getattr(deco.func, "attr", getattr(deco.func, "id", "")) if isinstance(deco, ast.Call) else ""
+            if name != "autotune":
                 continue
             configs = deco.args[0] if deco.args else next((k.value for k in deco.keywords if k.arg == "configs"), None)
             if isinstance(configs, ast.Name):

@@ -3,11 +3,11 @@
 At each launch site `kernel[grid](..., BLOCK=1024, num_warps=4)` the tunable knobs are the integer literals given
 to the kernel's power-of-two `tl.constexpr` parameters (tile sizes), `num_warps` and `num_stages` (added to the
 call when absent), a local or module-level `BLOCK = 1024` that the call passes on (`BLOCK=BLOCK`), and the cap
-of a size-following tile (`BLOCK=min(2048, triton.next_power_of_2(cols))`, directly or through a name). When a tile size's literal
-also appears in the grid expression (`triton.cdiv(n, 1024)`), it changes there too, so the grid still covers
-the data. Candidates are the grid of values around the current ones, nearest first; each is a minimal edit of
-those literals, and the verifier decides which are still correct. A kernel's `@triton.autotune` list is a site
-too: there a candidate adds one entry to the list (autotune_list.py).
+of a size-following tile (`BLOCK=min(2048, triton.next_power_of_2(cols))`, directly or through a name). When a
+tile size's literal also appears in the grid expression (`triton.cdiv(n, 1024)`), it changes there too, so the
+grid still covers the data. Candidates are the grid of values around the current ones, nearest first; each is a
+minimal edit of those literals, and the verifier decides which are still correct. A kernel's `@triton.autotune`
+list is a site too: there a candidate adds one entry to the list (autotune_list.py).
 """
 
 from __future__ import annotations
@@ -69,12 +69,12 @@ def _int_literal(value: ast.AST) -> ast.Constant | None:
     return None
 
 
-def _assignments(nodes) -> dict[str, ast.Constant]:
+def _assignments(nodes, seen: set[str] | None = None) -> dict[str, ast.Constant]:
     """Names bound to integer literals (or capped sizes) among `nodes`: `BLOCK = 1024`,
     `bm, bn, bk = 128, 128, 64`, `block = min(1024, triton.next_power_of_2(c))`. A name assigned twice is not
-    tuned: which value a launch sees is then a matter of control flow."""
+    tuned: which value a launch sees is then a matter of control flow. `seen` collects every name assigned."""
     out: dict[str, ast.Constant] = {}
-    seen: set[str] = set()
+    seen = set() if seen is None else seen
     for node in nodes:
         if isinstance(node, (ast.AugAssign, ast.AnnAssign)) and isinstance(node.target, ast.Name):
             seen.add(node.target.id)
@@ -101,8 +101,6 @@ def _assignments(nodes) -> dict[str, ast.Constant]:
     return out
 
 
-def _local_assignments(func: ast.AST) -> dict[str, ast.Constant]:
-    return _assignments(ast.walk(func))
 
 
 def _launch_only(tree: ast.Module, names: dict[str, ast.Constant]) -> dict[str, ast.Constant]:
@@ -144,8 +142,10 @@ def _literal_sites(tree: ast.Module, kernel: str | None) -> list[Site]:
         func = call
         while func in parents and not isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)):
             func = parents[func]
-        locals_ = _local_assignments(func) if func is not call else {}
-        names_ = {**module_names, **locals_}  # a local shadows a module-level constant
+        assigned: set[str] = set()
+        locals_ = _assignments(ast.walk(func), assigned) if func is not call else {}
+        # a name the function assigns (to anything) shadows a module-level constant of that name
+        names_ = {**{k: v for k, v in module_names.items() if k not in assigned}, **locals_}
         knobs: list[Knob] = []
         grid = call.func.slice
         if isinstance(grid, ast.Name) and func is not call:  # grid = (triton.cdiv(n, 1024),) earlier in the function

@@ -130,9 +130,11 @@ def test_tune_moves_the_cap_of_a_size_following_tile_and_a_launch_only_module_co
     assert "block = min(256, triton.next_power_of_2(cols))" in new and "triton.cdiv(cols, block)" in new
 
 
-def test_tune_skips_a_name_assigned_twice():
+def test_tune_skips_a_name_assigned_twice_and_a_module_constant_a_local_shadows():
     src = CAPPED.replace("    block = min(512", "    block = 64\n    block = min(512")
     assert "BLOCK" not in {k.name for k in launch_sites(src)[1].knobs}
+    src = CAPPED.replace("    block = min(512", "    BLOCK_COLS = cols // 2\n    block = min(512")
+    assert "TILE" not in {k.name for k in launch_sites(src)[1].knobs}  # the launch sees the local, not 1024
 
 
 CONV1D = (ROOT / "tasks" / "Convolution" / "conv1d_triton.py").read_text()
@@ -161,9 +163,10 @@ def test_tune_adds_to_a_one_line_autotune_list_and_keeps_flags_as_written():
     (site,) = launch_sites(src)
     assert site.entries[0] == {"BLOCK": 256, "VEC": 1, "num_warps": 4, "num_stages": 3}
     assert all(c["VEC"] in (1, 2) for c in configs(site, 64))  # VEC is never scaled as a tile
-    one_line = src.replace('''configs=[
-        triton.Config({"BLOCK": 256, "VEC": 1}, num_warps=4),
-        triton.Config({"BLOCK": 128, "VEC": 1}, num_warps=4),''', '''configs=[triton.Config({"BLOCK": 256, "VEC": 1}, num_warps=4), triton.Config({"BLOCK": 128, "VEC": 1}, num_warps=4),''')
+    first = 'triton.Config({"BLOCK": 256, "VEC": 1}, num_warps=4)'
+    second = 'triton.Config({"BLOCK": 128, "VEC": 1}, num_warps=4)'
+    one_line = src.replace(f"configs=[\n        {first},\n        {second},", f"configs=[{first}, {second},")
+    assert one_line != src
     (site,) = launch_sites(one_line)
     new = apply(one_line, site, {"BLOCK": 512, "VEC": 1, "num_warps": 8, "num_stages": 3})
     assert ('configs=[triton.Config({"BLOCK": 256, "VEC": 1}, num_warps=4), triton.Config({"BLOCK": 512, "VEC": 1}, '
