@@ -4,7 +4,8 @@
 # (when there is one) checks and times every task of tasks/ with kernel-lsp itself. Everything lands in $OUT.
 #   GPU_TESTS=0 skips the tests, GPU_LATENCY=0 the latency, GPU_TASKS=0 the tasks; VERIFY_LATENCY=1 adds the LSP
 #   save -> verdict benchmark on the GPU (needs the .whl/ wheels below); TASKS_DIR picks a subfolder
-#   (or a space-separated list of files); GPU_TEST_K selects tests by pytest -k; COLD_CHECK=1 times a fresh
+#   (or a space-separated list of files); GPU_TEST_K selects tests by pytest -k, GPU_TEST_FILES the test files
+#   (both by default; tests/test_gpu.py alone takes about 320 s); COLD_CHECK=1 times a fresh
 #   `check FILE --device cuda` per file of COLD_FILES (issue 13). With one GPU the tasks run first,
 #   alone (timings taken beside the tests would be disturbed), then the tests and the latency.
 set -uo pipefail
@@ -36,7 +37,7 @@ python3 -c "from kernel_lsp.engine.ceilings import load_or_measure; import json;
   | tee "$OUT/ceilings.json"
 if [ "${GPU_TESTS:-1}" = 1 ]; then
   timeout ${TESTS_TIMEOUT:-330} python3 -m pytest -q -p no:cacheprovider -rA ${GPU_TEST_K:+-k "$GPU_TEST_K"} \
-    tests/test_gpu_measure.py tests/test_gpu.py >"$OUT/gpu_tests.txt" 2>&1; echo "tests exit $?"
+    ${GPU_TEST_FILES:-tests/test_gpu_measure.py tests/test_gpu.py} >"$OUT/gpu_tests.txt" 2>&1; echo "tests exit $?"
   tail -15 "$OUT/gpu_tests.txt"
 fi
 if [ "${GPU_LATENCY:-1}" = 1 ]; then
