@@ -9,12 +9,10 @@ entries of a list (engine/autotune_configs.py), so the new one is always among t
 from __future__ import annotations
 
 import ast
+import dataclasses
 from dataclasses import dataclass, field
 
-WARPS = (1, 2, 4, 8, 16)
-STAGES = (1, 2, 3, 4, 5)
-TILE_RANGE = (16, 16384)
-DEFAULTS = {"num_warps": 4, "num_stages": 3}  # triton.Config's own
+from .knobs import DEFAULTS, STAGES, WARPS, is_tile
 
 
 @dataclass
@@ -73,8 +71,8 @@ def sites(tree: ast.Module, source: str, kernel: str | None = None) -> list[Auto
                 continue
             first = configs.elts[0]
             multiline = len(configs.elts) > 1 and configs.elts[1].lineno != first.lineno
-            quote = "'" if (ast.get_source_segment(source, first) or '"').count("'") > \
-                (ast.get_source_segment(source, first) or "").count('"') else '"'
+            text = ast.get_source_segment(source, first) or ""
+            quote = "'" if text.count("'") > text.count('"') else '"'
             out.append(AutotuneSite(fn.name, deco.lineno - 1, [e for e in entries if e is not None],
                                     (first.end_lineno, first.end_col_offset),
                                     " " * first.col_offset if multiline else None, quote))
@@ -88,8 +86,8 @@ def _neighbours(entry: dict[str, int]) -> list[dict[str, int]]:
             options = [w for w in WARPS if w != value]
         elif name == "num_stages":
             options = [s for s in STAGES if abs(s - value) == 1]
-        elif TILE_RANGE[0] <= value <= TILE_RANGE[1] and value & (value - 1) == 0:
-            options = [v for v in (value * 2, value // 2) if TILE_RANGE[0] <= v <= TILE_RANGE[1]]
+        elif is_tile(value):
+            options = [v for v in (value * 2, value // 2) if is_tile(v)]
         else:
             options = []  # a flag or a small factor (VEC=1): kept as the author set it
         out += [{**entry, name: v} for v in options]
@@ -141,5 +139,4 @@ def apply_checked(source: str, site: AutotuneSite, values: dict[str, int]) -> st
         ast.parse(new)
         return new
     except SyntaxError:
-        return apply(source, AutotuneSite(site.kernel, site.line, site.entries, site.insert_at, None, site.quote),
-                     values)
+        return apply(source, dataclasses.replace(site, indent=None), values)

@@ -18,10 +18,8 @@ from dataclasses import dataclass, field
 
 from . import autotune_list
 from .autotune_list import AutotuneSite
+from .knobs import DEFAULTS, STAGES, WARPS, is_pow2, is_tile
 
-WARPS = (1, 2, 4, 8, 16)
-STAGES = (1, 2, 3, 4, 5)
-BLOCK_RANGE = (16, 16384)
 MAX_CONFIGS = 32
 
 
@@ -46,10 +44,6 @@ def _constexpr_params(tree: ast.Module, kernel: str) -> set[str]:
             return {a.arg for a in node.args.args + node.args.kwonlyargs
                     if a.annotation is not None and "constexpr" in ast.unparse(a.annotation)}
     return set()
-
-
-def _is_pow2(v: object) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool) and v > 0 and v & (v - 1) == 0
 
 
 def _span(node: ast.AST) -> tuple[int, int, int, int]:
@@ -159,14 +153,14 @@ def _literal_sites(tree: ast.Module, kernel: str | None) -> list[Site]:
                 literal = names_[kw.value.id]
             if literal is None:
                 continue
-            if kw.arg in ("num_warps", "num_stages") or (kw.arg in consts and _is_pow2(literal.value)):
+            if kw.arg in ("num_warps", "num_stages") or (kw.arg in consts and is_pow2(literal.value)):
                 knobs.append(Knob(kw.arg, literal.value, [_span(literal)]))
         knobs = _tie_grid_literals(knobs, consts, grid)
         names = {n for k in knobs for n in k.name.split("/")}
         if not any(n in consts for n in names):
             continue  # nothing to tile: warps alone are tuned only beside a tile size
         end = (call.end_lineno, call.end_col_offset - 1)  # the closing parenthesis
-        for extra, default in (("num_warps", 4), ("num_stages", 3)):
+        for extra, default in DEFAULTS.items():
             if extra not in names:
                 knobs.append(Knob(extra, default, [], insert_at=end))
         sites.append(Site(name, call.lineno - 1, knobs))
@@ -196,9 +190,7 @@ def _values(knob: Knob) -> list[int]:
         return list(WARPS)
     if knob.name == "num_stages":
         return list(STAGES)
-    lo, hi = BLOCK_RANGE
-    return [v for v in (knob.value // 4, knob.value // 2, knob.value, knob.value * 2, knob.value * 4)
-            if lo <= v <= hi and _is_pow2(v)]
+    return [v for v in (knob.value // 4, knob.value // 2, knob.value, knob.value * 2, knob.value * 4) if is_tile(v)]
 
 
 def current(site: Site | AutotuneSite) -> dict[str, int]:
