@@ -45,15 +45,44 @@ if [ "${GPU_LATENCY:-1}" = 1 ]; then
 fi
 if [ "${COLD_CHECK:-0}" = 1 ]; then
   # Issue 13's cold target: a fresh process per file (imports, CUDA init, compile, verification), as a user's
-  # first `kernel-lsp check FILE --device cuda` runs; with and without the measure stage.
-  for f in ${COLD_FILES:-tasks/Activation/gelu_triton.py tasks/Normalization/layer_norm_triton.py tasks/Fusion/scale_causal_softmax_triton.py}; do
-    for measure in "--no-measure" ""; do
-      s0=$(date +%s.%N)
-      python3 -m kernel_lsp.cli check "$f" --device cuda --no-cache $measure >/tmp/cold.txt 2>&1; rc=$?
-      s1=$(date +%s.%N)
-      echo "cold $f ${measure:-with-measure} rc=$rc seconds=$(python3 -c "print(round($s1 - $s0, 2))") $(tail -1 /tmp/cold.txt | cut -c1-120)" | tee -a "$OUT/cold_check.txt"
+  # first `kernel-lsp check FILE --device cuda` runs; with and without the measure stage. --timings says where the
+  # time went, and KERNEL_LSP_PROFILE keeps a cProfile of each worker job. COLD_MODES, any of:
+  #   first: Triton's and Inductor's caches empty (the first check ever on this machine);
+  #   used:  those caches as checks of other files left them (kernel-lsp used before; this kernel still new).
+  # COLD_PYC=1 first writes .pyc files for every module a check imports (PYTHONPYCACHEPREFIX): the device image's
+  # torch has none and cannot get them beside its sources, so without it every process compiles torch's Python.
+  python3 -c "import os, torch; d = os.path.dirname(torch.__file__); c = os.path.join(d, '__pycache__'); print('torch .pyc beside its sources:', len(os.listdir(c)) if os.path.isdir(c) else 'none', '; writable:', os.access(d, os.W_OK))" | tee -a "$OUT/cold_check.txt"
+  env | grep -E '^PYTHON(DONTWRITEBYTECODE|PYCACHEPREFIX)=' | tee -a "$OUT/cold_check.txt"
+  if [ "${COLD_PYC:-0}" = 1 ]; then
+    unset PYTHONDONTWRITEBYTECODE  # the device image sets it: no process there ever writes a .pyc
+    export PYTHONPYCACHEPREFIX=/tmp/pyc
+    TRITON_CACHE_DIR=$(mktemp -d) TORCHINDUCTOR_CACHE_DIR=$(mktemp -d) python3 -m kernel_lsp.cli check \
+      tasks/Activation/silu_triton.py --device cuda --no-cache >/dev/null 2>&1
+    echo "pyc written: $(find /tmp/pyc -name '*.pyc' | wc -l) files" | tee -a "$OUT/cold_check.txt"
+  fi
+  used_triton=$(mktemp -d) used_inductor=$(mktemp -d)
+  TRITON_CACHE_DIR=$used_triton TORCHINDUCTOR_CACHE_DIR=$used_inductor python3 -m kernel_lsp.cli check \
+    tasks/Activation/silu_triton.py tasks/Reduce/row_sum_triton.py --device cuda --no-cache >/dev/null 2>&1
+  for mode in ${COLD_MODES:-first}; do
+    for f in ${COLD_FILES:-tasks/Activation/gelu_triton.py tasks/Normalization/layer_norm_triton.py tasks/Fusion/scale_causal_softmax_triton.py}; do
+      for measure in "--no-measure" ""; do
+        if [ "$mode" = first ]; then
+          export TRITON_CACHE_DIR=$(mktemp -d) TORCHINDUCTOR_CACHE_DIR=$(mktemp -d)
+        else
+          export TRITON_CACHE_DIR=$(mktemp -d) TORCHINDUCTOR_CACHE_DIR=$(mktemp -d)
+          cp -r "$used_triton/." "$TRITON_CACHE_DIR/"; cp -r "$used_inductor/." "$TORCHINDUCTOR_CACHE_DIR/"
+        fi
+        s0=$(date +%s.%N)
+        KERNEL_LSP_PROFILE=/tmp/prof/$mode-$(basename "$f" .py)${measure:+-no-measure} python3 -m kernel_lsp.cli check "$f" \
+          --device cuda --no-cache --timings $measure >/tmp/cold.txt 2>/tmp/cold.err; rc=$?
+        s1=$(date +%s.%N)
+        echo "cold[$mode${PYTHONPYCACHEPREFIX:+, pyc}] $f ${measure:-with-measure} rc=$rc seconds=$(python3 -c "print(round($s1 - $s0, 2))") $(tail -1 /tmp/cold.txt | cut -c1-120)" | tee -a "$OUT/cold_check.txt"
+        cat /tmp/cold.err >>"$OUT/cold_check.txt"
+        unset TRITON_CACHE_DIR TORCHINDUCTOR_CACHE_DIR
+      done
     done
   done
+  [ -d /tmp/prof ] && tar -czf "$OUT/profiles.tgz" -C /tmp prof
 fi
 if [ "${VERIFY_LATENCY:-0}" = 1 ]; then
   timeout ${VERIFY_LATENCY_TIMEOUT:-300} python3 benchmarks/verify_latency.py --device cuda --stride ${VERIFY_STRIDE:-3} \

@@ -220,6 +220,13 @@ def _absorb(report: FileReport, outcome: WorkerOutcome, anchor: Span, timeout_so
             report.stats[e.name] = report.stats.get(e.name, 0) + e.value
         elif isinstance(e, Device):
             report.stats["device"] = e.device
+    timeline = [[e.at, e.stage, e.detail] for e in outcome.events if isinstance(e, Stage) and e.at is not None]
+    if timeline:
+        report.stats["timeline"] = timeline  # where the worker's time went (`check --timings`)
+    if outcome.start_seconds is not None:
+        report.stats["worker_start_s"] = outcome.start_seconds
+        if outcome.startup:
+            report.stats["worker_startup"] = outcome.startup
     if outcome.cancelled or outcome.completed:
         return
     if outcome.start_failed:

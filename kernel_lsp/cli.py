@@ -143,7 +143,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     from .check import CheckRequest, check_file, long_lived_workers
     from .render.json_ import render_json
     from .render.sarif import render_sarif
-    from .render.text import coverage, file_lines, summary_lines
+    from .render.text import coverage, file_lines, summary_lines, timing_lines
 
     missing = [p for p in args.paths if not Path(p).exists()]
     if missing:
@@ -227,6 +227,8 @@ def cmd_check(args: argparse.Namespace) -> int:
              "warm_workers": sum(r.stats.get("warm_workers", 0) for r in reports),
              "compiles": sum(r.stats.get("compiles", 0) for r in reports),
              "seconds": round(time.monotonic() - start, 3), **coverage(reports)}
+    if args.timings:
+        sys.stderr.write("\n".join(line for r in reports for line in timing_lines(r, os.getcwd())) + "\n")
     if args.report:
         from .render.report import write_report
         write_report(reports, Path(args.report), str(root))
@@ -352,6 +354,8 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--runner", help="command that starts `kernel-lsp worker` where a GPU is, split as a shell "
                    "splits words, e.g. 'ssh gpu-box kernel-lsp worker'")
     c.add_argument("--no-cache", action="store_true", help="ignore and do not write the cache")
+    c.add_argument("--timings", action="store_true", help="print where each file's time went (worker start, "
+                   "each stage, Triton's just-in-time compiles) on stderr")
     c.add_argument("--config", help="pyproject.toml to read [tool.kernel-lsp] from")
     c.set_defaults(func=cmd_check)
     o = sub.add_parser("optimize", help="propose a verified fix or speed-up of one file and print its diff",

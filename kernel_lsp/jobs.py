@@ -81,6 +81,7 @@ class CheckJob(Record):
 class Stage(Record):
     stage: str
     detail: str = ""
+    at: float | None = None  # seconds since the job started in the worker (`check --timings`)
 
 
 @dataclass

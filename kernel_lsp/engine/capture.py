@@ -111,6 +111,8 @@ class LaunchRecorder:
             forced = recorder.forced.get(qual)
             if forced is not None and forced < len(configs) and _allowed(self_at, configs[forced], args, kwargs):
                 self_at.configs = [configs[forced]]  # one config: the autotuner runs it without benchmarking
+            elif not recorder.dry:
+                precompile_configs(self_at, configs, args, kwargs)
             try:
                 return original(self_at, *args, **kwargs)
             finally:
@@ -149,6 +151,47 @@ class LaunchRecorder:
             self.specs.setdefault(alt.key(), alt)
         for hook in self.on_launch:
             hook(launch, tensors)
+
+
+def precompile_configs(tuner: Any, configs: list, args: tuple, kwargs: dict) -> None:
+    """On a GPU, compile every config's specialization for these arguments at once, on threads (Triton's
+    `AsyncCompileMode`), before the autotuner benchmarks the configs one by one and would compile each in turn.
+    A config that does not compile is left for the autotuner to meet as it would. Nothing under the interpreter,
+    with fewer than two configs, or on a Triton without the mode."""
+    import os
+    if len(configs) < 2 or os.environ.get("TRITON_INTERPRET") == "1":
+        return
+    configs = _to_benchmark(tuner, args, kwargs)
+    if len(configs) < 2:
+        return  # the autotuner has a config for this key (or prunes to one): it compiles at most that one
+    try:
+        from concurrent.futures import ThreadPoolExecutor
+
+        from triton.runtime._async_compile import AsyncCompileMode
+    except ImportError:
+        return
+    try:
+        with ThreadPoolExecutor(min(8, len(configs), os.cpu_count() or 1)) as pool, \
+                AsyncCompileMode(pool, ignore_errors=True):
+            for config in configs:
+                tuner.fn.run(*args, **{**kwargs, **config.all_kwargs(), "warmup": True})
+    except Exception:
+        pass  # the autotuner compiles (and reports) whatever is left, one config at a time
+
+
+def _to_benchmark(tuner: Any, args: tuple, kwargs: dict) -> list:
+    """The configs the autotuner is about to benchmark for these arguments: none when its cache has their key (its
+    own key: the `key=` arguments and every argument's dtype), else what its pruning keeps."""
+    try:
+        tuner.nargs = dict(zip(tuner.arg_names, args))
+        given = {k: v for k, v in {**tuner.nargs, **kwargs}.items() if k in tuner.arg_names}
+        key = [given[k] for k in tuner.keys if k in given]
+        key += [str(v.dtype) for v in given.values() if hasattr(v, "dtype")]
+        if tuple(key) in tuner.cache:
+            return []
+        return list(tuner.prune_configs(kwargs))
+    except Exception:
+        return []
 
 
 def _qualname(fn: Any) -> str:

@@ -27,6 +27,19 @@ _counter = 0
 IMPLEMENTATION, REFERENCE, INPUTS = "implementation", "reference", "inputs"
 
 
+
+def warm_meta_device() -> None:
+    """Import what the meta device needs on first use: torch._refs, torch._prims and sympy for a factory, and
+    torch._dynamo for the first op on meta tensors (about 1.6 s on this project's CPU machine, seconds more where
+    torch has no .pyc files), so that each job's size plan does not pay it. Called once by each long-lived process
+    (the zygote before it forks, the GPU worker before it is ready)."""
+    import torch
+    try:
+        x = torch.randn(2, device="meta")
+        (x * 2 + x).sum()
+    except Exception:
+        pass
+
 class UserCodeError(Exception):
     """User code raised. `side` says whose code it was (IMPLEMENTATION, REFERENCE or INPUTS), set where it is
     raised, so callers branch on it and never on the message; `line` is the 0-based line in `path` where it

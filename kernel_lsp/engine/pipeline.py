@@ -19,6 +19,7 @@ from ..model import Finding, KernelFacts, Severity, Span
 from ..targets import Target, parse_targets
 from .capture import LaunchRecorder, Spec
 from .compile import CompileResult, compile_spec, jit_function_for
+from .jit_clock import jit_clock
 from .loader import (IMPLEMENTATION, INPUTS, DeviceFault, Problem, UserCodeError, is_device_fault,
                      load_problem)
 from .positions import api_note, map_compile_error, readable
@@ -73,9 +74,12 @@ class Reporter:
                                data))
 
     def unverified_because(self) -> str | None:
-        """Why the kernels may not be timed: an error, or a warning of the verifier, reported so far."""
+        """Why the kernels may not be timed: an error, or a warning of the verifier, reported so far. A warning
+        about inputs outside the problem's own distribution (a scale made negative) does not stop the timing:
+        the kernel is verified on every input the problem gives it, and those are the inputs timed."""
         for f in self.sent:
-            if f.severity == Severity.ERROR or (f.severity == Severity.WARNING and f.code.startswith("KL2")):
+            if f.severity == Severity.ERROR or (f.severity == Severity.WARNING and f.code.startswith("KL2")
+                                                and not f.data.get("outside_distribution")):
                 return f"{f.code} ({f.severity.label}) must be fixed first"
         return None
 
@@ -212,7 +216,8 @@ def run_check(job: CheckJob, w: Sink) -> None:
     recorder = LaunchRecorder()
     recorder.install()
     try:
-        _run_stages(job, w, rep, recorder, torch)
+        with jit_clock(w):
+            _run_stages(job, w, rep, recorder, torch)
     except Exception as e:
         fault = e.exc if isinstance(e, DeviceFault) else e
         if not is_device_fault(fault):
@@ -233,13 +238,17 @@ def run_check(job: CheckJob, w: Sink) -> None:
 
 
 class StageTracker(Sink):
-    """Forwards events and remembers the last stage, so a fault can say where it happened."""
+    """Forwards events, stamps each stage with the seconds since the job started (the timeline of `check
+    --timings`), and remembers the last stage, so a fault can say where it happened."""
 
     def __init__(self, sink: Sink):
-        self.sink, self.last = sink, None
+        import time
+        self.sink, self.last, self.clock = sink, None, time.monotonic
+        self.t0 = self.clock()
 
     def emit(self, event) -> None:
         if isinstance(event, Stage):
+            event.at = round(self.clock() - self.t0, 3)
             self.last = event
         self.sink.emit(event)
 

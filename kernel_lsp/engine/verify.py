@@ -113,6 +113,7 @@ class Verifier:
 
     def run_variants(self, measure) -> None:
         p = self.problem
+        self.rep.w.stage("verify", "planning the variants (sizes, layouts, value distributions)")
         self.reductions = p.reduction_knobs(p.size_knobs) if self.interpreted and p.size_knobs else set()
         try:
             self.at_least = int_floor(p.meta_inputs(), p.init())

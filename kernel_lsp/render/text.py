@@ -102,3 +102,28 @@ def render_proposal(p: Proposal) -> str:
         lines.append(f"note: {note}")
     lines.append(f"{p.tokens} tokens, {p.seconds:.1f} s")
     return "\n".join(lines) + "\n"
+
+
+def timing_lines(report: FileReport, cwd: str | None = None) -> list[str]:
+    """Where one file's time went (`check --timings`): the worker's start when one had to start (and its own
+    account: imports, CUDA), each stage of the job in order, and the just-in-time compiles inside them."""
+    import os
+    s = report.stats
+    path = os.path.relpath(report.path, cwd) if cwd else report.path
+    if report.cached:
+        return [f"{path}: from kernel-lsp's cache"]
+    timeline, job = s.get("timeline") or [], s.get("seconds")
+    if job is None:
+        return [f"{path}: no worker ran (discovery and linking only)"]
+    start = s.get("worker_start_s")
+    out = [f"{path}: {job + (start or 0):.2f} s"]
+    if start is not None:
+        parts = ", ".join(f"{k} {v:.2f}" for k, v in (s.get("worker_startup") or {}).items())
+        out.append(f"  {start:7.2f} s  worker start" + (f" ({parts})" if parts else ""))
+    for i, (at, stage, detail) in enumerate(timeline):
+        end = timeline[i + 1][0] if i + 1 < len(timeline) else job
+        out.append(f"  {max(0.0, end - at):7.2f} s  {stage}" + (f": {detail}" if detail else ""))
+    if s.get("jit_compiles"):
+        out.append(f"  Triton just-in-time compiles (inside the stages above): {int(s['jit_compiles'])} in "
+                   f"{s.get('jit_seconds', 0):.2f} s")
+    return out

@@ -20,6 +20,8 @@ class WorkerOutcome:
     seconds: float = 0.0
     warm: bool = False  # ran in a process that was already running (the zygote's fork, a long-lived worker)
     start_failed: str | None = None  # no worker could be started, and why
+    start_seconds: float | None = None  # a worker had to start for this job: how long until it was ready
+    startup: dict[str, float] = field(default_factory=dict)  # the worker's own account of its start (imports, CUDA)
 
     @property
     def completed(self) -> bool:

@@ -175,7 +175,11 @@ class PersistentWorker:
         """Run one job. The caller holds `self.lock`."""
         outcome = WorkerOutcome()
         outcome.warm = self.alive() and self.state == "ready"
+        began = time.monotonic()
         failure = self.start()
+        if not outcome.warm:
+            outcome.start_seconds = round(time.monotonic() - began, 3)
+            outcome.startup = dict(self.info.get("startup") or {})
         if failure is not None:
             outcome.start_failed = failure
             outcome.stderr_tail = self.stderr_tail()

@@ -5,7 +5,7 @@ the seconds a fresh process needs. It is what the parent starts once per visible
 starts on another machine (`ssh gpu-box kernel-lsp worker`): the protocol assumes nothing but a byte stream.
 
 Protocol, JSON lines (worker/stdio_protocol in docs/architecture.md):
-- worker to parent, once: {"ready": {"pid", "device", "gpu"}}
+- worker to parent, once: {"ready": {"pid", "device", "gpu", "startup": {step: seconds}}}
 - parent to worker: {"id": N, "job": CheckJob, "files": {abs path: text} or null}; with files, the worker writes
   them under a fresh root and runs the job there (no shared file system is assumed), then maps paths back;
 - worker to parent, per event: {"id": N, "event": EVENT}; then {"id": N, "end": {"cancelled": bool, "exiting":
@@ -21,6 +21,7 @@ protocol writes to a private duplicate of the original stdout.
 from __future__ import annotations
 
 import _thread
+import contextlib
 import json
 import os
 import queue
@@ -76,14 +77,30 @@ def serve(device: str = "auto") -> int:
     sys.stdout = sys.stderr
     parent = os.environ.get(PARENT_ENV)
     die_with_parent(int(parent) if parent and parent.isdigit() else None)
+    import time
+    clock = time.monotonic()
+    startup: dict[str, float] = {}
+
+    def lap(name: str) -> None:
+        nonlocal clock
+        now = time.monotonic()
+        startup[name] = round(now - clock, 3)
+        clock = now
+
     device = choose_device(device)
     gpu = ""
     import torch  # noqa: F401  (warm: imported once for every job)
+    lap("import torch")
     import triton  # noqa: F401
     from ..engine import pipeline
+    lap("import triton and kernel-lsp")
+    from ..engine.loader import warm_meta_device
+    warm_meta_device()
+    lap("meta device")
     if device == "cuda":
         torch.cuda.init()
         gpu = torch.cuda.get_device_name()
+        lap("CUDA init")
     lock = threading.Lock()
 
     def send(message: dict) -> None:
@@ -108,7 +125,7 @@ def serve(device: str = "auto") -> int:
         jobs.put(None)  # EOF: the parent is gone
 
     threading.Thread(target=read_stdin, name="kernel-lsp-worker-stdin", daemon=True).start()
-    send({"ready": {"pid": os.getpid(), "device": device, "gpu": gpu}})
+    send({"ready": {"pid": os.getpid(), "device": device, "gpu": gpu, "startup": startup}})
     while True:
         try:
             message = jobs.get()
@@ -136,7 +153,8 @@ def run_one(message: dict, device: str, send, lock, protocol, current, pipeline)
         sink.emit(Device(device))
         current["id"] = job_id
         try:
-            pipeline.run_check(job, sink)
+            with _profiled(job_id):
+                pipeline.run_check(job, sink)
         except KeyboardInterrupt:
             cancelled = True
         except DeviceFault:
@@ -171,6 +189,25 @@ def run_one(message: dict, device: str, send, lock, protocol, current, pipeline)
     poisoned = poisoned or (device == "cuda" and not _context_healthy())
     send({"id": job_id, "end": {"cancelled": cancelled, "exiting": poisoned}})
     return poisoned
+
+
+@contextlib.contextmanager
+def _profiled(job_id: Any):
+    """With KERNEL_LSP_PROFILE=DIR, each job runs under cProfile and its stats land in DIR/job-PID-ID.prof (read
+    them with `python -m pstats`); how docs/performance.md's GPU profiles were taken."""
+    folder = os.environ.get("KERNEL_LSP_PROFILE")
+    if not folder:
+        yield
+        return
+    import cProfile
+    profile = cProfile.Profile()
+    profile.enable()
+    try:
+        yield
+    finally:
+        profile.disable()
+        os.makedirs(folder, exist_ok=True)
+        profile.dump_stats(os.path.join(folder, f"job-{os.getpid()}-{job_id}.prof"))
 
 
 def _context_healthy() -> bool:

@@ -34,6 +34,8 @@ def _warm() -> None:
     import torch  # noqa: F401
     import triton  # noqa: F401
     from ..engine import pipeline  # noqa: F401  (imports the verifier, capture and compile modules too)
+    from ..engine.loader import warm_meta_device
+    warm_meta_device()
 
 
 def _child(zygote: int, cmd: dict) -> None:

@@ -41,10 +41,10 @@ class ModelNew(nn.Module):
         n, c, h, w = x.shape
         bn = self.bn
         out = torch.empty((n, c, h, w), dtype=x.dtype, device=x.device)
-        block = min(2048, triton.next_power_of_2(h * w))
+        block = min(1024, triton.next_power_of_2(h * w))
         contiguous = x.stride(3) == 1 and x.stride(2) == w
         grid = (n * c, triton.cdiv(h * w, block))
         _batch_norm_kernel[grid](x, bn.running_mean, bn.running_var, bn.weight, bn.bias, out, c, h * w, x.stride(0),
                                  x.stride(1), x.stride(2), x.stride(3), w, float(bn.eps), BLOCK=block,
-                                 CONTIGUOUS=contiguous, num_warps=4)
+                                 CONTIGUOUS=contiguous, num_warps=8)
         return out

@@ -33,5 +33,5 @@ class ModelNew(nn.Module):
         rows, cols = x.shape
         out = torch.empty((rows, cols), dtype=x.dtype, device=x.device)
         _rms_norm_kernel[(rows,)](x, self.weight.float().contiguous(), out, cols, x.stride(0), x.stride(1),
-                                  self.eps, BLOCK=min(1024, triton.next_power_of_2(cols)), num_warps=4)
+                                  self.eps, BLOCK=min(2048, triton.next_power_of_2(cols)), num_warps=8)
         return out

@@ -22,7 +22,7 @@ class ModelNew(nn.Module):
     def forward(self, q: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
         rows, cols = q.shape
         y = torch.empty((rows, cols), dtype=torch.float16, device=q.device)
-        block = min(1024, triton.next_power_of_2(cols))
+        block = min(2048, triton.next_power_of_2(cols))
         _dequant_kernel[(rows, triton.cdiv(cols, block))](q, scale.contiguous(), y, cols, q.stride(0), q.stride(1),
-                                                         BLOCK=block)
+                                                         BLOCK=block, num_stages=2)
         return y

@@ -79,3 +79,19 @@ def test_measure_stage_declared_flops_come_from_the_reference_module(tmp_path):
     case.write_text((CORPUS / "ok_add_fp32.py").read_text() + "\n\ndef work():\n    return 1000\n")
     r = run(case, "work")["measurement"]["roofline"]
     assert r["flops"] == 1000.0 and r["flops_source"] == "declared"
+
+
+def test_only_a_verifier_warning_on_out_of_distribution_inputs_lets_the_kernel_be_timed():
+    """An out-of-distribution warning (rmsprop's square average made negative) leaves the kernel verified on the
+    problem's own inputs, so it is timed; any other verifier warning or an error stops the timing."""
+    from kernel_lsp.engine.pipeline import Reporter
+    from kernel_lsp.jobs import ListSink
+    from kernel_lsp.model import Severity, Span
+
+    rep = Reporter(ListSink(), "k.py", [], Span(0))
+    rep.add("KL201", "a NaN where the truth has none; only on inputs outside the problem's own distribution",
+            severity=Severity.WARNING, outside_distribution=True)
+    rep.add("KL104", "kernel k is not exercised", severity=Severity.INFO)
+    assert rep.unverified_because() is None
+    rep.add("KL201", "a NaN where the truth has none", severity=Severity.WARNING)
+    assert rep.unverified_because() == "KL201 (warning) must be fixed first"

@@ -100,3 +100,21 @@ def test_runner_worker_that_retires_after_a_job_is_replaced_for_the_next(tmp_pat
     messages = [[f.message for f in r.findings] for r in reports]
     assert all(len(m) == 1 and m[0].startswith("ran in ") for m in messages), messages
     assert messages[0] != messages[1]  # two processes
+
+
+def test_timings_say_where_the_time_went_worker_start_included():
+    """`check --timings`: the worker's start (its imports, timed by the worker itself), then each stage in the
+    order it ran, each with its seconds, adding up to the file's total."""
+    import re
+    proc = run_cli("check", str(CORPUS / "ok_add_fp32.py"), "--no-cache", "--timings", "--runner", shlex.join(WORKER))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    lines = proc.stderr.splitlines()
+    head = next(i for i, ln in enumerate(lines) if ln.startswith("tests/corpus/ok_add_fp32.py: "))
+    total = float(re.search(r": ([\d.]+) s$", lines[head]).group(1))
+    rows = [re.match(r"\s+([\d.]+) s  (.*)", ln) for ln in lines[head + 1:]]
+    rows = [(float(m.group(1)), m.group(2)) for m in rows if m]
+    labels = [label for _, label in rows]
+    assert labels[0].startswith("worker start (import torch ") and "import triton and kernel-lsp" in labels[0]
+    assert labels[1:3] == ["load", "capture: the problem's own inputs"] and labels[3].startswith("compile: ")
+    assert any(label.startswith("verify: variant seed-1") for label in labels)
+    assert abs(sum(s for s, _ in rows) - total) < 0.05 * total + 0.05
