@@ -61,15 +61,15 @@ if [ "${COLD_CHECK:-0}" = 1 ]; then
     echo "pyc written: $(find /tmp/pyc -name '*.pyc' | wc -l) files" | tee -a "$OUT/cold_check.txt"
   fi
   used_triton=$(mktemp -d) used_inductor=$(mktemp -d)
-  TRITON_CACHE_DIR=$used_triton TORCHINDUCTOR_CACHE_DIR=$used_inductor python3 -m kernel_lsp.cli check \
-    tasks/Activation/silu_triton.py tasks/Reduce/row_sum_triton.py --device cuda --no-cache >/dev/null 2>&1
+  case " ${COLD_MODES:-first} " in *" used "*)
+    TRITON_CACHE_DIR=$used_triton TORCHINDUCTOR_CACHE_DIR=$used_inductor python3 -m kernel_lsp.cli check \
+      tasks/Activation/silu_triton.py tasks/Reduce/row_sum_triton.py --device cuda --no-cache >/dev/null 2>&1 ;;
+  esac
   for mode in ${COLD_MODES:-first}; do
     for f in ${COLD_FILES:-tasks/Activation/gelu_triton.py tasks/Normalization/layer_norm_triton.py tasks/Fusion/scale_causal_softmax_triton.py}; do
       for measure in "--no-measure" ""; do
-        if [ "$mode" = first ]; then
-          export TRITON_CACHE_DIR=$(mktemp -d) TORCHINDUCTOR_CACHE_DIR=$(mktemp -d)
-        else
-          export TRITON_CACHE_DIR=$(mktemp -d) TORCHINDUCTOR_CACHE_DIR=$(mktemp -d)
+        export TRITON_CACHE_DIR=$(mktemp -d) TORCHINDUCTOR_CACHE_DIR=$(mktemp -d)
+        if [ "$mode" = used ]; then
           cp -r "$used_triton/." "$TRITON_CACHE_DIR/"; cp -r "$used_inductor/." "$TORCHINDUCTOR_CACHE_DIR/"
         fi
         s0=$(date +%s.%N)

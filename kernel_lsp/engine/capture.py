@@ -112,7 +112,7 @@ class LaunchRecorder:
             if forced is not None and forced < len(configs) and _allowed(self_at, configs[forced], args, kwargs):
                 self_at.configs = [configs[forced]]  # one config: the autotuner runs it without benchmarking
             elif not recorder.dry:
-                precompile_configs(self_at, configs, args, kwargs)
+                precompile_configs(self_at, args, kwargs)
             try:
                 return original(self_at, *args, **kwargs)
             finally:
@@ -153,13 +153,13 @@ class LaunchRecorder:
             hook(launch, tensors)
 
 
-def precompile_configs(tuner: Any, configs: list, args: tuple, kwargs: dict) -> None:
+def precompile_configs(tuner: Any, args: tuple, kwargs: dict) -> None:
     """On a GPU, compile every config's specialization for these arguments at once, on threads (Triton's
     `AsyncCompileMode`), before the autotuner benchmarks the configs one by one and would compile each in turn.
     A config that does not compile is left for the autotuner to meet as it would. Nothing under the interpreter,
-    with fewer than two configs, or on a Triton without the mode."""
+    when fewer than two configs are to be benchmarked, or on a Triton without the mode."""
     import os
-    if len(configs) < 2 or os.environ.get("TRITON_INTERPRET") == "1":
+    if os.environ.get("TRITON_INTERPRET") == "1":
         return
     configs = _to_benchmark(tuner, args, kwargs)
     if len(configs) < 2:
@@ -183,15 +183,18 @@ def _to_benchmark(tuner: Any, args: tuple, kwargs: dict) -> list:
     """The configs the autotuner is about to benchmark for these arguments: none when its cache has their key (its
     own key: the `key=` arguments and every argument's dtype), else what its pruning keeps."""
     try:
-        tuner.nargs = dict(zip(tuner.arg_names, args))
-        given = {k: v for k, v in {**tuner.nargs, **kwargs}.items() if k in tuner.arg_names}
+        given = {k: v for k, v in {**dict(zip(tuner.arg_names, args)), **kwargs}.items() if k in tuner.arg_names}
         key = [given[k] for k in tuner.keys if k in given]
         key += [str(v.dtype) for v in given.values() if hasattr(v, "dtype")]
-        if tuple(key) in tuner.cache:
-            return []
-        return list(tuner.prune_configs(kwargs))
+        return [] if tuple(key) in tuner.cache else _pruned(tuner, args, kwargs)
     except Exception:
         return []
+
+
+def _pruned(tuner: Any, args: tuple, kwargs: dict) -> list:
+    """The configs the autotuner's own pruning (early_config_prune, perf_model) keeps for these arguments."""
+    tuner.nargs = dict(zip(tuner.arg_names, args))
+    return list(tuner.prune_configs(kwargs))
 
 
 def _qualname(fn: Any) -> str:
@@ -206,8 +209,7 @@ def _allowed(tuner: Any, config: Any, args: tuple, kwargs: dict) -> bool:
     if getattr(tuner, "early_config_prune", None) is None and getattr(tuner, "perf_model", None) is None:
         return True
     try:
-        tuner.nargs = dict(zip(tuner.arg_names, args))
-        return config in tuner.prune_configs(kwargs)
+        return config in _pruned(tuner, args, kwargs)
     except Exception:
         return False
 

@@ -3,7 +3,8 @@
 On a GPU every new specialization of a kernel (a new tile size, an odd length, an unaligned pointer) is compiled
 when first launched, inside whichever stage launched it; this clock makes that time visible. It chains Triton's
 `jit_cache_hook` (called before a compile) and `jit_post_compile_hook` (after), so hooks the user set still run.
-A compile answered by Triton's on-disk cache counts too, at the little time it takes.
+A compile answered by Triton's on-disk cache counts too, at the little time it takes. The seconds are summed over
+the compiles: those that run in parallel (an autotune list's configs, capture.precompile_configs) overlap.
 """
 
 from __future__ import annotations

@@ -27,7 +27,6 @@ _counter = 0
 IMPLEMENTATION, REFERENCE, INPUTS = "implementation", "reference", "inputs"
 
 
-
 def warm_meta_device() -> None:
     """Import what the meta device needs on first use: torch._refs, torch._prims and sympy for a factory, and
     torch._dynamo for the first op on meta tensors (about 1.6 s on this project's CPU machine, seconds more where
@@ -39,6 +38,7 @@ def warm_meta_device() -> None:
         (x * 2 + x).sum()
     except Exception:
         pass
+
 
 class UserCodeError(Exception):
     """User code raised. `side` says whose code it was (IMPLEMENTATION, REFERENCE or INPUTS), set where it is

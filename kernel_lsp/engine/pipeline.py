@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
+import time
 import traceback
 import warnings
 from typing import Any
@@ -242,13 +243,11 @@ class StageTracker(Sink):
     --timings`), and remembers the last stage, so a fault can say where it happened."""
 
     def __init__(self, sink: Sink):
-        import time
-        self.sink, self.last, self.clock = sink, None, time.monotonic
-        self.t0 = self.clock()
+        self.sink, self.last, self.t0 = sink, None, time.monotonic()
 
     def emit(self, event) -> None:
         if isinstance(event, Stage):
-            event.at = round(self.clock() - self.t0, 3)
+            event.at = round(time.monotonic() - self.t0, 3)
             self.last = event
         self.sink.emit(event)
 

@@ -124,6 +124,6 @@ def timing_lines(report: FileReport, cwd: str | None = None) -> list[str]:
         end = timeline[i + 1][0] if i + 1 < len(timeline) else job
         out.append(f"  {max(0.0, end - at):7.2f} s  {stage}" + (f": {detail}" if detail else ""))
     if s.get("jit_compiles"):
-        out.append(f"  Triton just-in-time compiles (inside the stages above): {int(s['jit_compiles'])} in "
-                   f"{s.get('jit_seconds', 0):.2f} s")
+        out.append(f"  Triton just-in-time compiles (inside the stages above): {int(s['jit_compiles'])}, "
+                   f"{s.get('jit_seconds', 0):.2f} s summed over them (compiles that ran in parallel overlap)")
     return out

@@ -179,7 +179,8 @@ class PersistentWorker:
         failure = self.start()
         if not outcome.warm:
             outcome.start_seconds = round(time.monotonic() - began, 3)
-            outcome.startup = dict(self.info.get("startup") or {})
+            if failure is None:  # else `info` is still the previous process's
+                outcome.startup = dict(self.info.get("startup") or {})
         if failure is not None:
             outcome.start_failed = failure
             outcome.stderr_tail = self.stderr_tail()

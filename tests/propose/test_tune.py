@@ -78,14 +78,19 @@ def make_inputs():
 '''
 
 
-def test_tune_on_cpu_prunes_configs_over_the_targets_shared_memory_and_changes_nothing(tmp_path):
-    path = write(tmp_path / "mm.py", MATMUL)
+def _tune_for_sm86_accepts_nothing(path, candidates: int) -> dict:
+    """`optimize --mode tune --apply` for sm_86, one round: it accepts nothing and leaves the file as it was."""
     before = path.read_text()
     proc = run_cli("optimize", str(path), "--mode", "tune", "--target", "sm_86", "--rounds", "1", "--candidates",
-                   "40", "--apply", "--format", "json", "-q", timeout=900)
+                   str(candidates), "--apply", "--format", "json", "-q", timeout=900)
     assert proc.returncode == 1, proc.stderr[-2000:]
     p = json.loads(proc.stdout)
     assert not p["accepted"] and path.read_text() == before
+    return p
+
+
+def test_tune_on_cpu_prunes_configs_over_the_targets_shared_memory_and_changes_nothing(tmp_path):
+    p = _tune_for_sm86_accepts_nothing(write(tmp_path / "mm.py", MATMUL), 40)
     pruned = [c for c in p["candidates"] if c["reason"].startswith("pruned by the compile stage")]
     assert pruned and all("shared memory" in c["reason"] and "sm_86" in c["reason"] for c in pruned), p["candidates"]
     assert any(c["verdict"] == "not run" for c in p["candidates"])
@@ -189,13 +194,7 @@ def _mm(''').replace(
 
 
 def test_tune_on_cpu_prunes_autotune_entries_the_autotuner_would_skip_and_changes_nothing(tmp_path):
-    path = write(tmp_path / "mm_autotuned.py", AUTOTUNED)
-    before = path.read_text()
-    proc = run_cli("optimize", str(path), "--mode", "tune", "--target", "sm_86", "--rounds", "1", "--candidates",
-                   "8", "--apply", "--format", "json", "-q", timeout=900)
-    assert proc.returncode == 1, proc.stderr[-2000:]
-    p = json.loads(proc.stdout)
-    assert not p["accepted"] and path.read_text() == before
+    p = _tune_for_sm86_accepts_nothing(write(tmp_path / "mm_autotuned.py", AUTOTUNED), 8)
     assert len(p["candidates"]) == 8
     pruned = [c for c in p["candidates"] if c["reason"].startswith("pruned by the compile stage")]
     # BM or BN 256, BK 128 or 5 stages beside the 128x128x64 entry need more than sm_86's 99 KiB
