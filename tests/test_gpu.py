@@ -40,3 +40,43 @@ def test_gpu_an_out_of_bounds_store_changes_a_guard_region():
                    "--no-cache", "--no-measure")
     (f,) = [d for d in json.loads(proc.stdout)["diagnostics"] if d["code"] == "KL208"]
     assert "guard byte(s) changed" in f["message"] and "past the end of" in f["message"], f["message"]
+
+
+@pytest.mark.gpu
+def test_gpu_the_compile_stage_has_the_key_of_the_launch_it_repeats():
+    """On the GPU the compile stage compiles each captured spec again for the local target; Triton's cache answers
+    it only when its source hashes as the JIT's own did. Triton 3.6 keeps constexprs out of the attributes that
+    3.9 lists empty: a mismatch compiled each of conv1d's five tl.dot configs twice (2.4-4.7 s each)."""
+    import torch
+    import triton
+    import triton.compiler.compiler as cc
+    import triton.language as tl
+
+    from kernel_lsp.engine.capture import build_spec
+    from kernel_lsp.engine.compile import ast_source
+
+    @triton.jit
+    def scaled_copy(X, Y, n, stride, one, BLOCK: tl.constexpr, SCALE: tl.constexpr):
+        i = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        tl.store(Y + i * stride, tl.load(X + i * one, mask=i < n) * SCALE, mask=i < n)
+
+    seen: list[str] = []
+    original = cc.ASTSource.hash
+
+    def hashing(self):
+        h = original(self)
+        seen.append(h)
+        return h
+
+    x, y = torch.randn(4096, device="cuda"), torch.empty(4096 * 3, device="cuda")
+    cases = [(x, y, 999, 3, 1), (x, y, 1024, 16, 1), (x[1:], y, 998, 1, 2)]
+    cc.ASTSource.hash = hashing
+    try:
+        for args in cases:
+            seen.clear()
+            scaled_copy[(8,)](*args, BLOCK=128, SCALE=2.0)
+            launched = list(seen)
+            spec, _ = build_spec(scaled_copy.fn, "scaled_copy", args, {"BLOCK": 128, "SCALE": 2.0})
+            assert launched and original(ast_source(scaled_copy, spec)) in launched, args
+    finally:
+        cc.ASTSource.hash = original

@@ -7,6 +7,7 @@ Triton's wheel), and shared memory from the compiled metadata, judged against th
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import shutil
@@ -72,14 +73,53 @@ def gpu_target(target: Target):
 
 
 def ast_source(jit_fn: Any, spec: Spec):
-    """The `ASTSource` a launch with this spec compiles. Every parameter gets its attributes, in order, [] where
-    nothing is known: exactly the JIT's own, so that Triton's on-disk cache key is the one a launch computes (on a
-    GPU the compile stage then reuses the launch's compile instead of repeating it: seconds per config for a
-    kernel with `tl.dot`)."""
+    """The `ASTSource` a launch with this spec compiles, with exactly the JIT's own attributes, so that Triton's
+    on-disk cache key is the one a launch computes (on a GPU the compile stage then reuses the launch's compile
+    instead of repeating it: seconds per config for a kernel with `tl.dot`). Every non-constexpr parameter gets
+    its attributes, [] where nothing is known; a constexpr gets them as the installed JIT gives them
+    (`_constexpr_attrs`)."""
     from triton.compiler import ASTSource
     signature = dict(spec.signature)
-    attrs = {(i,): spec.attrs.get(name, []) for i, name in enumerate(signature)}
+    attrs = {}
+    for i, name in enumerate(signature):
+        if signature[name] != "constexpr":
+            attrs[(i,)] = spec.attrs.get(name, [])
+        else:
+            a = _constexpr_attrs(spec.constexprs.get(name))
+            if a is not None:
+                attrs[(i,)] = a
     return ASTSource(fn=jit_fn, signature=signature, constexprs=dict(spec.constexprs), attrs=attrs)
+
+
+def _constexpr_attrs(value: Any) -> list | None:
+    """A constexpr parameter's entry in the JIT's attributes, None for none. Triton 3.9 gives every constexpr an
+    empty list; 3.6 builds attributes from each argument's specialization key, which for a constexpr is its value,
+    so only a string value gets an entry (parsed like a key: "D" would read as divisible by 16)."""
+    if _constexprs_listed():
+        return []
+    if isinstance(value, str):
+        from triton.backends.compiler import BaseBackend
+        return BaseBackend.parse_attr(value)
+    return None
+
+
+@functools.lru_cache(maxsize=None)
+def _constexprs_listed() -> bool:
+    """Whether the installed JIT lists every constexpr in its attributes: asked of its own `_pack_args` with one
+    constexpr parameter (a Triton without that method is of the older kind)."""
+    try:
+        from triton.backends.compiler import GPUTarget
+        from triton.compiler import make_backend
+        from triton.runtime.jit import JITFunction
+        probe = JITFunction(_attrs_probe)
+        packed = probe._pack_args(make_backend(GPUTarget("cuda", 90, 32)), {}, {"n": 2}, [("constexpr", 2)], None)
+        return (0,) in packed[3]
+    except Exception:
+        return False
+
+
+def _attrs_probe(n):
+    pass
 
 
 def compile_spec(jit_fn: Any, spec: Spec, target: Target) -> CompileResult:

@@ -17,6 +17,7 @@ import dataclasses
 import functools
 import inspect
 import os
+import re
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -575,10 +576,15 @@ class Verifier:
                              "(bounds, unwritten outputs, launches and shapes were); verify the numbers on a GPU",
                              span, source="kernel-lsp.verify")
             fp32 = any(t == "*fp32" or t.startswith("tensordesc<fp32") for t in dtypes)
-            if "tl.dot" in src and fp32 and "ieee" not in src and "allow_tf32=False" not in src:
+            if "tl.dot" in src and fp32 and not _FP32_DOT.search(src):
                 self.rep.add("KL210", f"{fn.__name__}: tl.dot on fp32 uses TF32 on the GPU by default (about 1e-3 "
                              "relative error) while the CPU interpreter computes it exactly; pass "
                              "input_precision=\"ieee\" if fp32 accuracy is intended", span, source="kernel-lsp.verify")
+
+
+# An fp32 tl.dot whose precision is spelled out as fp32-accurate: IEEE, or three TF32 products (tf32x3: about
+# fp32's error, which the GPU run judges; the interpreter computes every precision exactly).
+_FP32_DOT = re.compile(r"""input_precision\s*=\s*["'](ieee|tf32x3)["']|allow_tf32\s*=\s*False""")
 
 
 SPLIT_BY_KIND = ("KL200", "KL201", "KL203", "KL207", "KL209")  # findings kept apart per variant kind

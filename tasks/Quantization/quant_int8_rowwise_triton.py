@@ -16,26 +16,31 @@ def _round_half_even(v):
 
 
 @triton.jit
-def _quant_rowwise_kernel(x_ptr, q_ptr, s_ptr, n_cols, sxr, sxc, BLOCK: tl.constexpr):
-    """Per row: amax (NaN-propagating), scale = max(amax, 1e-8) / 127, q = clamp(rne(x / scale), -128, 127)."""
-    row = tl.program_id(0).to(tl.int64)
-    amax = tl.zeros((BLOCK,), dtype=tl.float32)
-    for start in range(0, n_cols, BLOCK):
-        cols = start + tl.arange(0, BLOCK)
-        a = tl.abs(tl.load(x_ptr + row * sxr + cols * sxc, mask=cols < n_cols, other=0.0))
-        amax = tl.where((a > amax) | (a != a), a, amax)
-    m = tl.max(amax, axis=0)
-    m = tl.where(tl.max((amax != amax).to(tl.int32), axis=0) > 0, float("nan"), m)
+def _scale_of(a):
+    """max(amax(a), 1e-8) / 127, NaN when a has a NaN (a = |x|, masked lanes 0)."""
+    m = tl.max(a, axis=0)
+    m = tl.where(tl.max((a != a).to(tl.int32), axis=0) > 0, float("nan"), m)
     # Multiply by fp32(1/127) as the reference does: PyTorch divides by a Python scalar through its
     # reciprocal on the GPU but exactly on the CPU, so the reference is written to be the same on both.
-    scale = tl.where(m < 1e-8, 1e-8, m) * (1.0 / 127.0)
+    return tl.where(m < 1e-8, 1e-8, m) * (1.0 / 127.0)
+
+
+@triton.jit
+def _quantized(x, scale):
+    return tl.minimum(tl.maximum(_round_half_even(tl.math.div_rn(x, scale)), -128.0), 127.0).to(tl.int8)
+
+
+@triton.jit
+def _quant_rowwise_kernel(x_ptr, q_ptr, s_ptr, n_cols, sxr, sxc, BLOCK: tl.constexpr):
+    """One whole row per program, read once: amax (NaN-propagating), scale = max(amax, 1e-8) / 127, then
+    q = clamp(rne(x / scale), -128, 127) from the same registers (two passes over the row read it twice)."""
+    row = tl.program_id(0).to(tl.int64)
+    cols = tl.arange(0, BLOCK)
+    mask = cols < n_cols
+    x = tl.load(x_ptr + row * sxr + cols * sxc, mask=mask, other=0.0)
+    scale = _scale_of(tl.abs(x))
     tl.store(s_ptr + row, scale)
-    for start in range(0, n_cols, BLOCK):
-        cols = start + tl.arange(0, BLOCK)
-        x = tl.load(x_ptr + row * sxr + cols * sxc, mask=cols < n_cols, other=0.0)
-        q = _round_half_even(tl.math.div_rn(x, scale))
-        q = tl.minimum(tl.maximum(q, -128.0), 127.0)
-        tl.store(q_ptr + row * n_cols + cols, q.to(tl.int8), mask=cols < n_cols)
+    tl.store(q_ptr + row * n_cols + cols, _quantized(x, scale), mask=mask)
 
 
 class ModelNew(nn.Module):
@@ -46,6 +51,7 @@ class ModelNew(nn.Module):
         rows, cols = x.shape
         q = torch.empty((rows, cols), dtype=torch.int8, device=x.device)
         scale = torch.empty((rows,), dtype=x.dtype, device=x.device)
-        block = min(1024, triton.next_power_of_2(cols))
-        _quant_rowwise_kernel[(rows,)](x, q, scale, cols, x.stride(0), x.stride(1), BLOCK=block)
+        block = triton.next_power_of_2(cols)
+        _quant_rowwise_kernel[(rows,)](x, q, scale, cols, x.stride(0), x.stride(1), BLOCK=block,
+                                       num_warps=min(16, max(4, block // 512)))
         return q, scale

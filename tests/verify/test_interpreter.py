@@ -89,3 +89,15 @@ def test_gpu_guard_regions_report_a_store_past_the_end_and_before_the_start():
     torch.as_strided(z, (1,), (1,), z.storage_offset() - 1)[0] = 1.0  # one element before the start
     (b,) = g.breaches()
     assert b.side == "before" and b.reach == 4
+
+
+def test_interpreter_an_fp32_dot_is_advice_unless_its_precision_is_spelled_out_as_fp32_accurate(tmp_path):
+    """The interpreter computes every tl.dot exactly; on the GPU an fp32 tl.dot runs in TF32 unless told otherwise.
+    "ieee" and "tf32x3" (three TF32 products, about fp32's error, judged by the GPU run) need no advice."""
+    text = (CORPUS / "ok_matmul_fp32_ieee.py").read_text()
+    assert 'input_precision="ieee"' in text
+    for precision, advised in (("ieee", False), ("tf32x3", False), ("tf32", True)):
+        write(tmp_path / f"{precision}.py", text.replace('input_precision="ieee"', f'input_precision="{precision}"'))
+        proc = run_cli("check", str(tmp_path / f"{precision}.py"), "--no-cache")
+        assert proc.returncode == 0, proc.stdout
+        assert ("uses TF32 on the GPU by default" in proc.stdout) == advised, (precision, proc.stdout)
