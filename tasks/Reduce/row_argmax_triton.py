@@ -36,5 +36,5 @@ class ModelNew(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         rows, cols = x.shape
         out = torch.empty((rows,), dtype=torch.int64, device=x.device)
-        _row_argmax_kernel[(rows,)](x, out, cols, x.stride(0), x.stride(1), BLOCK=min(1024, triton.next_power_of_2(cols)), num_warps=4)
+        _row_argmax_kernel[(rows,)](x, out, cols, x.stride(0), x.stride(1), BLOCK=min(1024, triton.next_power_of_2(cols)), num_warps=16)
         return out
