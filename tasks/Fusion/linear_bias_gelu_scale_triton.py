@@ -25,7 +25,8 @@ def _linear_gelu_tma_kernel(x_desc, w_desc, out_desc, b_ptr, M, N, K, scale, BM:
     num_m = tl.cdiv(M, BM)
     num_n = tl.cdiv(N, BN)
     in_group = GROUP * num_n
-    for tile in tl.range(tl.program_id(0), num_m * num_n, NUM_SMS):
+    # flatten: the tile loop and the K loop form one software pipeline (the next tile's loads overlap this store)
+    for tile in tl.range(tl.program_id(0), num_m * num_n, NUM_SMS, flatten=True):
         first_m = (tile // in_group) * GROUP
         size_m = min(num_m - first_m, GROUP)
         pid_m = first_m + (tile % in_group) % size_m

@@ -13,8 +13,9 @@ def _gemv_kernel(a_ptr, x_ptr, y_ptr, M, K, sam, sak, sx, ROWS: tl.constexpr, BK
     for k in range(0, K, BK):
         cols = k + tl.arange(0, BK)
         a = tl.load(a_ptr + rows[:, None].to(tl.int64) * sam + cols[None, :] * sak,
-                    mask=(rows[:, None] < M) & (cols[None, :] < K), other=0.0)
-        x = tl.load(x_ptr + cols * sx, mask=cols < K, other=0.0)
+                    mask=(rows[:, None] < M) & (cols[None, :] < K), other=0.0,
+                    eviction_policy="evict_first")  # A is read once; x by every program
+        x = tl.load(x_ptr + cols * sx, mask=cols < K, other=0.0, eviction_policy="evict_last")
         acc += a * x[None, :]
     tl.store(y_ptr + rows, tl.sum(acc, axis=1), mask=rows < M)
 
@@ -26,5 +27,5 @@ class ModelNew(nn.Module):
     def forward(self, a: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
         m, k = a.shape
         y = torch.empty((m,), dtype=a.dtype, device=a.device)
-        _gemv_kernel[(triton.cdiv(m, 8),)](a, x, y, m, k, a.stride(0), a.stride(1), x.stride(0), ROWS=8, BK=512)
+        _gemv_kernel[(m,)](a, x, y, m, k, a.stride(0), a.stride(1), x.stride(0), ROWS=1, BK=4096)
         return y

@@ -6,14 +6,14 @@ import triton.language as tl
 
 
 @triton.jit
-def _outer_kernel(u_ptr, v_ptr, out_ptr, M, N, su, sv, alpha, BM: tl.constexpr, BN: tl.constexpr):
-    """out[m, n] = alpha * u[m] * v[n], one BMxBN tile per program."""
-    rm = tl.program_id(0) * BM + tl.arange(0, BM)
-    rn = tl.program_id(1) * BN + tl.arange(0, BN)
-    u = tl.load(u_ptr + rm * su, mask=rm < M, other=0.0)
-    v = tl.load(v_ptr + rn * sv, mask=rn < N, other=0.0)
-    out = alpha * u[:, None] * v[None, :]
-    tl.store(out_ptr + rm[:, None].to(tl.int64) * N + rn[None, :], out, mask=(rm[:, None] < M) & (rn[None, :] < N))
+def _outer_kernel(u_ptr, v_ptr, out_ptr, M, N, su, sv, alpha, BLOCK: tl.constexpr):
+    """out.flat[i] = alpha * u[i // N] * v[i % N]: BLOCK consecutive outputs per program, so every store is a
+    full contiguous run."""
+    i = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    mask = i < M * N
+    u = tl.load(u_ptr + (i // N) * su, mask=mask, other=0.0, eviction_policy="evict_last")
+    v = tl.load(v_ptr + (i % N) * sv, mask=mask, other=0.0, eviction_policy="evict_last")
+    tl.store(out_ptr + i, alpha * u * v, mask=mask)
 
 
 class ModelNew(nn.Module):
@@ -24,6 +24,6 @@ class ModelNew(nn.Module):
     def forward(self, u: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
         m, n = u.shape[0], v.shape[0]
         out = torch.empty((m, n), dtype=u.dtype, device=u.device)
-        grid = (triton.cdiv(m, 64), triton.cdiv(n, 64))
-        _outer_kernel[grid](u, v, out, m, n, u.stride(0), v.stride(0), self.alpha, BM=64, BN=64, num_warps=8)
+        _outer_kernel[(triton.cdiv(m * n, 1024),)](u, v, out, m, n, u.stride(0), v.stride(0), self.alpha,
+                                                   BLOCK=1024, num_warps=4)
         return out

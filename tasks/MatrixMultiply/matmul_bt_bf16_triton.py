@@ -26,7 +26,8 @@ def _matmul_tma_kernel(a_desc, b_desc, c_desc, M, N, K, BM: tl.constexpr, BN: tl
     stores, so no masks."""
     num_m = tl.cdiv(M, BM)
     num_n = tl.cdiv(N, BN)
-    for tile in tl.range(tl.program_id(0), num_m * num_n, NUM_SMS):
+    # flatten: the tile loop and the K loop form one software pipeline (the next tile's loads overlap this store)
+    for tile in tl.range(tl.program_id(0), num_m * num_n, NUM_SMS, flatten=True):
         pid_m, pid_n = _tile_of(tile, num_m, num_n, GROUP)
         acc = tl.zeros((BM, BN), dtype=tl.float32)
         for k in range(0, tl.cdiv(K, BK)):

@@ -13,7 +13,8 @@ def _row_amax_kernel(x_ptr, out_ptr, n_cols, stride_r, stride_c, BLOCK: tl.const
     has_nan = tl.zeros((BLOCK,), dtype=tl.int32)
     for start in range(0, n_cols, BLOCK):
         cols = start + tl.arange(0, BLOCK)
-        x = tl.load(x_ptr + row * stride_r + cols * stride_c, mask=cols < n_cols, other=-float("inf"))
+        x = tl.load(x_ptr + row * stride_r + cols * stride_c, mask=cols < n_cols, other=-float("inf"),
+                    eviction_policy="evict_first")  # read once: first out of L2
         has_nan = has_nan | (x != x).to(tl.int32)
         acc = tl.maximum(acc, x)
     result = tl.max(acc, axis=0)
@@ -28,5 +29,5 @@ class ModelNew(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         rows, cols = x.shape
         out = torch.empty((rows,), dtype=x.dtype, device=x.device)
-        _row_amax_kernel[(rows,)](x, out, cols, x.stride(0), x.stride(1), BLOCK=min(2048, triton.next_power_of_2(cols)), num_warps=8, num_stages=4)
+        _row_amax_kernel[(rows,)](x, out, cols, x.stride(0), x.stride(1), BLOCK=min(4096, triton.next_power_of_2(cols)), num_warps=32, num_stages=1)
         return out

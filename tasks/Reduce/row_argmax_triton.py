@@ -13,7 +13,8 @@ def _row_argmax_kernel(x_ptr, out_ptr, n_cols, stride_r, stride_c, BLOCK: tl.con
     best_idx = tl.full((BLOCK,), 2147483647, tl.int32)
     for start in range(0, n_cols, BLOCK):
         cols = start + tl.arange(0, BLOCK)
-        x = tl.load(x_ptr + row * stride_r + cols * stride_c, mask=cols < n_cols, other=-float("inf"))
+        x = tl.load(x_ptr + row * stride_r + cols * stride_c, mask=cols < n_cols, other=-float("inf"),
+                    eviction_policy="evict_first")  # read once: first out of L2
         x_nan = x != x
         best_nan = best_val != best_val
         better = (x > best_val) | (x_nan & ~best_nan) | ((x == best_val) & (best_idx == 2147483647))
@@ -36,5 +37,5 @@ class ModelNew(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         rows, cols = x.shape
         out = torch.empty((rows,), dtype=torch.int64, device=x.device)
-        _row_argmax_kernel[(rows,)](x, out, cols, x.stride(0), x.stride(1), BLOCK=min(1024, triton.next_power_of_2(cols)), num_warps=16)
+        _row_argmax_kernel[(rows,)](x, out, cols, x.stride(0), x.stride(1), BLOCK=min(512, triton.next_power_of_2(cols)), num_warps=8, num_stages=1)
         return out

@@ -12,7 +12,8 @@ def _row_sum_kernel(x_ptr, out_ptr, n_cols, stride_r, stride_c, BLOCK: tl.conste
     acc = tl.zeros((BLOCK,), dtype=tl.float32)
     for start in range(0, n_cols, BLOCK):
         cols = start + tl.arange(0, BLOCK)
-        x = tl.load(x_ptr + row * stride_r + cols * stride_c, mask=cols < n_cols, other=0.0)
+        x = tl.load(x_ptr + row * stride_r + cols * stride_c, mask=cols < n_cols, other=0.0,
+                    eviction_policy="evict_first")  # read once: first out of L2
         acc += x.to(tl.float32)
     tl.store(out_ptr + row, tl.sum(acc, axis=0).to(out_ptr.dtype.element_ty))
 
@@ -24,5 +25,5 @@ class ModelNew(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         rows, cols = x.shape
         out = torch.empty((rows,), dtype=x.dtype, device=x.device)
-        _row_sum_kernel[(rows,)](x, out, cols, x.stride(0), x.stride(1), BLOCK=min(1024, triton.next_power_of_2(cols)), num_warps=8, num_stages=2)
+        _row_sum_kernel[(rows,)](x, out, cols, x.stride(0), x.stride(1), BLOCK=min(2048, triton.next_power_of_2(cols)), num_warps=16, num_stages=1)
         return out
