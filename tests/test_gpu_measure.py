@@ -157,3 +157,14 @@ def test_gpu_tune_makes_a_mistuned_matmul_faster_and_keeps_it_verified(tmp_path)
     doc = check(path)
     assert [d["code"] for d in doc["diagnostics"] if d["severity"] in ("error", "warning") and
             not d["code"].startswith("KL4")] == [], doc["diagnostics"]
+
+
+def test_gpu_a_stream_of_writes_above_the_copy_rate_is_not_called_impossible():
+    """tasks/LinearAlgebra/outer writes 537 MB and reads 96 KB; it and torch.compile's version both ran above the
+    copy ceiling (4.42 and 4.47 TB/s against 4.22), which called it impossible (KL403) until the write rate was
+    measured too (ceilings.measure_write)."""
+    from kernel_lsp.engine.ceilings import load_or_measure
+    ceilings, _ = load_or_measure()
+    assert ceilings.get("write").value > ceilings.get("copy").value
+    doc = check(ROOT / "tasks" / "LinearAlgebra" / "outer_triton.py")
+    assert measurement(doc) is not None and "KL403" not in codes(doc), doc["diagnostics"]

@@ -1,6 +1,9 @@
 """The device's ceilings, measured once per GPU and driver and cached on disk. Runs in a worker on a GPU.
 
 - copy: a 2 GiB device-to-device copy, counting bytes read plus bytes written, in GB/s;
+- write: a 2 GiB fill, bytes written only, in GB/s. A stream that only writes moves faster than a copy's mix of
+  reads and writes (on the H200 torch.compile's outer product writes at about 4.47 TB/s, a copy at 4.22), so a
+  write-bound kernel above the copy rate is not impossible: the impossible-speed rule takes the faster of the two;
 - matmul DTYPE: an 8192^3 product through torch (cuBLAS) on random data, in TFLOP/s: fp32 (TF32 off), tf32,
   bf16, fp16, and fp8 (e4m3, through torch._scaled_mm) where the GPU has it.
 Each is repeated; the value is the median and the spread is max / median - 1, the margin a claim of beating the
@@ -26,6 +29,7 @@ from .stats import median, relative_spread
 REPEATS = 7
 COPY_BYTES = 2 << 30
 MATMUL_N = 8192
+REQUIRED = ("copy", "write")  # a cached file without one of these was written by an older version
 
 
 def cache_dir() -> Path:
@@ -73,6 +77,13 @@ def measure_copy() -> Ceiling:
     return _ceiling("copy", [2 * COPY_BYTES / (t * 1e-3) / 1e9 for t in times])
 
 
+def measure_write() -> Ceiling:
+    import torch
+    dst = torch.empty(COPY_BYTES // 4, dtype=torch.float32, device="cuda")
+    times = _time_ms(lambda: dst.fill_(1.0), REPEATS)
+    return _ceiling("write", [COPY_BYTES / (t * 1e-3) / 1e9 for t in times])
+
+
 def measure_matmuls() -> list[Ceiling]:
     import torch
     n = MATMUL_N
@@ -107,7 +118,7 @@ def measure() -> Ceilings:
     import torch
     name, driver = device_identity()
     props = torch.cuda.get_device_properties(torch.cuda.current_device())
-    ceilings = [measure_copy()] + measure_matmuls()
+    ceilings = [measure_copy(), measure_write()] + measure_matmuls()
     torch.cuda.empty_cache()
     return Ceilings(name, driver, int(getattr(props, "L2_cache_size", 0) or 0), ceilings, time.strftime("%Y-%m-%d"))
 
@@ -121,9 +132,11 @@ def load_or_measure() -> tuple[Ceilings, bool]:
     name, driver = device_identity()
     path = _cache_file(name, driver)
     try:
-        return Ceilings.from_dict(json.loads(path.read_text(encoding="utf-8"))), True
+        cached = Ceilings.from_dict(json.loads(path.read_text(encoding="utf-8")))
+        if all(cached.get(n) is not None for n in REQUIRED):
+            return cached, True
     except (OSError, ValueError, KeyError, TypeError):
-        pass
+        pass  # none cached, or from a version that measured fewer ceilings: measured again
     ceilings = measure()
     try:
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -46,6 +46,40 @@ def test_roofline_impossible_bandwidth_fires_only_beyond_the_ceilings_spread():
     assert impossible(roofline(MB512, "x", None, "none", edge_us, "float32", H200), edge_us, "float32", H200) is None
 
 
+def test_roofline_a_stream_of_writes_is_judged_against_the_measured_write_rate():
+    """The H200 writes faster than it copies: torch.compile's outer product (537 MB written, 96 KB read) ran at
+    4.47 TB/s against a copy ceiling of 4.22. The impossible-speed rule takes the fastest measured stream, so such a
+    kernel is not called impossible; above the write rate it still is, and without a write ceiling the copy rule
+    stands as before."""
+    h200 = Ceilings("NVIDIA H200", "580.1", 60 << 20, [Ceiling("copy", 4216.0, 0.003), Ceiling("write", 4520.0, 0.004)])
+    outer = 536_969_216
+    writes = roofline(outer, "x", None, "none", 121.6, "float32", h200)  # 4416 GB/s
+    assert writes.percent > 100 and writes.ceiling == "copy"  # the percentage stays against the copy
+    assert impossible(writes, 121.6, "float32", h200) is None
+    faster = roofline(outer, "x", None, "none", 115.0, "float32", h200)  # 4669 GB/s: above writes too
+    reason = impossible(faster, 115.0, "float32", h200)
+    assert reason and "write bandwidth (the fastest stream) of 4520 GB/s" in reason
+    copy_only = Ceilings("NVIDIA H200", "580.1", 60 << 20, [Ceiling("copy", 4216.0, 0.003)])
+    assert "copy bandwidth of 4216 GB/s" in impossible(writes, 121.6, "float32", copy_only)
+
+
+def test_ceilings_cached_by_an_older_version_without_a_write_rate_are_measured_again(tmp_path, monkeypatch):
+    import json
+
+    from kernel_lsp.engine import ceilings as ce
+    monkeypatch.setenv("KERNEL_LSP_CEILINGS_DIR", str(tmp_path))
+    monkeypatch.setattr(ce, "device_identity", lambda: ("NVIDIA H200", "580.1"))
+    fresh = Ceilings("NVIDIA H200", "580.1", 1, [Ceiling("copy", 4216.0, 0.003), Ceiling("write", 4520.0, 0.004)])
+    monkeypatch.setattr(ce, "measure", lambda: fresh)
+    old = Ceilings("NVIDIA H200", "580.1", 1, [Ceiling("copy", 4216.0, 0.003)])
+    path = ce._cache_file("NVIDIA H200", "580.1")
+    path.write_text(json.dumps(old.to_dict()))
+    got, cached = ce.load_or_measure()
+    assert not cached and got.get("write") is not None
+    again, cached = ce.load_or_measure()  # now stored with both
+    assert cached and again.get("write").value == 4520.0
+
+
 def test_roofline_impossible_is_judged_on_the_slow_end_of_the_interval():
     fast_median = roofline(MB512, "x", None, "none", 110.0, "float32", H200)
     assert impossible(fast_median, 110.0, "float32", H200) is not None
