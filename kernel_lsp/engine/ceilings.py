@@ -1,9 +1,9 @@
 """The device's ceilings, measured once per GPU and driver and cached on disk. Runs in a worker on a GPU.
 
 - copy: a 2 GiB device-to-device copy, counting bytes read plus bytes written, in GB/s;
-- write: a 2 GiB memset (`zero_`), bytes written only, in GB/s. A stream that only writes moves faster than a copy's mix of
-  reads and writes (on the H200 torch.compile's outer product writes at about 4.47 TB/s, a copy at 4.22), so a
-  write-bound kernel above the copy rate is not impossible: the impossible-speed rule takes the faster of the two;
+- write: a 2 GiB memset (`zero_`), bytes written only, in GB/s. A stream that only writes moves faster than a
+  copy's mix of reads and writes (on the H200 torch.compile's outer product writes at about 4.47 TB/s, a copy at
+  4.22), so a write-bound kernel above the copy rate is not impossible: the impossible-speed rule takes the faster;
 - matmul DTYPE: an 8192^3 product through torch (cuBLAS) on random data, in TFLOP/s: fp32 (TF32 off), tf32,
   bf16, fp16, and fp8 (e4m3, through torch._scaled_mm) where the GPU has it.
 Each is repeated; the value is the median and the spread is max / median - 1, the margin a claim of beating the
