@@ -201,3 +201,50 @@ def test_tune_on_cpu_prunes_autotune_entries_the_autotuner_would_skip_and_change
     assert pruned and all("shared memory" in c["reason"] and "autotuner will skip" in c["reason"] for c in pruned), \
         p["candidates"]
     assert any(c["verdict"] == "not run" for c in p["candidates"])
+
+
+ROW_SUM = '''
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _row_sum(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    acc = tl.zeros((BLOCK,), dtype=tl.float32)
+    for start in range(0, n, BLOCK):
+        cols = start + tl.arange(0, BLOCK)
+        acc += tl.load(x_ptr + row * n + cols, mask=cols < n, other=0.0)
+    tl.store(out_ptr + row, tl.sum(acc, axis=0))
+
+
+def run(x, out):
+    _row_sum[(x.shape[0],)](x, out, x.shape[1], BLOCK=1024)
+'''
+
+
+def test_tune_offers_a_cache_hint_on_loads_in_loops_first_and_inserts_it():
+    (site,) = launch_sites(ROW_SUM)
+    hint = next(k for k in site.knobs if k.name == "evict_first")
+    assert hint.value == 0 and len(hint.inserts) == 1
+    assert {"BLOCK": 1024, "num_warps": 4, "num_stages": 3, "evict_first": 1} in configs(site, limit=2)
+    new = apply(ROW_SUM, site, {"evict_first": 1})
+    assert 'tl.load(x_ptr + row * n + cols, mask=cols < n, other=0.0, eviction_policy="evict_first")' in new
+    (again,) = launch_sites(new)
+    assert "evict_first" not in {k.name for k in again.knobs}  # present now: nothing more to offer
+
+
+def test_tune_offers_no_cache_hint_in_a_loop_with_tl_dot():
+    (site,) = launch_sites(MATMUL)  # its K loop's tiles are read again by other programs
+    assert not [k for k in site.knobs if k.text]
+
+
+def test_tune_offers_flatten_on_a_persistent_loop_and_keeps_a_small_group_size_possible():
+    src = (ROOT / "tasks" / "MatrixMultiply" / "matmul_fp16_triton.py").read_text().replace(", flatten=True", "")
+    site = launch_sites(src)[0]
+    knobs = {k.name: k for k in site.knobs}
+    assert knobs["flatten"].value == 0 and knobs["GROUP"].value == 8
+    cs = configs(site, limit=4)
+    assert {**{k: v.value for k, v in knobs.items()}, "flatten": 1} in cs  # GROUP=8 kept: only the hint moves
+    new = apply(src, site, {"flatten": 1})
+    assert "for tile in tl.range(tl.program_id(0), num_m * num_n, NUM_SMS, flatten=True):" in new
