@@ -248,3 +248,15 @@ def test_tune_offers_flatten_on_a_persistent_loop_and_keeps_a_small_group_size_p
     assert {**{k: v.value for k, v in knobs.items()}, "flatten": 1} in cs  # GROUP=8 kept: only the hint moves
     new = apply(src, site, {"flatten": 1})
     assert "for tile in tl.range(tl.program_id(0), num_m * num_n, NUM_SMS, flatten=True):" in new
+
+
+def test_tune_on_cpu_compiles_the_cache_hint_candidate_and_changes_nothing(tmp_path):
+    """row_sum as it was before the hint (session 7's file): the hint is among the first two candidates, it
+    compiles for the target, and without a GPU to time it nothing is applied."""
+    src = (ROOT / "tasks" / "Reduce" / "row_sum_triton.py").read_text()
+    old = src.replace(',\n                    eviction_policy="evict_first")  # read once: first out of L2', ")")
+    assert "eviction_policy" not in old
+    write(tmp_path / "row_sum.py", (ROOT / "tasks" / "Reduce" / "row_sum.py").read_text())
+    p = _tune_for_sm86_accepts_nothing(write(tmp_path / "row_sum_triton.py", old), 2)
+    hinted = [c for c in p["candidates"] if "evict_first=1" in c["origin"]]
+    assert hinted and hinted[0]["verdict"] == "not run", p["candidates"]
