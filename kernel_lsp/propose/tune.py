@@ -185,19 +185,45 @@ def _closing_paren(call: ast.Call) -> tuple[int, int]:
     return call.end_lineno, call.end_col_offset - 1
 
 
+def _uses(expr: ast.AST, names: set[str]) -> bool:
+    return any(_is_tl(n, "program_id") or (isinstance(n, ast.Name) and n.id in names) for n in ast.walk(expr))
+
+
+def _program_names(fn: ast.FunctionDef) -> set[str]:
+    """The kernel's names whose values depend on `tl.program_id`: its own rows, tiles or blocks. A load whose
+    address uses none of them (a vector every program reads, like gemv's x) is shared, not read once."""
+    names: set[str] = set()
+    assigns = [n for n in ast.walk(fn) if isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign)) and n.value]
+    changed = True
+    while changed:
+        changed = False
+        for a in assigns:
+            targets = a.targets if isinstance(a, ast.Assign) else [a.target]
+            if _uses(a.value, names):
+                for t in targets:
+                    for n in ast.walk(t):
+                        if isinstance(n, ast.Name) and n.id not in names:
+                            names.add(n.id)
+                            changed = True
+    return names
+
+
 def _hint_knobs(tree: ast.Module, kernel: str) -> list[Knob]:
-    """The kernel body's hint knobs (module docstring): loads in loops without a cache hint, and tl.range loops
-    that hold a loop without `flatten`. Only where the hint is absent, so a file that has it offers nothing."""
+    """The kernel body's hint knobs (module docstring): loads in loops without a cache hint whose address depends
+    on the program (its own data), and tl.range loops that hold a loop without `flatten`. Only where the hint is
+    absent, so a file that has it offers nothing."""
     fn = next((n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name == kernel), None)
     if fn is None:
         return []
+    own = _program_names(fn)
     loads: dict[tuple[int, int], None] = {}
     ranges: dict[tuple[int, int], None] = {}
     for loop in (n for n in ast.walk(fn) if isinstance(n, ast.For)):
         inner = [n for b in loop.body for n in ast.walk(b)]
         if not any(_is_tl(n, "dot") for n in inner):
             loads.update((_closing_paren(n), None) for n in inner
-                         if _is_tl(n, "load") and not any(k.arg == "eviction_policy" for k in n.keywords))
+                         if _is_tl(n, "load") and n.args and _uses(n.args[0], own)
+                         and not any(k.arg == "eviction_policy" for k in n.keywords))
         if _is_tl(loop.iter, "range") and any(isinstance(n, ast.For) for n in inner) \
                 and not any(k.arg == "flatten" for k in loop.iter.keywords):
             ranges[_closing_paren(loop.iter)] = None

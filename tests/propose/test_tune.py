@@ -260,3 +260,15 @@ def test_tune_on_cpu_compiles_the_cache_hint_candidate_and_changes_nothing(tmp_p
     p = _tune_for_sm86_accepts_nothing(write(tmp_path / "row_sum_triton.py", old), 2)
     hinted = [c for c in p["candidates"] if "evict_first=1" in c["origin"]]
     assert hinted and hinted[0]["verdict"] == "not run", p["candidates"]
+
+
+def test_tune_hints_only_the_loads_of_the_programs_own_data():
+    """gemv: each program reads its rows of A once, but every program reads all of x; only A's load is a stream."""
+    src = (ROOT / "tasks" / "LinearAlgebra" / "gemv_triton.py").read_text()
+    src = src.replace(',\n                    eviction_policy="evict_first")  # A is read once; x by every program', ")")
+    src = src.replace(', eviction_policy="evict_last")', ")")
+    assert "eviction_policy" not in src
+    (site,) = launch_sites(src)
+    new = apply(src, site, {"evict_first": 1})
+    hinted = [ln.strip() for ln in new.splitlines() if "evict_first" in ln]
+    assert len(hinted) == 1 and "cols[None, :] < K), other=0.0" in hinted[0], hinted
