@@ -38,7 +38,7 @@ _LLM_KEYS = {"endpoint": "endpoint", "model": "model", "api_key_env": "api_key_e
              "max_seconds": "max_seconds", "max-seconds": "max_seconds", "maxSeconds": "max_seconds"}
 # The measure stage (docs/performance-method.md): mode auto times verified kernels wherever they run on a GPU.
 MEASURE_DEFAULTS: dict[str, Any] = {"mode": "auto", "cache": "cold", "compile": True, "compile_severity": "info",
-                                    "seconds": 1.0, "flops": None, "bytes": None}
+                                    "seconds": 1.0, "precision": 0.005, "flops": None, "bytes": None}
 _MEASURE_SPELLINGS = {"compile-severity": "compile_severity", "compileSeverity": "compile_severity"}
 
 
@@ -145,6 +145,10 @@ def _validate_measure(m: dict[str, Any]) -> None:
     seconds = m.get("seconds")
     if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not 0 < seconds <= 60:
         raise ConfigError(f"measure.seconds: expected a number of seconds from 0 to 60, got {seconds!r}")
+    precision = m.get("precision")
+    if isinstance(precision, bool) or not isinstance(precision, (int, float)) or not 0 <= precision < 1:
+        raise ConfigError(f"measure.precision: expected a fraction from 0 (never stop early) to below 1, "
+                          f"got {precision!r}")
     for key in ("flops", "bytes"):
         v = m.get(key)
         if v is None or (isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0):

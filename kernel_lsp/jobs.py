@@ -52,6 +52,7 @@ class MeasureOptions(Record):
     compile: bool = True  # also time torch.compile of the reference
     compile_severity: str = "info"  # of KL401: "info" or "warning"
     budget_s: float = 1.0  # seconds of interleaved timing per file, after warm-up
+    precision: float = 0.005  # stop sooner once every side's 95% interval is within +-this of its median; 0: never
     flops: str | None = None  # declared work: a number, or a function of the reference module returning one
     bytes: str | None = None
     against: str | None = None  # another version of the file (the current one, in a race): timed as "current"

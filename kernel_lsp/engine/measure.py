@@ -186,7 +186,7 @@ def measure_problem(problem, recorder, rep, job: CheckJob, clock=None, ceilings=
         rep.w.stage("measure", f"{', '.join(sides)} interleaved ({clock.cache} L2, {k} input copies)")
         problem_text = None
         try:
-            samples = time_sides(sides, clock, budget_s=opts.budget_s)
+            samples = time_sides(sides, clock, budget_s=opts.budget_s, precision=opts.precision)
         except Exception as e:
             if is_device_fault(e):
                 raise

@@ -112,9 +112,13 @@ Side = Callable[[], Any]
 
 
 def time_sides(sides: dict[str, Side | list[Side]], clock, *, warmup: int = 3, min_rounds: int = 10,
-               max_rounds: int = 200, budget_s: float = 1.0) -> dict[str, Samples]:
+               max_rounds: int = 200, budget_s: float = 1.0, precision: float = 0.0) -> dict[str, Samples]:
     """Interleaved samples of every side: each round calls every side once, the order rotating by one each round.
-    A side given as a list of callables (one per input copy) uses copy `round % len` in each round."""
+    A side given as a list of callables (one per input copy) uses copy `round % len` in each round.
+
+    With `precision` > 0 the rounds also stop, from PRECISE_MIN_ROUNDS on, once every side's 95% interval of its
+    median (clustered by input copy, as the report computes it) lies within +-precision of that median: more
+    samples would only narrow intervals that already decide nothing at that scale."""
     copies = {name: (fn if isinstance(fn, list) else [fn]) for name, fn in sides.items()}
     for fns in copies.values():
         for fn in fns:
@@ -133,7 +137,20 @@ def time_sides(sides: dict[str, Side | list[Side]], clock, *, warmup: int = 3, m
             out[name].add(event_us, host_us, copy)
             out[name].last_output = result
         rounds += 1
+        if precision > 0 and rounds >= PRECISE_MIN_ROUNDS and rounds % PRECISE_CHECK_EVERY == 0 and \
+                all(_precise(out[name], precision) for name in names):
+            break
     return out
+
+
+PRECISE_MIN_ROUNDS = 30  # a precision stop needs this many rounds: 30 samples per side, spread over the copies
+PRECISE_CHECK_EVERY = 10
+
+
+def _precise(samples: Samples, precision: float) -> bool:
+    from .stats import median_interval
+    ci = median_interval(samples.event_us, groups=samples.copy, resamples=500)
+    return ci.estimate > 0 and max(ci.high - ci.estimate, ci.estimate - ci.low) <= precision * ci.estimate
 
 
 def escaped(samples: Samples, overhead_us: float) -> bool:

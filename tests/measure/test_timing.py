@@ -35,3 +35,43 @@ def test_timing_rotates_through_input_copies_and_records_them():
     copies = [lambda k=k: used.append(k) for k in range(3)]
     out = time_sides({"triton": copies}, HostClock(), warmup=1, min_rounds=6, max_rounds=6)
     assert used[3:] == [0, 1, 2, 0, 1, 2] and out["triton"].copy == [0, 1, 2, 0, 1, 2]
+
+
+class _ScriptedClock:
+    """A clock whose event times come from a list per side (each side's callable returns its name): the early-stop
+    rule sees exactly these samples."""
+
+    def __init__(self, **times):
+        self.times = {name: iter(ts) for name, ts in times.items()}
+
+    def sync(self):
+        pass
+
+    def time(self, fn):
+        name = fn()
+        t = next(self.times[name])
+        return t, t + 5.0, name
+
+
+def _sides():
+    return {"a": lambda: "a", "b": lambda: "b"}
+
+
+def test_timing_stops_early_once_every_interval_is_within_the_precision():
+    import random
+    rng = random.Random(0)
+    steady = [[100.0 + rng.uniform(-0.2, 0.2) for _ in range(300)] for _ in range(2)]
+    out = time_sides(_sides(), _ScriptedClock(a=steady[0], b=steady[1]), warmup=0, max_rounds=200, budget_s=60.0,
+                     precision=0.005)
+    assert len(out["a"].event_us) == 30  # the first check: both sides' intervals are within +-0.5%
+
+
+def test_timing_runs_on_while_one_sides_interval_is_wide():
+    import random
+    rng = random.Random(0)
+    a = [100.0 + rng.uniform(-0.2, 0.2) for _ in range(300)]
+    b = [100.0 * rng.uniform(0.5, 1.5) for _ in range(300)]
+    out = time_sides(_sides(), _ScriptedClock(a=a, b=b), warmup=0, max_rounds=120, budget_s=60.0, precision=0.005)
+    assert len(out["a"].event_us) == 120  # never precise enough: the whole round limit is used
+    out = time_sides(_sides(), _ScriptedClock(a=a, b=a), warmup=0, max_rounds=120, budget_s=60.0, precision=0.0)
+    assert len(out["a"].event_us) == 120  # 0: the early stop is off, however steady the samples

@@ -8,7 +8,7 @@ export interface ServerSettings {
   timeout: number;
   workers: number;
   runner: string[];
-  measure: { mode: string; cache: string; compile: boolean; compileSeverity: string; seconds: number };
+  measure: { mode: string; cache: string; compile: boolean; compileSeverity: string; seconds: number; precision: number };
   llm: {
     endpoint: string; model: string; apiKeyEnv: string; temperature: number; candidates: number; rounds: number;
     maxTokens: number; maxSeconds: number;
@@ -44,6 +44,7 @@ export function serverSettings(section: Section): ServerSettings {
       compile: section.get<boolean>("measure.compile") ?? true,
       compileSeverity: section.get<string>("measure.compileSeverity") ?? "info",
       seconds: section.get<number>("measure.seconds") ?? 1.0,
+      precision: section.get<number>("measure.precision") ?? 0.005,
     },
     llm: {
       endpoint: section.get<string>("llm.endpoint") ?? "",
