@@ -4,6 +4,8 @@ import torch.nn as nn
 import triton
 import triton.language as tl
 
+BH, BW, WARPS = 32, 128, 8  # output tile rows and columns per program
+
 
 @triton.jit
 def _dwconv3x3_kernel(x_ptr, w_ptr, out_ptr, C, H, W, sxn, sxc, sxh, sxw, BH: tl.constexpr, BW: tl.constexpr):
@@ -32,8 +34,8 @@ class ModelNew(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         n, c, h, w = x.shape
         out = torch.empty((n, c, h, w), dtype=x.dtype, device=x.device)
-        bh, bw = 16, 32
+        bh, bw = min(BH, triton.next_power_of_2(h)), min(BW, triton.next_power_of_2(w))
         grid = (n * c, triton.cdiv(h, bh), triton.cdiv(w, bw))
         _dwconv3x3_kernel[grid](x, self.conv.weight.contiguous(), out, c, h, w, x.stride(0), x.stride(1),
-                                x.stride(2), x.stride(3), BH=bh, BW=bw)
+                                x.stride(2), x.stride(3), BH=bh, BW=bw, num_warps=WARPS)
         return out

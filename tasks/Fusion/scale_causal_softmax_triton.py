@@ -4,34 +4,27 @@ import torch.nn as nn
 import triton
 import triton.language as tl
 
+WIDTH_PER_WARP = 2048  # columns of a row per warp
+
 
 @triton.jit
-def _causal_softmax_kernel(s_ptr, out_ptr, n_q, n_k, sh, sq, sk, scale, BLOCK: tl.constexpr):
-    """Row (h, i): softmax over j <= i of scale * s[h, i, j]; entries j > i are 0."""
+def _causal_softmax_row_kernel(s_ptr, out_ptr, n_q, n_k, sh, sq, sk, scale, BLOCK: tl.constexpr):
+    """Row (h, i), whole in registers (BLOCK >= n_k, as Triton's softmax tutorial does): softmax over j <= i of
+    scale * s[h, i, j]; entries j > i are 0. The row is read once, and only its first i + 1 entries: the masked
+    part of a causal row costs no memory traffic."""
     pid = tl.program_id(0).to(tl.int64)
     h = pid // n_q
     i = pid % n_q
-    cols = tl.arange(0, BLOCK)
-    m = tl.full((BLOCK,), -float("inf"), tl.float32)
-    acc = tl.zeros((BLOCK,), dtype=tl.float32)
-    for start in range(0, n_k, BLOCK):
-        c = start + cols
-        keep = (c <= i) & (c < n_k)
-        x = tl.load(s_ptr + h * sh + i * sq + c * sk, mask=keep, other=0.0).to(tl.float32) * scale
-        x = tl.where(keep, x, -float("inf"))
-        new_m = tl.maximum(m, x)
-        safe = tl.where(new_m == -float("inf"), 0.0, new_m)
-        acc = acc * tl.exp(m - safe) + tl.exp(x - safe)
-        m = new_m
-    top = tl.max(m, axis=0)
-    total = tl.sum(acc * tl.exp(m - top), axis=0)
-    for start in range(0, n_k, BLOCK):
-        c = start + cols
-        keep = (c <= i) & (c < n_k)
-        x = tl.load(s_ptr + h * sh + i * sq + c * sk, mask=keep, other=0.0).to(tl.float32) * scale
-        # Masked entries are 0, or NaN when the row has a NaN, as softmax over -inf and NaN gives.
-        p = tl.where(keep, tl.exp(x - top) / total, 0.0 * total)
-        tl.store(out_ptr + pid * n_k + c, p.to(out_ptr.dtype.element_ty), mask=c < n_k)
+    c = tl.arange(0, BLOCK)
+    keep = (c <= i) & (c < n_k)
+    x = tl.load(s_ptr + h * sh + i * sq + c * sk, mask=keep, other=0.0, eviction_policy="evict_first")
+    x = tl.where(keep, x.to(tl.float32) * scale, -float("inf"))
+    top = tl.max(x, axis=0)
+    e = tl.where(keep, tl.exp(x - top), 0.0)
+    total = tl.sum(e, axis=0)
+    # Masked entries are 0, or NaN when the row has a NaN, as softmax over -inf and NaN gives.
+    p = tl.where(keep, e / total, 0.0 * total)
+    tl.store(out_ptr + pid * n_k + c, p.to(out_ptr.dtype.element_ty), mask=c < n_k)
 
 
 class ModelNew(nn.Module):
@@ -42,6 +35,7 @@ class ModelNew(nn.Module):
     def forward(self, scores: torch.Tensor) -> torch.Tensor:
         h, q, k = scores.shape
         out = torch.empty((h, q, k), dtype=scores.dtype, device=scores.device)
-        _causal_softmax_kernel[(h * q,)](scores, out, q, k, scores.stride(0), scores.stride(1), scores.stride(2),
-                                         self.scale, BLOCK=min(1024, triton.next_power_of_2(k)), num_warps=4)
+        args = (scores, out, q, k, scores.stride(0), scores.stride(1), scores.stride(2), self.scale)
+        width = triton.next_power_of_2(k)
+        _causal_softmax_row_kernel[(h * q,)](*args, BLOCK=width, num_warps=min(16, max(1, width // WIDTH_PER_WARP)))
         return out

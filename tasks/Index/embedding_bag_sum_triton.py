@@ -4,17 +4,25 @@ import torch.nn as nn
 import triton
 import triton.language as tl
 
+BAG_CAP, BLOCK_CAP, WARPS = 32, 256, 4  # rows of a bag gathered at once, columns per program
+
 
 @triton.jit
-def _embedding_bag_kernel(w_ptr, idx_ptr, out_ptr, bag, dim, sw_r, si_b, si_j, BLOCK: tl.constexpr):
-    """out[b, :] = sum over j < bag of W[idx[b, j], :], accumulated in fp32."""
+def _embedding_bag_kernel(w_ptr, idx_ptr, out_ptr, bag, dim, sw_r, si_b, si_j, BAG: tl.constexpr,
+                          BLOCK: tl.constexpr):
+    """out[b, :] = sum over j < bag of W[idx[b, j], :], accumulated in fp32. BAG rows of the bag are gathered at
+    once as a (BAG, BLOCK) tile, so many independent loads are in flight instead of one row after another."""
     b = tl.program_id(0).to(tl.int64)
     cols = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
+    js = tl.arange(0, BAG)
     acc = tl.zeros((BLOCK,), dtype=tl.float32)
-    for j in range(0, bag):
-        row = tl.load(idx_ptr + b * si_b + j * si_j)
-        acc += tl.load(w_ptr + row * sw_r + cols, mask=cols < dim, other=0.0)
-    tl.store(out_ptr + b * dim + cols, acc, mask=cols < dim)
+    for j0 in range(0, bag, BAG):
+        inbag = j0 + js < bag
+        rows = tl.load(idx_ptr + b * si_b + (j0 + js) * si_j, mask=inbag, other=0)
+        tile = tl.load(w_ptr + rows[:, None] * sw_r + cols[None, :], mask=inbag[:, None] & (cols[None, :] < dim),
+                       other=0.0)
+        acc += tl.sum(tile.to(tl.float32), axis=0)
+    tl.store(out_ptr + b * dim + cols, acc.to(out_ptr.dtype.element_ty), mask=cols < dim)
 
 
 class ModelNew(nn.Module):
@@ -27,7 +35,9 @@ class ModelNew(nn.Module):
         w = self.weight.contiguous()
         dim = w.shape[1]
         out = torch.empty((batch, dim), dtype=w.dtype, device=w.device)
-        block = min(256, triton.next_power_of_2(dim))
+        block = min(BLOCK_CAP, triton.next_power_of_2(dim))
+        rows = min(BAG_CAP, triton.next_power_of_2(bag))
         _embedding_bag_kernel[(batch, triton.cdiv(dim, block))](w, idx, out, bag, dim, w.stride(0), idx.stride(0),
-                                                               idx.stride(1), BLOCK=block)
+                                                               idx.stride(1), BAG=rows, BLOCK=block,
+                                                               num_warps=WARPS)
         return out
