@@ -47,9 +47,9 @@ try {
   // the list can lag the keystrokes), retrying once.
   for (let attempt = 1; ; attempt++) {
     await page.keyboard.press(`${mod}+P`);
-    await page.waitForSelector(".quick-input-widget input", { timeout: 30000 });
+    await page.waitForSelector(".quick-input-widget input", { timeout: 90000 });
     await page.keyboard.type(fileName, { delay: 20 });
-    await page.locator(".quick-input-widget .monaco-list-row", { hasText: fileName }).first().waitFor({ timeout: 30000 });
+    await page.locator(".quick-input-widget .monaco-list-row", { hasText: fileName }).first().waitFor({ timeout: 90000 });
     await page.keyboard.press("Enter");
     try {
       await page.locator(".tabs-container .tab", { hasText: fileName }).first().waitFor({ timeout: 15000 });
@@ -67,7 +67,7 @@ try {
     await toast.waitFor({ timeout: 60000 });
     result.notification = (await toast.innerText())?.trim();
     const item = page.locator(".statusbar .statusbar-item", { hasText: "kernel-lsp" }).first();
-    await item.waitFor({ timeout: 30000 });
+    await item.waitFor({ timeout: 90000 });
     result.status = (await item.innerText())?.trim();
     step("missing", { notification: result.notification, status: result.status });
     await page.screenshot({ path: screenshot });
@@ -98,7 +98,7 @@ try {
     await page.waitForTimeout(500);
     await page.keyboard.press(`${mod}+.`);
     const fix = page.locator(".action-widget .monaco-list-row, .context-view .monaco-list-row", { hasText: "Fix with LLM" }).first();
-    await fix.waitFor({ timeout: 30000 });
+    await fix.waitFor({ timeout: 90000 });
     result.quickFix = (await page.locator(".action-widget, .context-view .monaco-list").first().innerText())?.trim();
     step("quickfix", { text: result.quickFix });
     await fix.click();
@@ -110,7 +110,7 @@ try {
     await page.screenshot({ path: screenshot });
     // Edits that need confirmation come unticked: tick the file's change, as the user confirms it.
     const box = page.locator(".part.panel .monaco-list-row .monaco-checkbox, .part.panel .monaco-list-row input[type=checkbox], .part.panel .monaco-list-row .monaco-custom-toggle").first();
-    await box.waitFor({ timeout: 30000 });
+    await box.waitFor({ timeout: 90000 });
     await box.click();
     await page.waitForTimeout(500);
     result.checked = await box.evaluate((e) => e.getAttribute("aria-checked") ?? String(e.checked ?? e.classList.contains("checked")));
@@ -172,7 +172,7 @@ try {
   await page.waitForTimeout(500);
   await page.keyboard.press(`${mod}+.`);
   const menu = page.locator(".action-widget, .context-view .monaco-list, .monaco-menu").first();
-  await menu.waitFor({ timeout: 30000 });
+  await menu.waitFor({ timeout: 90000 });
   await page.waitForTimeout(1000);
   result.quickFix = (await menu.innerText())?.trim();
   step("quickfix", { text: result.quickFix });
@@ -181,7 +181,7 @@ try {
 
   // The command palette's "Verify Current File Now" runs a fresh verification: the status bar shows it.
   await page.keyboard.press("F1");
-  await page.waitForSelector(".quick-input-widget input", { timeout: 30000 });
+  await page.waitForSelector(".quick-input-widget input", { timeout: 90000 });
   await page.keyboard.type("kernel-lsp: Verify Current File Now", { delay: 10 });
   await page.waitForTimeout(800);
   await page.keyboard.press("Enter");
@@ -196,7 +196,7 @@ try {
   // "Show Output" opens the extension's channel; "Restart Server" starts a new server that checks again.
   const runCommand = async (title) => {
     await page.keyboard.press("F1");
-    await page.waitForSelector(".quick-input-widget input", { timeout: 30000 });
+    await page.waitForSelector(".quick-input-widget input", { timeout: 90000 });
     await page.keyboard.type(title, { delay: 10 });
     await page.waitForTimeout(800);
     await page.keyboard.press("Enter");
@@ -204,7 +204,7 @@ try {
   const panelText = () => [...document.querySelectorAll(".part.panel .monaco-editor .view-lines")].map((e) => e.textContent ?? "").join("\n");
   const outputText = async () => await page.evaluate(panelText);
   await runCommand("kernel-lsp: Show Output");
-  await page.locator(".part.panel .monaco-editor .view-lines", { hasText: "interpreter: " }).first().waitFor({ timeout: 30000 });
+  await page.locator(".part.panel .monaco-editor .view-lines", { hasText: "interpreter: " }).first().waitFor({ timeout: 90000 });
   result.output = await outputText();
   step("output", { text: result.output.slice(0, 300) });
   await runCommand("kernel-lsp: Restart Server");
