@@ -4,6 +4,8 @@ import torch.nn as nn
 import triton
 import triton.language as tl
 
+BLOCK_CAP, WARPS, STAGES = 8192, 16, 1  # columns per program
+
 
 @triton.jit
 def _dequant_kernel(q_ptr, s_ptr, y_ptr, n_cols, sqr, sqc, BLOCK: tl.constexpr):
@@ -22,7 +24,7 @@ class ModelNew(nn.Module):
     def forward(self, q: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
         rows, cols = q.shape
         y = torch.empty((rows, cols), dtype=torch.float16, device=q.device)
-        block = min(2048, triton.next_power_of_2(cols))
+        block = min(BLOCK_CAP, triton.next_power_of_2(cols))
         _dequant_kernel[(rows, triton.cdiv(cols, block))](q, scale.contiguous(), y, cols, q.stride(0), q.stride(1),
-                                                         BLOCK=block, num_stages=2)
+                                                         BLOCK=block, num_warps=WARPS, num_stages=STAGES)
         return y
