@@ -75,3 +75,13 @@ def test_the_settings_manifest_file_is_current():
     recorded = json.loads((ROOT / "kernel_lsp" / "schemas" / "settings.json").read_text())
     assert recorded == json.loads(json.dumps(settings_manifest())), \
         "regenerate it: python -m kernel_lsp.config > kernel_lsp/schemas/settings.json"
+
+
+@pytest.mark.parametrize("precision, ok", [(0.005, True), (0, True), (-0.1, False), (1.0, False), ("tight", False),
+                                           (True, False)])
+def test_measure_precision_is_a_fraction_below_one(precision, ok):
+    if ok:
+        assert apply_overrides(Settings(), {"measure": {"precision": precision}}).measure["precision"] == precision
+    else:
+        with pytest.raises(ConfigError, match="measure.precision"):
+            apply_overrides(Settings(), {"measure": {"precision": precision}})
