@@ -4,6 +4,8 @@ import torch.nn as nn
 import triton
 import triton.language as tl
 
+BLOCK_CAP, ELEMS, WARPS = 128, 2048, 4  # columns and elements per program (rows = ELEMS // columns)
+
 
 @triton.jit
 def _index_add_kernel(src_ptr, idx_ptr, out_ptr, n, dim, ss_r, ss_c, ROWS: tl.constexpr, BLOCK: tl.constexpr):
@@ -25,8 +27,8 @@ class ModelNew(nn.Module):
     def forward(self, src: torch.Tensor, idx: torch.Tensor) -> torch.Tensor:
         n, dim = src.shape
         out = torch.zeros((self.n_out, dim), dtype=src.dtype, device=src.device)
-        block = min(512, triton.next_power_of_2(dim))
-        rows = max(1, 2048 // block)
+        block = min(BLOCK_CAP, triton.next_power_of_2(dim))
+        rows = max(1, ELEMS // block)
         _index_add_kernel[(triton.cdiv(n, rows), triton.cdiv(dim, block))](
-            src, idx.contiguous(), out, n, dim, src.stride(0), src.stride(1), ROWS=rows, BLOCK=block)
+            src, idx.contiguous(), out, n, dim, src.stride(0), src.stride(1), ROWS=rows, BLOCK=block, num_warps=WARPS)
         return out
