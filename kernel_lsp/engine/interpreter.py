@@ -74,3 +74,53 @@ def count_ops() -> bool:
 def ops() -> int:
     """Interpreter operations run so far in this process (0 until `count_ops`)."""
     return _Ops.count
+
+
+# (file, function) of every frame on the stack when the interpreter ran an fp32 x fp32 tl.dot whose precision is
+# TF32 (the compiler's default for fp32): the kernel and any helper it called. The GPU runs those in TF32, the
+# interpreter exactly: verify.py's KL210 advice names such kernels, and only those (a kernel that loads fp32
+# parameters and rounds them to fp16 before its dot is not one).
+_tf32_dots: set[tuple[str, str]] = set()
+_watching = False
+
+
+def watch_dots() -> bool:
+    """Record where fp32 dots run at TF32 precision (the hook installed once per process; each call, one per job,
+    starts a fresh record); False where this Triton lacks the hook."""
+    global _watching
+    _tf32_dots.clear()
+    if _watching:
+        return True
+    try:
+        import sys
+
+        import triton.runtime.interpreter as interp
+        builder = interp.interpreter_builder
+        original = builder.create_dot
+    except (ImportError, AttributeError):
+        return False
+
+    def create_dot(a, b, d, input_precision, *rest, **kwargs):
+        try:
+            exact = getattr(input_precision, "name", str(input_precision)).upper() in ("IEEE", "TF32X3")
+            if not exact and str(a.dtype) == "fp32" and str(b.dtype) == "fp32":
+                frame = sys._getframe(1)
+                while frame is not None:
+                    _tf32_dots.add((frame.f_code.co_filename, frame.f_code.co_name))
+                    frame = frame.f_back
+        except Exception:  # never let the bookkeeping break a kernel
+            pass
+        return original(a, b, d, input_precision, *rest, **kwargs)
+
+    builder.create_dot = create_dot
+    _watching = True
+    return True
+
+
+def ran_tf32_dot(fn) -> bool | None:
+    """Whether an fp32 tl.dot at TF32 precision ran inside `fn` (a kernel's Python function) under the interpreter;
+    None when the dots were not watched (then only the source can say)."""
+    if not _watching:
+        return None
+    code = getattr(fn, "__code__", None)
+    return code is not None and (code.co_filename, code.co_name) in _tf32_dots

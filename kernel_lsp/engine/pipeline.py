@@ -257,9 +257,10 @@ def _run_stages(job: CheckJob, w: Sink, rep: Reporter, recorder: LaunchRecorder,
     interpreted = os.environ.get("TRITON_INTERPRET") == "1"
     if interpreted:
         recorder.interpret_autotune_without_benchmarks()
-        from .interpreter import count_ops, faithful_scalars
+        from .interpreter import count_ops, faithful_scalars, watch_dots
         faithful_scalars()
         count_ops()
+        watch_dots()
     targets = parse_targets(job.targets)
     if not interpreted:
         # On a GPU, also compile for the GPU's own architecture.

@@ -26,7 +26,7 @@ from ..model import KernelFacts, Severity, SkippedVariant, Span, VariantRow, Ver
 from .autotune_configs import configs_prefix, verify_configs
 from .compare import Comparison, flatten_outputs, same_draws, same_finiteness
 from .guards import GuardRegions, MemoryGuard, poisoned_allocations
-from .interpreter import ops as interpreter_ops
+from .interpreter import ops as interpreter_ops, ran_tf32_dot
 from .loader import IMPLEMENTATION, UserCodeError, deepest_line, raise_device_fault
 from .positions import api_note, readable
 from .probes import constant_rounding, no_grad_call, only_input, reference_spread, returning_line, rng_state
@@ -576,7 +576,8 @@ class Verifier:
                              "(bounds, unwritten outputs, launches and shapes were); verify the numbers on a GPU",
                              span, source="kernel-lsp.verify")
             fp32 = any(t == "*fp32" or t.startswith("tensordesc<fp32") for t in dtypes)
-            if "tl.dot" in src and fp32 and not _FP32_DOT.search(src):
+            ran = ran_tf32_dot(fn)  # None: the dots were not watched, so the source decides
+            if ran or (ran is None and "tl.dot" in src and fp32 and not _FP32_DOT.search(src)):
                 self.rep.add("KL210", f"{fn.__name__}: tl.dot on fp32 uses TF32 on the GPU by default (about 1e-3 "
                              "relative error) while the CPU interpreter computes it exactly; pass "
                              "input_precision=\"ieee\" if fp32 accuracy is intended", span, source="kernel-lsp.verify")

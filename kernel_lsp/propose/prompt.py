@@ -3,13 +3,15 @@
 The file as it is (kernel and wrapper, with line numbers), the PyTorch reference it must match, every diagnostic
 with its numbers (failing variant, element, truth against value, PyTorch's own error), the compile errors at
 their lines, the resources per target, the timings and the share of the roofline with the GPU and its measured
-ceilings, and what earlier candidates got wrong. The reply format asks for the whole file in one fenced block
+ceilings, techniques that made verified kernels faster where the file shows their pattern (optimize only:
+hints.py), and what earlier candidates got wrong. The reply format asks for the whole file in one fenced block
 (edits.py also takes SEARCH/REPLACE blocks or single functions).
 """
 
 from __future__ import annotations
 
 from ..model import Candidate, FileReport, Finding, KernelFacts
+from .hints import optimization_hints
 
 MAX_FILE_CHARS = 40_000
 
@@ -93,6 +95,12 @@ def messages(mode: str, path: str, text: str, reference: str | None, report: Fil
         facts = [line for name, k in report.kernels.items() for line in facts_lines(name, k)]
         if facts:
             parts.append("## Compile, verification and performance facts\n" + "\n".join(facts[:60]))
+    if mode != "fix":
+        hints = optimization_hints(text)
+        if hints:
+            parts.append("## Techniques that made verified Triton kernels faster (offered because this file shows "
+                         "the pattern each one improves; the checker still verifies every candidate)\n"
+                         + "\n".join(f"- {h.name}: {h.text}" for h in hints))
     if failures:
         lines = []
         for c in failures[-6:]:

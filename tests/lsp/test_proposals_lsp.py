@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 from tests.conftest import write
-from tests.lsp.rawclient import RawClient, kernel_lsp_processes, wait_gone
+from tests.lsp.rawclient import RawClient, descendants, kernel_lsp_processes, wait_gone
 from tests.propose.fake_llm import FakeLLM
 from tests.propose.test_llm_actions import BROKEN, FIXED_KERNEL
 
@@ -142,7 +142,8 @@ def test_cancelling_a_fix_mid_round_kills_its_workers(tmp_path):
             deadline = time.monotonic() + 30
             jobs: set[int] = set()
             while not jobs and time.monotonic() < deadline:  # the hanging candidate's worker
-                jobs = {p for p, kind in kernel_lsp_processes().items() if kind == "job"}
+                mine = descendants(client.proc.pid)  # this server's: other checks may run on the machine
+                jobs = {p for p, kind in kernel_lsp_processes().items() if kind == "job" and p in mine}
                 time.sleep(0.1)
             assert jobs, "the candidate's worker never started"
             client.notify("window/workDoneProgress/cancel", {"token": token})

@@ -101,3 +101,23 @@ def test_interpreter_an_fp32_dot_is_advice_unless_its_precision_is_spelled_out_a
         proc = run_cli("check", str(tmp_path / f"{precision}.py"), "--no-cache")
         assert proc.returncode == 0, proc.stdout
         assert ("uses TF32 on the GPU by default" in proc.stdout) == advised, (precision, proc.stdout)
+
+
+def test_interpreter_the_fp32_dot_advice_follows_the_dots_that_ran(tmp_path):
+    """The advice watches the interpreter's tl.dot calls (interpreter.watch_dots), not the kernel's text: a kernel
+    that loads an fp32 parameter and rounds it to fp16 before its dot gets none (the text alone said fp32 pointer and
+    tl.dot); a kernel whose fp32 dot sits in a @triton.jit helper gets it (the kernel's own text has no tl.dot)."""
+    text = (CORPUS / "ok_matmul_fp32_ieee.py").read_text()
+    cast = (text.replace('acc += tl.dot(a, b, input_precision="ieee")', "acc += tl.dot(a, b.to(tl.float16))")
+            .replace("return [torch.randn(M, K), torch.randn(K, N)]", "return [torch.randn(M, K).half(), torch.randn(K, N)]")
+            .replace("    return a @ b\n", "    return a @ b.to(a.dtype)\n"))
+    helper = (text.replace('acc += tl.dot(a, b, input_precision="ieee")', "acc += _product(a, b)")
+              .replace("@triton.jit\ndef _matmul_kernel", "@triton.jit\ndef _product(a, b):\n    return tl.dot(a, b)\n\n\n"
+                       "@triton.jit\ndef _matmul_kernel"))
+    assert cast != text and helper != text
+    for name, source, advised in (("cast", cast, False), ("helper", helper, True)):
+        write(tmp_path / f"{name}.py", source)
+        proc = run_cli("check", str(tmp_path / f"{name}.py"), "--no-cache")
+        assert proc.returncode == 0, proc.stdout
+        assert ("_matmul_kernel: tl.dot on fp32 uses TF32 on the GPU by default" in proc.stdout) == advised, \
+            (name, proc.stdout)
