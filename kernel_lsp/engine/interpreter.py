@@ -10,6 +10,8 @@ alone, as the compiler leaves them.
 
 from __future__ import annotations
 
+import sys
+
 _installed = False
 
 
@@ -92,8 +94,6 @@ def watch_dots() -> bool:
     if _watching:
         return True
     try:
-        import sys
-
         import triton.runtime.interpreter as interp
         builder = interp.interpreter_builder
         original = builder.create_dot
