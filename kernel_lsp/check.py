@@ -24,6 +24,7 @@ from .engine.link import ignored_codes, link_file, parse_pragmas
 from .jobs import CheckJob, Device, FindingEvent, KernelEvent, KernelRef, MeasureOptions, Preview, Stage, Stat
 from .model import FileReport, Finding, KernelFacts, KernelInfo, Span
 from .worker.client import WorkerJob, WorkerOutcome
+from .worker import compile_warmer
 from .worker.persistent import PersistentPool
 from .worker.pool import WarmPool
 
@@ -145,7 +146,12 @@ def check_file(req: CheckRequest) -> FileReport:
                    device=req.settings.device, measure=measure_options(req.settings, source))
     job.measure.against = req.measure_against
     files = shipped_files(source, job, report.dependencies) if req.persistent and req.persistent.runner else None
-    outcome = _run_worker(req, job, source, files)
+    warmer = _compile_warmer(req, job)
+    try:
+        outcome = _run_worker(req, job, source, files)
+    finally:
+        if warmer is not None:
+            warmer.stop()
     report.stats = {"workers": 1, "warm_workers": int(outcome.warm), "compiles": 0, "launches": 0,
                     "seconds": round(outcome.seconds, 3)}
     _absorb(report, outcome, linked.link.anchor, req.timeout_source)
@@ -153,6 +159,19 @@ def check_file(req: CheckRequest) -> FileReport:
     if req.cache is not None and outcome.completed and not outcome.cancelled and req.measure_against is None:
         req.cache.put(key, report)
     return report
+
+
+def _compile_warmer(req: CheckRequest, job: CheckJob) -> compile_warmer.CompileWarmer | None:
+    """Start a compile warmer (worker/compile_warmer.py) when the job will time torch.compile on a local GPU worker
+    that is not running yet: the warmer's imports and compile overlap the worker's start and the verification.
+    KERNEL_LSP_COMPILE_WARMER=0 turns it off."""
+    pool = req.persistent
+    if (pool is None or pool.runner or not job.measure.enabled or not job.measure.compile
+            or req.measure_against is not None or os.environ.get("KERNEL_LSP_COMPILE_WARMER", "1") == "0"):
+        return None
+    if any(w.alive() and w.state in ("ready", "busy") for w in pool.workers):
+        return None  # a running worker keeps its compiled references, or its disk caches are warm already
+    return compile_warmer.start(job, dict(os.environ))
 
 
 def measure_options(settings: Settings, source: str) -> MeasureOptions:

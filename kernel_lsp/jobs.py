@@ -56,6 +56,7 @@ class MeasureOptions(Record):
     flops: str | None = None  # declared work: a number, or a function of the reference module returning one
     bytes: str | None = None
     against: str | None = None  # another version of the file (the current one, in a race): timed as "current"
+    warm_lock: str | None = None  # a compile warmer's lock file (worker/compile_warmer.py): wait for it to end
 
 
 @dataclass

@@ -121,31 +121,24 @@ def compare_tensor(y, r, t, name: str = "output", unwritten=None, abs_terms=None
                               worst_value=float(y.reshape(-1)[i].item()), worst_truth=float(r.reshape(-1)[i].item()))
         return Comparison(True, numel=n)
 
-    y64, t64, r64 = y.detach().double().reshape(-1), t.detach().double().reshape(-1), r.detach().double().reshape(-1)
-    fin_t = torch.isfinite(t64)
-    # Non-finite positions: NaN where the truth is NaN, infinities of the same sign.
-    nan_bad = torch.isnan(y64) != torch.isnan(t64)
-    inf_bad = (torch.isinf(y64) | torch.isinf(t64)) & ~(y64 == t64) & ~torch.isnan(t64)
-    # Where PyTorch in the task's dtype has the implementation's NaN or infinity (it overflows there too), the
-    # implementation is as good as PyTorch: neither a KL201 nor an error.
-    as_pytorch = (torch.isnan(y64) & torch.isnan(r64)) | (torch.isinf(y64) & (y64 == r64))
-    nonfinite_bad = (nan_bad | inf_bad) & ~as_pytorch
-    if bool(nonfinite_bad.any()):
-        i = int(nonfinite_bad.nonzero()[0])
-        idx = unravel(i, tuple(y.shape))
-        count = int(nonfinite_bad.sum())
-        got, want = y64[i].item(), t64[i].item()
-        what = (f"{name}[{', '.join(map(str, idx))}] is {got} where the truth is {want}"
-                + (" (a NaN was dropped)" if want != want and got == got else "")
-                + (" (a NaN where the truth has none)" if got != got and want == want else ""))
-        return Comparison(False, "KL201", f"{what}; {count} of {n} elements disagree on NaN/inf", worst_index=idx,
-                          bad_count=count, bad_fraction=count / n, numel=n, worst_value=got, worst_truth=want)
+    # y and r stay in their own dtype (the arithmetic with t64 promotes to float64 without a float64 copy of
+    # either); on a GPU at a problem's own size every pass over the tensor counts.
+    y64, t64, r64 = y.detach().reshape(-1), t.detach().double().reshape(-1), r.detach().reshape(-1)
+    if y.is_complex():
+        y64, r64 = y64.double(), r64.double()  # as before: the real parts
     u = UNIT_ROUNDOFF.get(str(y.dtype), 2.0**-24)
-    fin_t = fin_t & ~as_pytorch
-    err = torch.where(fin_t, (y64 - t64).abs(), torch.zeros_like(t64))
-    ref_err = torch.where(fin_t, (r64 - t64).abs(), torch.zeros_like(t64))
-    ref_err = torch.nan_to_num(ref_err, nan=0.0, posinf=0.0)
-    tabs = torch.where(fin_t, t64.abs(), torch.zeros_like(t64))
+    if bool(torch.isfinite(y64 + t64 + r64).all()):
+        # No NaN or infinity anywhere (a NaN or infinity in any of the three makes the sum non-finite).
+        err = (y64 - t64).abs()
+        ref_err = (r64 - t64).abs()
+        tabs = t64.abs()
+    else:
+        fin_t = _nonfinite(y64, t64, r64, name, y.shape, n)
+        if isinstance(fin_t, Comparison):
+            return fin_t
+        err = torch.where(fin_t, (y64 - t64).abs(), 0.0)
+        ref_err = torch.nan_to_num(torch.where(fin_t, (r64 - t64).abs(), 0.0), nan=0.0, posinf=0.0)
+        tabs = torch.where(fin_t, t64.abs(), 0.0)
     scale = float(tabs.max()) if n else 0.0
     e_ref = float(ref_err.max())
     if spread is not None:
@@ -158,7 +151,7 @@ def compare_tensor(y, r, t, name: str = "output", unwritten=None, abs_terms=None
         # A serial fp32 sum of n terms is typically off by sqrt(n) u times the sum of their absolute values
         # (Higham's rule of thumb; the worst case is n u): 8 u A for short sums, 2 sqrt(n) u A for long ones.
         k_accum = max(K_ACCUM, 2 * math.sqrt(max(1.0, terms)))
-        budget = budget + k_accum * U_FP32 * torch.where(torch.isfinite(a), a, torch.zeros_like(a))
+        budget = budget + k_accum * U_FP32 * torch.nan_to_num(a, nan=0.0, posinf=0.0)
     bad = err > budget
     i = int(err.argmax())
     max_abs = float(err[i])
@@ -194,6 +187,32 @@ def compare_tensor(y, r, t, name: str = "output", unwritten=None, abs_terms=None
     return comp
 
 
+def _nonfinite(y64, t64, r64, name: str, shape, n: int):
+    """Where NaN or infinities are: a KL201 Comparison when the implementation has them where the truth does
+    not (or lacks them where it has them), else the mask of elements to judge by value (the truth is finite and
+    the implementation is not merely as non-finite as PyTorch in the task's dtype)."""
+    import torch
+    fin_t = torch.isfinite(t64)
+    # Non-finite positions: NaN where the truth is NaN, infinities of the same sign.
+    nan_bad = torch.isnan(y64) != torch.isnan(t64)
+    inf_bad = (torch.isinf(y64) | torch.isinf(t64)) & ~(y64 == t64) & ~torch.isnan(t64)
+    # Where PyTorch in the task's dtype has the implementation's NaN or infinity (it overflows there too), the
+    # implementation is as good as PyTorch: neither a KL201 nor an error.
+    as_pytorch = (torch.isnan(y64) & torch.isnan(r64)) | (torch.isinf(y64) & (y64 == r64))
+    nonfinite_bad = (nan_bad | inf_bad) & ~as_pytorch
+    if bool(nonfinite_bad.any()):
+        i = int(nonfinite_bad.nonzero()[0])
+        idx = unravel(i, tuple(shape))
+        count = int(nonfinite_bad.sum())
+        got, want = y64[i].item(), t64[i].item()
+        what = (f"{name}[{', '.join(map(str, idx))}] is {got} where the truth is {want}"
+                + (" (a NaN was dropped)" if want != want and got == got else "")
+                + (" (a NaN where the truth has none)" if got != got and want == want else ""))
+        return Comparison(False, "KL201", f"{what}; {count} of {n} elements disagree on NaN/inf", worst_index=idx,
+                          bad_count=count, bad_fraction=count / n, numel=n, worst_value=got, worst_truth=want)
+    return fin_t & ~as_pytorch
+
+
 def flatten_outputs(out) -> list:
     if isinstance(out, (list, tuple)):
         return [x for o in out for x in flatten_outputs(o)]
@@ -205,7 +224,8 @@ def same_finiteness(a_flat: list, b_flat: list) -> bool:
     import torch
     for a, b in zip(a_flat, b_flat):
         if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and a.is_floating_point():
-            fa, fb = torch.isfinite(a.double()), torch.isfinite(b.double())
+            # In their own dtype (no float64 copies), but fp8, which has no isfinite, widened to fp16.
+            fa, fb = (torch.isfinite(x.half() if x.element_size() == 1 else x) for x in (a, b))
             if fa.shape != fb.shape or not bool((fa == fb).all()):
                 return False
     return True

@@ -103,7 +103,8 @@ def watch_dots() -> bool:
     def create_dot(a, b, d, input_precision, *rest, **kwargs):
         try:
             exact = getattr(input_precision, "name", str(input_precision)).upper() in ("IEEE", "TF32X3")
-            if not exact and str(a.dtype) == "fp32" and str(b.dtype) == "fp32":
+            if (not exact and str(a.dtype) == "fp32" and str(b.dtype) == "fp32"
+                    and not (_tf32_values(a) and _tf32_values(b))):
                 frame = sys._getframe(1)
                 while frame is not None:
                     _tf32_dots.add((frame.f_code.co_filename, frame.f_code.co_name))
@@ -115,6 +116,15 @@ def watch_dots() -> bool:
     builder.create_dot = create_dot
     _watching = True
     return True
+
+
+def _tf32_values(handle) -> bool:
+    """Every element of the operand is a TF32 value already (its low 13 mantissa bits are zero): a TF32 dot of
+    such operands multiplies exactly on a GPU as here, and the interpreter hides nothing (a kernel that splits fp32
+    into TF32 parts itself, for fp32 accuracy on tensor cores)."""
+    import numpy as np
+    data = np.asarray(handle.data)
+    return data.dtype == np.float32 and not bool((data.view(np.uint32) & 0x1FFF).any())
 
 
 def ran_tf32_dot(fn) -> bool | None:

@@ -18,6 +18,7 @@ Steps (docs/performance-method.md says why each is there):
 from __future__ import annotations
 
 import hashlib
+import os
 import time
 from pathlib import Path
 from typing import Any
@@ -34,6 +35,7 @@ from .variants import absolute, clone_inputs, upcast
 
 SOURCE = "kernel-lsp.measure"
 GRAPH_BELOW_US = 40.0  # calls shorter than this are also replayed as CUDA graphs, to tell launch overhead apart
+WARM_WAIT_S = 60.0  # the longest the stage waits for a compile warmer before compiling beside it
 COPIES = 4  # input copies per side, at different addresses, rotated through (memory permitting)
 _COMPILED: dict[str, tuple[Any, float]] = {}  # reference content -> (torch.compile'd reference, first call seconds)
 
@@ -49,12 +51,18 @@ def _reference_key(job: CheckJob, knobs: dict) -> str:
     return h.hexdigest()
 
 
-def compiled_reference(ref, key: str, example: list, clock) -> tuple[Any, float, bool]:
-    """(torch.compile of the reference, seconds its first call took, whether it came from this worker's cache)."""
+def compiled_reference(ref, key: str, example: list, clock, warm_lock: str | None = None,
+                       on_wait=None) -> tuple[Any, float, bool]:
+    """(torch.compile of the reference, seconds its first call took, whether it came from this worker's cache).
+    With `warm_lock`, a compile warmer (worker/compile_warmer.py) is filling Inductor's caches for this reference:
+    wait for it to end first (on_wait() is called before waiting)."""
     import torch
     if key in _COMPILED:
         compiled, seconds = _COMPILED[key]
         return compiled, seconds, True
+    if warm_lock and on_wait is not None:
+        on_wait()
+    wait_for_lock(warm_lock, WARM_WAIT_S)
     compiled = torch.compile(ref)
     clock.sync()
     t0 = time.perf_counter()
@@ -63,6 +71,32 @@ def compiled_reference(ref, key: str, example: list, clock) -> tuple[Any, float,
     seconds = time.perf_counter() - t0
     _COMPILED[key] = (compiled, seconds)
     return compiled, seconds, False
+
+
+def wait_for_lock(lock_path: str | None, timeout: float) -> float:
+    """Block until the compile warmer holding `lock_path` has ended, at most `timeout` seconds; the seconds waited.
+    Returns at once when there is no warmer or its lock file cannot be opened (a worker on another machine)."""
+    if not lock_path:
+        return 0.0
+    import fcntl
+    try:
+        fd = os.open(lock_path, os.O_RDONLY)
+    except OSError:
+        return 0.0
+    start_at = time.monotonic()
+    try:
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+                fcntl.flock(fd, fcntl.LOCK_UN)
+                break
+            except BlockingIOError:
+                if time.monotonic() - start_at >= timeout:
+                    break
+                time.sleep(0.02)
+    finally:
+        os.close(fd)
+    return time.monotonic() - start_at
 
 
 def _first_float_dtype(tensors: list) -> str:
@@ -172,8 +206,9 @@ def measure_problem(problem, recorder, rep, job: CheckJob, clock=None, ceilings=
         if opts.compile:
             inputs["torch.compile"] = [clone_inputs(pristine) for _ in range(k)]
             try:
-                compiled, seconds, cached = compiled_reference(ref, _reference_key(job, {}),
-                                                               inputs["torch.compile"][0], clock)
+                compiled, seconds, cached = compiled_reference(
+                    ref, _reference_key(job, {}), inputs["torch.compile"][0], clock, opts.warm_lock,
+                    lambda: rep.w.stage("measure", "waiting for the compile warmer"))
                 sides["torch.compile"] = [lambda c=c: compiled(*c) for c in inputs["torch.compile"]]
                 compile_info = (seconds, cached)
             except Exception as e:

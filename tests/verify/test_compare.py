@@ -78,3 +78,25 @@ def test_compare_quotes_the_elements_own_error_and_the_maxima_apart():
     assert not c.ok and c.worst_index == (2,) and c.bad_count == 1
     assert c.message.startswith("output[2] = 2.09, truth 2 (abs error 0.09, rel 0.045)"), c.message
     assert c.message.endswith("largest errors elsewhere: abs 0.125 at [0]"), c.message
+
+
+def test_same_finiteness_in_each_float_dtype_fp8_included():
+    from kernel_lsp.engine.compare import same_finiteness
+    for dtype in (torch.float32, torch.float16, torch.bfloat16, torch.float8_e5m2, torch.float8_e4m3fn):
+        a = torch.tensor([1.0, float("nan"), 2.0]).to(dtype)
+        assert same_finiteness([a], [a.clone()])
+        b = torch.tensor([1.0, 3.0, float("nan")]).to(dtype)
+        assert not same_finiteness([a], [b]), dtype
+
+
+def test_compare_judges_the_same_with_and_without_nonfinite_elements():
+    """The all-finite fast path and the NaN-aware path agree on the finite elements' verdict and numbers."""
+    t = torch.linspace(-3, 3, 101, dtype=torch.float64)
+    r = t.float()
+    y = r.clone()
+    y[7] += 1e-3  # out of budget
+    fast = compare_tensor(y, r, t)
+    t2, r2, y2 = (torch.cat([x, torch.tensor([float("nan")], dtype=x.dtype)]) for x in (t, r, y))
+    slow = compare_tensor(y2, r2, t2)
+    assert not fast.ok and not slow.ok and fast.code == slow.code == "KL200"
+    assert (fast.worst_index, fast.bad_count, fast.max_abs) == (slow.worst_index, slow.bad_count, slow.max_abs)

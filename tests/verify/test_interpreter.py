@@ -121,3 +121,20 @@ def test_interpreter_the_fp32_dot_advice_follows_the_dots_that_ran(tmp_path):
         assert proc.returncode == 0, proc.stdout
         assert ("_matmul_kernel: tl.dot on fp32 uses TF32 on the GPU by default" in proc.stdout) == advised, \
             (name, proc.stdout)
+
+
+def test_interpreter_a_tf32_dot_of_operands_already_rounded_to_tf32_is_judged_on_the_cpu(tmp_path):
+    """A TF32 dot whose operands are TF32 values already (the kernel rounds them itself, or splits fp32 into TF32
+    parts for fp32 accuracy) multiplies exactly on the GPU as in the interpreter: no advice, and the CPU run judges
+    what the GPU computes. Here a single TF32 product of rounded operands loses fp32's accuracy: KL200 on the CPU."""
+    text = (CORPUS / "ok_matmul_fp32_ieee.py").read_text()
+    rounded = text.replace(
+        'acc += tl.dot(a, b, input_precision="ieee")',
+        'acc += tl.dot(((a.to(tl.int32, bitcast=True) + 0x1000) & -8192).to(tl.float32, bitcast=True),\n'
+        '                      ((b.to(tl.int32, bitcast=True) + 0x1000) & -8192).to(tl.float32, bitcast=True),\n'
+        '                      input_precision="tf32")')
+    assert rounded != text
+    write(tmp_path / "rounded.py", rounded)
+    proc = run_cli("check", str(tmp_path / "rounded.py"), "--no-cache")
+    assert "uses TF32 on the GPU by default" not in proc.stdout, proc.stdout
+    assert "KL200" in proc.stdout and proc.returncode == 1, proc.stdout
