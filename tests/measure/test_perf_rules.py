@@ -60,3 +60,12 @@ def test_perf_rules_summary_names_speedups_roofline_and_gpu():
         "1.80x eager, 1.20x torch.compile, 71% of HBM bandwidth (H200)"
     roof.bound, roof.ceiling = "compute", "matmul bf16"
     assert "71% of bf16 matmul peak" in summary(measurement(roof=roof))
+
+
+def test_perf_rules_summary_says_why_an_fp32_kernel_passes_the_fp32_matmul_peak():
+    roof = Roofline(400_000_000, "inputs and outputs", 4.3e10, "declared", 720.0, 76.4, "compute", "matmul fp32", 50.7,
+                    847.0, 150.0)
+    text = summary(measurement(roof=roof))
+    assert "150% of fp32 matmul peak (the rate without tensor cores" in text
+    roof.percent = 61.0
+    assert "61% of fp32 matmul peak (H200)" in summary(measurement(roof=roof))
