@@ -7,7 +7,7 @@ import difflib
 import json
 
 from kernel_lsp.propose.tune import apply, configs, launch_sites
-from tests.conftest import ROOT, run_cli, write
+from tests.conftest import FIXTURES, ROOT, run_cli, write
 
 GELU = (ROOT / "tasks" / "Activation" / "gelu_triton.py").read_text()
 
@@ -142,7 +142,8 @@ def test_tune_skips_a_name_assigned_twice_and_a_module_constant_a_local_shadows(
     assert "TILE" not in {k.name for k in launch_sites(src)[1].knobs}  # the launch sees the local, not 1024
 
 
-CONV1D = (ROOT / "tasks" / "Convolution" / "conv1d_triton.py").read_text()
+# conv1d as it was until session 10 (a five-entry autotune list of tl.dot tiles): the tuner's autotune-list case
+CONV1D = (FIXTURES / "tune" / "conv1d_autotune_list.py").read_text()
 
 
 def test_tune_reads_an_autotune_list_and_adds_one_neighbouring_entry_after_the_first():
