@@ -9,12 +9,15 @@ grid still covers the data. Candidates are the grid of values around the current
 minimal edit of those literals, and the verifier decides which are still correct. A kernel's `@triton.autotune`
 list is a site too: there a candidate adds one entry to the list (autotune_list.py).
 
-Beside the literals, a launched kernel's body offers two hints, each a knob that is off (0) or on (1): a cache hint
+Beside the literals, a launched kernel's body offers hints, each a knob that is off (0) or on (1): a cache hint
 on the loads inside its loops (`eviction_policy="evict_first"`: data a program reads once, as in a row reduction,
 should leave L2 first; not offered in a loop with `tl.dot`, whose tiles other programs read again), and
 `flatten=True` on a `tl.range` loop that holds another loop (a persistent kernel: its tile loop and K loop become
 one software pipeline). On the H200 the first took row_sum from 0.90x to 0.99x torch.compile, the second bmm from
-0.85x to 0.93x (docs/benchmarks.md, found by hand before tune offered them).
+0.85x to 0.93x (docs/benchmarks.md, found by hand before tune offered them). A third knob switches an fp32 `tl.dot`
+spelled `input_precision="ieee"` (FMA units) to `"tf32x3"` (three TF32 tensor-core products, about fp32's error:
+the GPU's verification judges it). By hand it lifted matmul_fp32 0.84x -> 1.10x torch.compile, with other
+tiles; it loses where an operand is not contiguous along K (conv1d's original layout).
 """
 
 from __future__ import annotations
@@ -228,7 +231,12 @@ def _hint_knobs(tree: ast.Module, kernel: str) -> list[Knob]:
                 and not any(k.arg == "flatten" for k in loop.iter.keywords):
             ranges[_closing_paren(loop.iter)] = None
     hints = [("evict_first", ', eviction_policy="evict_first"', loads), ("flatten", ", flatten=True", ranges)]
-    return [Knob(name, 0, [], text=text, inserts=list(points)) for name, text, points in hints if points]
+    out = [Knob(name, 0, [], text=text, inserts=list(points)) for name, text, points in hints if points]
+    ieee = [_span(k.value) for n in ast.walk(fn) if _is_tl(n, "dot") for k in n.keywords
+            if k.arg == "input_precision" and isinstance(k.value, ast.Constant) and k.value.value == "ieee"]
+    if ieee:  # replaced, not inserted: each "ieee" becomes "tf32x3"
+        out.append(Knob("tf32x3", 0, ieee, text='"tf32x3"'))
+    return out
 
 
 def _tie_grid_literals(knobs: list[Knob], consts: set[str], grid: ast.AST) -> list[Knob]:
@@ -299,6 +307,7 @@ def apply(source: str, site: Site | AutotuneSite, values: dict[str, int]) -> str
             continue
         if knob.text:
             edits += [(line, col, line, col, knob.text) for line, col in knob.inserts]
+            edits += [(l1, c1, l2, c2, knob.text) for (l1, c1, l2, c2) in knob.spans]
             continue
         if knob.insert_at is not None:
             if value != knob.value:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import difflib
 import json
 
-from kernel_lsp.propose.tune import apply, configs, launch_sites
+from kernel_lsp.propose.tune import apply, configs, current, launch_sites
 from tests.conftest import FIXTURES, ROOT, run_cli, write
 
 GELU = (ROOT / "tasks" / "Activation" / "gelu_triton.py").read_text()
@@ -273,3 +273,18 @@ def test_tune_hints_only_the_loads_of_the_programs_own_data():
     new = apply(src, site, {"evict_first": 1})
     hinted = [ln.strip() for ln in new.splitlines() if "evict_first" in ln]
     assert len(hinted) == 1 and "cols[None, :] < K), other=0.0" in hinted[0], hinted
+
+
+def test_tune_offers_tf32x3_for_an_ieee_fp32_dot_and_replaces_the_precision():
+    """An fp32 tl.dot spelled "ieee" runs on the FMA units; "tf32x3" keeps about fp32's error on tensor cores (the
+    GPU's verification judges it). Offered as an off/on knob that replaces the string; not offered once present."""
+    src = (ROOT / "tests" / "corpus" / "ok_matmul_fp32_ieee.py").read_text()
+    (site,) = launch_sites(src)
+    knob = next(k for k in site.knobs if k.name == "tf32x3")
+    assert knob.value == 0 and len(knob.spans) == 1 and not knob.inserts
+    assert {**current(site), "tf32x3": 1} in configs(site, limit=4)
+    new = apply(src, site, {"tf32x3": 1})
+    diff = [ln for ln in difflib.ndiff(src.splitlines(), new.splitlines()) if ln[:2] in ("+ ", "- ")]
+    assert len(diff) == 2 and 'input_precision="tf32x3"' in diff[1] and 'input_precision="ieee"' in diff[0], diff
+    (again,) = launch_sites(new)
+    assert "tf32x3" not in {k.name for k in again.knobs}
