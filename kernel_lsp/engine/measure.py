@@ -36,6 +36,7 @@ from .variants import absolute, clone_inputs, upcast
 SOURCE = "kernel-lsp.measure"
 GRAPH_BELOW_US = 40.0  # calls shorter than this are also replayed as CUDA graphs, to tell launch overhead apart
 WARM_WAIT_S = 60.0  # the longest the stage waits for a compile warmer before compiling beside it
+INPUT_SEED = 1  # the seed of the inputs every side is timed on (the compile warmer compiles on the same)
 COPIES = 4  # input copies per side, at different addresses, rotated through (memory permitting)
 _COMPILED: dict[str, tuple[Any, float]] = {}  # reference content -> (torch.compile'd reference, first call seconds)
 
@@ -180,7 +181,7 @@ def measure_problem(problem, recorder, rep, job: CheckJob, clock=None, ceilings=
     where = rep.launch_span(recorder)
     rep.w.stage("measure", "inputs and baselines")
     ref, impl = problem.callables()
-    pristine = problem.make_inputs(1)
+    pristine = problem.make_inputs(INPUT_SEED)
     previous_grad = torch.is_grad_enabled()
     torch.set_grad_enabled(False)
     try:

@@ -29,6 +29,17 @@ def prctl(option: int, value) -> None:
         pass
 
 
+def kill_group(pid: int) -> bool:
+    """SIGKILL the process group that `pid` leads (a process started in a session of its own): the process and
+    anything it started, also after the leader itself has exited (its group may outlive it). False when there is
+    no such group or it may not be signalled."""
+    try:
+        os.killpg(pid, signal.SIGKILL)
+        return True
+    except (ProcessLookupError, PermissionError):
+        return False
+
+
 def die_with_parent(expected_parent: int | None) -> None:
     """Ask the kernel for SIGKILL when the parent dies (even by SIGKILL); exit now if it already has."""
     prctl(PR_SET_PDEATHSIG, signal.SIGKILL)

@@ -10,7 +10,6 @@ detected".
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
 import tempfile
@@ -19,7 +18,7 @@ import time
 from typing import Callable
 
 from ..jobs import LIVE, CheckJob, Preview, Stage
-from .child import PARENT_ENV
+from .child import PARENT_ENV, kill_group
 from .outcome import WorkerOutcome
 from .persistent import PersistentPool
 from .pool import ForkedChild, WarmPool
@@ -50,10 +49,7 @@ class WorkerJob:
         """Kill the child's process group: the child and anything it started, also after the child itself
         has exited (its group may outlive it)."""
         if self._proc is not None and self._proc.pid:
-            try:
-                os.killpg(self._proc.pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
+            kill_group(self._proc.pid)
 
     def run(self) -> WorkerOutcome:
         if self.persistent is not None:

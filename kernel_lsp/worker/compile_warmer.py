@@ -25,14 +25,13 @@ import fcntl
 import json
 import logging
 import os
-import signal
 import subprocess
 import sys
 import tempfile
 import traceback
 
 from ..jobs import CheckJob
-from .child import PARENT_ENV, die_with_parent
+from .child import PARENT_ENV, die_with_parent, kill_group
 
 log = logging.getLogger(__name__)
 
@@ -44,10 +43,9 @@ class CompileWarmer:
         self.proc, self.lock_path = proc, lock_path
 
     def stop(self) -> None:
-        """Kill the process (and anything it started) if it still runs, and remove the lock file."""
-        if self.proc.poll() is None:
-            with contextlib.suppress(OSError):
-                os.killpg(self.proc.pid, signal.SIGKILL)
+        """Kill the process and anything it started (Inductor's compile workers outlive its exit), and remove the
+        lock file."""
+        kill_group(self.proc.pid)
         with contextlib.suppress(OSError, subprocess.TimeoutExpired):
             self.proc.wait(timeout=5)
         with contextlib.suppress(OSError):
@@ -90,10 +88,11 @@ def warm(job: CheckJob) -> None:
     import torch._inductor.config as inductor_config
     inductor_config.autotune_local_cache = False
     from ..engine.loader import load_problem
+    from ..engine.measure import INPUT_SEED
     from ..engine.variants import clone_inputs
     problem = load_problem(job.link, job.path, job.seed, job.source_override, "cuda")
     ref, _ = problem.callables()
-    inputs = clone_inputs(problem.make_inputs(1))
+    inputs = clone_inputs(problem.make_inputs(INPUT_SEED))  # the measure stage's inputs: the same cache keys
     torch.set_grad_enabled(False)
     torch.compile(ref)(*inputs)
     torch.cuda.synchronize()

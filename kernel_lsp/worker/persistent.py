@@ -17,7 +17,6 @@ import os
 import queue
 import re
 import shlex
-import signal
 import subprocess
 import sys
 import tempfile
@@ -26,7 +25,7 @@ import time
 from typing import Callable
 
 from ..jobs import LIVE, CheckJob, Preview, Stage
-from .child import PARENT_ENV
+from .child import PARENT_ENV, kill_group
 from .outcome import WorkerOutcome
 from .protocol import decode_event
 
@@ -136,9 +135,7 @@ class PersistentWorker:
     def kill(self) -> None:
         proc = self._proc
         if proc is not None and proc.poll() is None:
-            try:
-                os.killpg(proc.pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
+            if not kill_group(proc.pid):
                 proc.kill()
             proc.wait()
         if proc is not None:
