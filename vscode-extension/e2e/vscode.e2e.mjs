@@ -179,12 +179,18 @@ try {
   await page.screenshot({ path: screenshot });
   await page.keyboard.press("Escape");
 
+  // Runs a command from the palette. Enter only once the palette's focused row is that command: under load the
+  // list can lag the keystrokes, and Enter would run whatever was first (the last command run, say).
+  const runCommand = async (title) => {
+    await page.keyboard.press("F1");
+    await page.waitForSelector(".quick-input-widget input", { timeout: 90000 });
+    await page.keyboard.type(title, { delay: 10 });
+    await page.locator(".quick-input-widget .monaco-list-row.focused", { hasText: title }).first().waitFor({ timeout: 90000 });
+    await page.keyboard.press("Enter");
+  };
+
   // The command palette's "Verify Current File Now" runs a fresh verification: the status bar shows it.
-  await page.keyboard.press("F1");
-  await page.waitForSelector(".quick-input-widget input", { timeout: 90000 });
-  await page.keyboard.type("kernel-lsp: Verify Current File Now", { delay: 10 });
-  await page.waitForTimeout(800);
-  await page.keyboard.press("Enter");
+  await runCommand("kernel-lsp: Verify Current File Now");
   await page.waitForFunction(() => [...document.querySelectorAll(".statusbar .statusbar-item")]
     .some((e) => /kernel-lsp: verifying/.test(e.textContent ?? "")), null, { timeout: 60000, polling: 50 });
   step("verify-now-running");
@@ -194,23 +200,34 @@ try {
   step("verify-now-done");
 
   // "Show Output" opens the extension's channel; "Restart Server" starts a new server that checks again.
-  const runCommand = async (title) => {
-    await page.keyboard.press("F1");
-    await page.waitForSelector(".quick-input-widget input", { timeout: 90000 });
-    await page.keyboard.type(title, { delay: 10 });
-    await page.waitForTimeout(800);
-    await page.keyboard.press("Enter");
+  // The Output panel's editor renders only the lines in view and follows the end of the log, so a long log
+  // scrolls the first lines out of the DOM: read all of it by paging from the top, keyed by each line's offset.
+  const outputText = async () => {
+    await page.locator(".part.panel .monaco-editor .view-lines").first().click();
+    await page.keyboard.press(`${mod}+Home`);
+    const lines = new Map();
+    for (let pageNo = 0; pageNo < 400; pageNo++) {
+      await page.waitForTimeout(100);
+      const shown = await page.evaluate(() => [...document.querySelectorAll(".part.panel .monaco-editor .view-line")]
+        .map((e) => [parseFloat(e.style.top), e.textContent ?? ""]));
+      const before = lines.size;
+      for (const [top, text] of shown) lines.set(top, text);
+      if (pageNo > 0 && lines.size === before) break;
+      await page.keyboard.press("PageDown");
+    }
+    return [...lines.entries()].sort((a, b) => a[0] - b[0]).map(([, text]) => text).join("\n");
   };
-  const panelText = () => [...document.querySelectorAll(".part.panel .monaco-editor .view-lines")].map((e) => e.textContent ?? "").join("\n");
-  const outputText = async () => await page.evaluate(panelText);
   await runCommand("kernel-lsp: Show Output");
-  await page.locator(".part.panel .monaco-editor .view-lines", { hasText: "interpreter: " }).first().waitFor({ timeout: 90000 });
-  result.output = await outputText();
-  step("output", { text: result.output.slice(0, 300) });
+  await page.locator(".part.panel .monaco-editor .view-lines").first().waitFor({ timeout: 90000 });
+  for (const end = Date.now() + 90000; !/interpreter:\s/.test(result.output = await outputText());) {
+    if (Date.now() > end) throw new Error(`no "interpreter:" line in the output: ${result.output}`);
+    await page.waitForTimeout(500);
+  }
+  step("output", { text: result.output.slice(0, 300), lines: result.output.split("\n").length });
   await runCommand("kernel-lsp: Restart Server");
-  for (let waited = 0; ((await outputText()).match(/interpreter:\s/g) ?? []).length < 2; waited += 250) {
-    if (waited > 60000) throw new Error(`no second server start in the output: ${await outputText()}`);
-    await page.waitForTimeout(250);
+  for (const end = Date.now() + 90000; ((await outputText()).match(/interpreter:\s/g) ?? []).length < 2;) {
+    if (Date.now() > end) throw new Error(`no second server start in the output: ${await outputText()}`);
+    await page.waitForTimeout(500);
   }
   await page.waitForFunction(() => [...document.querySelectorAll(".statusbar .statusbar-item")]
     .some((e) => /kernel-lsp: .* 1 error/.test(e.textContent ?? "")), null, { timeout: 240000 });
