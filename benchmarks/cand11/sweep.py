@@ -109,7 +109,8 @@ FAMILIES["depthwise_split"] = lambda: [
 ]
 
 FAMILIES["pointwise"] = lambda: [
-    sweep(C + "pointwise_conv2d_triton", T + "Convolution/pointwise_conv2d.py", ["BO", "BP", "BC", "WARPS", "STAGES"],
+    sweep(T + "Convolution/pointwise_conv2d_triton", T + "Convolution/pointwise_conv2d.py",
+          ["BO", "BP", "BC", "WARPS", "STAGES"],
           [(128, 128, 64, 8, 3), (256, 128, 64, 8, 3), (256, 64, 64, 8, 3), (256, 128, 32, 8, 4), (256, 64, 64, 4, 3),
            (256, 128, 64, 8, 2), (128, 256, 64, 8, 3), (128, 128, 64, 4, 4), (256, 64, 32, 8, 4), (128, 64, 64, 4, 4),
            (256, 128, 128, 8, 2), (256, 32, 64, 4, 4)],
@@ -121,7 +122,7 @@ FAMILIES["pointwise"] = lambda: [
 ]
 
 FAMILIES["bmm"] = lambda: [
-    sweep(C + "bmm_triton", T + "LinearAlgebra/bmm.py", ["BM", "BN", "BK", "GROUP", "WARPS", "STAGES"],
+    sweep(T + "LinearAlgebra/bmm_triton", T + "LinearAlgebra/bmm.py", ["BM", "BN", "BK", "GROUP", "WARPS", "STAGES"],
           [(128, 256, 64, 4, 8, 3), (128, 256, 64, 4, 8, 4), (128, 128, 64, 4, 8, 4), (128, 128, 64, 4, 4, 4),
            (256, 128, 64, 4, 8, 3), (128, 256, 32, 4, 8, 5), (128, 128, 128, 4, 8, 3), (128, 256, 64, 1, 8, 3),
            (128, 256, 64, 8, 8, 3), (64, 256, 64, 4, 4, 4)],

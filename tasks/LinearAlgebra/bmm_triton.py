@@ -8,7 +8,7 @@ import triton
 import triton.language as tl
 from triton.tools.tensor_descriptor import TensorDescriptor
 
-BM, BN, BK, GROUP = 128, 256, 64, 4  # the TMA kernel's tiles (8 warps, 3 stages), picked on the H200
+BM, BN, BK, GROUP, WARPS, STAGES = 128, 256, 64, 4, 8, 3  # the TMA kernel's launch, picked on the H200
 
 
 @triton.jit
@@ -81,7 +81,7 @@ class ModelNew(nn.Module):
                 TensorDescriptor.from_tensor(a.view(batch * m, k), [BM, BK]),
                 TensorDescriptor.from_tensor(b.view(batch * k, n), [BK, BN]),
                 TensorDescriptor.from_tensor(c.view(batch * m, n), [BM, BN]), m, n, k, n_tiles, BM=BM, BN=BN, BK=BK,
-                GROUP=GROUP, NUM_SMS=sms, num_warps=8, num_stages=3)
+                GROUP=GROUP, NUM_SMS=sms, num_warps=WARPS, num_stages=STAGES)
         else:
             grid = (triton.cdiv(m, 128), triton.cdiv(n, 128), batch)
             _bmm_kernel[grid](a, b, c, m, n, k, a.stride(0), a.stride(1), a.stride(2), b.stride(0), b.stride(1),
