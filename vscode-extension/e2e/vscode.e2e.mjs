@@ -225,14 +225,15 @@ try {
   }
   step("output", { text: result.output.slice(0, 300), lines: result.output.split("\n").length });
   await runCommand("kernel-lsp: Restart Server");
-  for (const end = Date.now() + 90000; ((await outputText()).match(/interpreter:\s/g) ?? []).length < 2;) {
-    if (Date.now() > end) throw new Error(`no second server start in the output: ${await outputText()}`);
+  let restartedOutput;
+  for (const end = Date.now() + 90000; ((restartedOutput = await outputText()).match(/interpreter:\s/g) ?? []).length < 2;) {
+    if (Date.now() > end) throw new Error(`no second server start in the output: ${restartedOutput}`);
     await page.waitForTimeout(500);
   }
   await page.waitForFunction(() => [...document.querySelectorAll(".statusbar .statusbar-item")]
     .some((e) => /kernel-lsp: .* 1 error/.test(e.textContent ?? "")), null, { timeout: 240000 });
   result.restarted = true;
-  step("restarted", { output: (await outputText()).slice(0, 500) });
+  step("restarted", { output: restartedOutput.slice(0, 500) });
   await page.screenshot({ path: screenshot.replace(/\.png$/, "-after-restart.png") });
   result.ok = true;
 } catch (e) {
