@@ -20,14 +20,14 @@ sys.path.insert(0, str(ROOT))
 
 from kernel_lsp.check import CheckRequest, check_file  # noqa: E402
 from kernel_lsp.config import Settings  # noqa: E402
-from kernel_lsp.worker.persistent import PersistentPool  # noqa: E402
+from kernel_lsp.worker.executor import Executor, executor_for  # noqa: E402
 
 DEFAULT = ["Activation/gelu_triton.py", "Normalization/layer_norm_triton.py", "Math/rsqrt_clamp_triton.py"]
 
 
-def one(path: Path, settings: Settings, pool: PersistentPool, text: str) -> tuple[float, dict]:
+def one(path: Path, settings: Settings, executor: Executor, text: str) -> tuple[float, dict]:
     t0 = time.monotonic()
-    report = check_file(CheckRequest(path, settings, ROOT / "tasks", source=text, persistent=pool))
+    report = check_file(CheckRequest(path, settings, ROOT / "tasks", source=text, executor=executor))
     seconds = time.monotonic() - t0
     codes = sorted({f.code for f in report.findings})
     measured = any(k.measurement for k in report.kernels.values())
@@ -41,7 +41,7 @@ def main() -> int:
     ap.add_argument("tasks", nargs="*", default=DEFAULT)
     args = ap.parse_args()
     settings = Settings(device="cuda", timeout=600)
-    pool = PersistentPool(None, "cuda", size=1)
+    pool = executor_for(settings)
     rows = []
     try:
         for task in args.tasks:

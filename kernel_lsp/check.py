@@ -1,32 +1,28 @@
 """Check one file, parent side: read, discover, link, consult the cache, run the worker, collect findings.
 
 This module sits above both the engine (whose parent-side stages it calls, and whose worker-side stages the
-child runs) and the worker (which it drives). Imports neither torch nor triton; user code runs only in the
-worker child. It is the one entry point the CLI and the language server share (`check_file`), so they always
-agree.
+child runs) and the worker (whose Executor runs the job). Imports neither torch nor triton; user code runs only in
+a worker. It is the one entry point the CLI, the language server, the proposers and the batch API share
+(`check_file`), so they always agree.
 """
 
 from __future__ import annotations
 
-import os
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
 from .cache import Cache, cache_key
 from .codes import severity_of
 from .config import Settings
-from .device import gpu_present
 from .engine.deps import dependencies
 from .engine.discover import discover_source
 from .engine.link import ignored_codes, link_file, parse_pragmas
 from .jobs import CheckJob, Device, FindingEvent, KernelEvent, KernelRef, MeasureOptions, Preview, Stage, Stat
 from .model import FileReport, Finding, KernelFacts, KernelInfo, Span
-from .worker.client import WorkerJob, WorkerOutcome
-from .worker import compile_warmer
-from .worker.persistent import PersistentPool
-from .worker.pool import WarmPool
+from .worker.executor import Executor, LocalExecutor
+from .worker.outcome import WorkerOutcome
 
 
 @dataclass
@@ -38,25 +34,12 @@ class CheckRequest:
     source: str | None = None  # unsaved editor text; read from disk when None
     cache: Cache | None = None
     on_event: Callable[[Stage | Preview], None] | None = None  # progress from the worker
-    cancel: threading.Event | None = None
-    jobs: list[WorkerJob] = field(default_factory=list)  # running worker jobs, so a caller can kill them
-    pool: WarmPool | None = None  # warm workers (the zygote); cold processes when None
-    persistent: PersistentPool | None = None  # long-lived workers: one per GPU, or behind the runner command
+    cancel: threading.Event | None = None  # set it (from any thread) to stop the check and kill its worker
+    executor: Executor | None = None  # where the job runs (worker/executor.py); a fresh process when None
     refresh: bool = False  # run the worker even on a cache hit ("Verify again now"), then store the result
     quick: bool = False  # discovery and linking only (the language server's at-once stage): no cache, no worker
     measure_against: str | None = None  # another version of the file, raced against this one (the proposers)
     timeout_source: str = "`timeout` in [tool.kernel-lsp]"  # how the user set it, for the timeout's message
-
-
-def long_lived_workers(settings: Settings) -> PersistentPool | None:
-    """Long-lived workers for these settings: behind the runner command when one is set, else one per local GPU
-    (CUDA cannot be used in a forked child, and a fresh process per file pays seconds of imports and CUDA
-    start-up); None where jobs fork from the zygote or start cold (the CPU interpreter)."""
-    if settings.runner:
-        return PersistentPool(settings.runner, settings.device)
-    if settings.device != "cpu" and gpu_present() and os.environ.get("KERNEL_LSP_WARM", "1") != "0":
-        return PersistentPool(None, "cuda" if settings.device == "cuda" else "auto")
-    return None
 
 
 def decode_source(data: bytes) -> str:
@@ -145,13 +128,7 @@ def check_file(req: CheckRequest) -> FileReport:
                    targets=list(req.settings.targets), seed=req.settings.seed, verify=req.settings.verification,
                    device=req.settings.device, measure=measure_options(req.settings, source))
     job.measure.against = req.measure_against
-    files = shipped_files(source, job, report.dependencies) if req.persistent and req.persistent.runner else None
-    warmer = _compile_warmer(req, job)
-    try:
-        outcome = _run_worker(req, job, source, files)
-    finally:
-        if warmer is not None:
-            warmer.stop()
+    outcome = _run_worker(req, job, source, report.dependencies)
     report.stats = {"workers": 1, "warm_workers": int(outcome.warm), "compiles": 0, "launches": 0,
                     "seconds": round(outcome.seconds, 3)}
     _absorb(report, outcome, linked.link.anchor, req.timeout_source)
@@ -159,19 +136,6 @@ def check_file(req: CheckRequest) -> FileReport:
     if req.cache is not None and outcome.completed and not outcome.cancelled and req.measure_against is None:
         req.cache.put(key, report)
     return report
-
-
-def _compile_warmer(req: CheckRequest, job: CheckJob) -> compile_warmer.CompileWarmer | None:
-    """Start a compile warmer (worker/compile_warmer.py) when the job will time torch.compile on a local GPU worker
-    that is not running yet: the warmer's imports and compile overlap the worker's start and the verification.
-    KERNEL_LSP_COMPILE_WARMER=0 turns it off."""
-    pool = req.persistent
-    if (pool is None or pool.runner or not job.measure.enabled or not job.measure.compile
-            or req.measure_against is not None or os.environ.get("KERNEL_LSP_COMPILE_WARMER", "1") == "0"):
-        return None
-    if any(w.alive() and w.state in ("ready", "busy") for w in pool.workers):
-        return None  # a running worker keeps its compiled references, or its disk caches are warm already
-    return compile_warmer.start(job, dict(os.environ))
 
 
 def measure_options(settings: Settings, source: str) -> MeasureOptions:
@@ -198,17 +162,14 @@ def shipped_files(source: str, job: CheckJob, dependencies: list[str]) -> dict[s
     return files
 
 
-def _run_worker(req: CheckRequest, job: CheckJob, source: str, files: dict[str, str] | None) -> WorkerOutcome:
+def _run_worker(req: CheckRequest, job: CheckJob, source: str, dependencies: list[str]) -> WorkerOutcome:
     if req.source is not None:
         # The editor's unsaved text is what the user sees: the worker must run exactly that.
         job.source_override = source
-    env = dict(os.environ)
-    worker = WorkerJob(job, timeout=req.settings.timeout, env=env, on_stage=_live_events(req, job, source), pool=req.pool,
-                       persistent=req.persistent, files=files)
-    req.jobs.append(worker)
-    if req.cancel is not None and req.cancel.is_set():
-        worker.cancel()
-    return worker.run()
+    executor = req.executor or LocalExecutor(1, warm=False)
+    files = shipped_files(source, job, dependencies) if executor.ships_files else None
+    return executor.run(job, files, req.settings.timeout, _live_events(req, job, source),
+                        req.cancel or threading.Event())
 
 
 def _live_events(req: CheckRequest, job: CheckJob, source: str) -> Callable[[Stage | Preview], None] | None:

@@ -22,7 +22,7 @@ from .config import ConfigError, Settings, apply_overrides, find_pyproject, load
 from .device import DEVICES, gpu_present
 from .model import FileReport, Severity
 from .render.report import ReportError
-from .worker.pool import WarmPool
+from .worker.executor import executor_for
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 FLAGS = {"targets": "--target", "timeout": "--timeout", "device": "--device", "workers": "--jobs",
@@ -140,7 +140,7 @@ class Progress:
 def cmd_check(args: argparse.Namespace) -> int:
     from concurrent.futures import FIRST_COMPLETED, wait
 
-    from .check import CheckRequest, check_file, long_lived_workers
+    from .check import CheckRequest, check_file
     from .render.json_ import render_json
     from .render.sarif import render_sarif
     from .render.text import coverage, file_lines, summary_lines, timing_lines
@@ -160,26 +160,18 @@ def cmd_check(args: argparse.Namespace) -> int:
         return EXIT_FINDINGS
 
     start = time.monotonic()
-    warm = WarmPool()  # forks warm workers where it can; started on first use
-    persistent = long_lived_workers(settings)
-    requests: list[CheckRequest] = []
+    executor = executor_for(settings, workers=args.jobs)  # its workers start on first use
     stream = args.format == "text" and not output  # findings printed as each file is done
     interrupted = threading.Event()  # set on Ctrl-C: a job that starts after it is cancelled at once
 
     def one(path: Path) -> FileReport:
-        req = CheckRequest(path.resolve(), settings, root, reference, cache=cache, pool=warm, persistent=persistent,
+        req = CheckRequest(path.resolve(), settings, root, reference, cache=cache, executor=executor,
                            cancel=interrupted,
                            timeout_source="--timeout" if args.timeout else "`timeout` in [tool.kernel-lsp]")
-        requests.append(req)
         return check_file(req)
 
-    jobs = max(1, settings.workers)
-    if persistent is not None:
-        jobs = len(persistent.workers)  # one file per long-lived worker (per GPU) at a time
-    elif settings.device != "cpu" and gpu_present() and args.jobs is None:
-        jobs = 1  # files on one GPU at a time: parallel workers would share (and exhaust) its memory
     progress = Progress(len(files))
-    pool = ThreadPoolExecutor(max_workers=jobs)
+    pool = ThreadPoolExecutor(max_workers=executor.capacity)  # one file per worker (per GPU) at a time
     done: dict[Path, FileReport] = {}
     try:
         pending = {pool.submit(one, f): f for f in files}
@@ -200,14 +192,9 @@ def cmd_check(args: argparse.Namespace) -> int:
         watchdog = threading.Timer(5.0, os._exit, (EXIT_INTERRUPTED,))
         watchdog.daemon = True
         watchdog.start()
-        interrupted.set()
+        interrupted.set()  # every running job is killed within its executor's poll
         progress.clear()
-        for req in list(requests):
-            for job in list(req.jobs):
-                job.cancel()
-        if persistent is not None:
-            persistent.close()
-        warm.close()
+        executor.close()
         pool.shutdown(wait=False, cancel_futures=True)
         sys.stderr.write("kernel-lsp: interrupted\n")
         sys.stderr.flush()
@@ -218,9 +205,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     finally:
         progress.clear()
     pool.shutdown(wait=True)
-    warm.close()
-    if persistent is not None:
-        persistent.close()
+    executor.close()
     reports = [done[f] for f in files]
     stats = {"files": len(reports), "cache_hits": sum(1 for r in reports if r.cached),
              "workers_spawned": sum(r.stats.get("workers", 0) for r in reports),
@@ -258,7 +243,6 @@ def cmd_optimize(args: argparse.Namespace) -> int:
     import json
     import threading
 
-    from .check import long_lived_workers
     from .propose.loop import Cancelled, ProposeRequest, propose
     from .render.text import render_proposal
 
@@ -277,10 +261,10 @@ def cmd_optimize(args: argparse.Namespace) -> int:
         raise UsageError(f"--mode {args.mode} needs an LLM: set [tool.kernel-lsp.llm] endpoint (and model), "
                          "see docs/code-actions.md; --mode tune needs none")
     text = path.read_text(encoding="utf-8")
-    warm, persistent = WarmPool(), long_lived_workers(settings)
+    executor = executor_for(settings)
     cancel = threading.Event()
     req = ProposeRequest(args.mode, path.resolve(), text, settings, root, args.kernel, args.candidates, args.rounds,
-                         Path(args.reference).resolve() if args.reference else None, warm, persistent, cancel,
+                         Path(args.reference).resolve() if args.reference else None, executor, cancel,
                          progress=lambda m: sys.stderr.write(f"kernel-lsp: {m}\n") if not args.quiet else None)
     try:
         proposal = propose(req)
@@ -288,9 +272,7 @@ def cmd_optimize(args: argparse.Namespace) -> int:
         cancel.set()
         return 130
     finally:
-        warm.close()
-        if persistent is not None:
-            persistent.close()
+        executor.close()
     if args.apply and proposal.accepted and proposal.new_text is not None:
         if path.read_text(encoding="utf-8") != text:
             sys.stderr.write("kernel-lsp: the file changed while the proposal was being made; not applied\n")

@@ -123,20 +123,17 @@ def test_gpu_worker_survives_an_illegal_address():
     replaced, and the next file runs on a fresh one in the same pool."""
     from kernel_lsp.check import CheckRequest, check_file
     from kernel_lsp.config import Settings
-    from kernel_lsp.worker.persistent import PersistentPool
+    from kernel_lsp.worker.executor import WorkerPoolExecutor
 
-    pool = PersistentPool(None, "cuda", size=1)
-    try:
+    with WorkerPoolExecutor.local_gpus("cuda", gpus=["0"]) as pool:
         settings = Settings(device="cuda", timeout=300)
-        bad = check_file(CheckRequest(PERF / "illegal_address.py", settings, PERF, persistent=pool))
+        bad = check_file(CheckRequest(PERF / "illegal_address.py", settings, PERF, executor=pool))
         first_pid = pool.workers[0].info.get("pid")
         assert any("illegal" in f.message.lower() for f in bad.findings), [f.message for f in bad.findings]
-        good = check_file(CheckRequest(PERF / "tuned.py", settings, PERF, persistent=pool))
+        good = check_file(CheckRequest(PERF / "tuned.py", settings, PERF, executor=pool))
         assert [f.code for f in good.findings if f.severity <= 2] == [], [f.message for f in good.findings]
         assert pool.workers[0].info.get("pid") != first_pid
         assert any(k.measurement for k in good.kernels.values())
-    finally:
-        pool.close()
 
 
 def test_gpu_tune_makes_a_mistuned_matmul_faster_and_keeps_it_verified(tmp_path):

@@ -19,7 +19,7 @@ ALLOWED = {
     "jobs": {"model"},
     "config": {"device", "targets"},
     "engine": {"model", "codes", "jobs", "targets"},
-    "worker": {"engine", "jobs", "model", "codes", "device"},
+    "worker": {"engine", "jobs", "model", "codes", "device", "config"},
     "cache": {"model", "device"},
     "render": {"model", "codes"},
     "check": {"engine", "worker", "cache", "config", "jobs", "model", "codes", "device"},
@@ -35,25 +35,32 @@ def part_of(path: Path) -> str:
     return rel.parts[0] if len(rel.parts) > 1 else rel.stem
 
 
-def imported_parts(path: Path) -> set[str]:
-    """The kernel_lsp parts a module imports (relative or absolute), at any depth in the module."""
+def imports_of(path: Path) -> list[tuple[list[str], list[str]]]:
+    """Every kernel_lsp import of a module, at any depth in it: (the module imported, as its parts below kernel_lsp;
+    the names imported from it). Relative imports are resolved against the module's package."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
     here = path.relative_to(PACKAGE).parent.parts  # () for top-level modules
-    out = set()
+    out = []
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom):
             if node.level:
                 base = list(here[: len(here) - (node.level - 1)]) if node.level > 1 else list(here)
                 parts = base + (node.module.split(".") if node.module else [])
-                names = [parts[0]] if parts else [a.name for a in node.names]
             elif node.module and node.module.startswith("kernel_lsp"):
                 parts = node.module.split(".")[1:]
-                names = [parts[0]] if parts else [a.name for a in node.names]
             else:
                 continue
-            out.update(names)
+            out.append((parts, [a.name for a in node.names]))
         elif isinstance(node, ast.Import):
-            out.update(a.name.split(".")[1] for a in node.names if a.name.startswith("kernel_lsp."))
+            out += [(a.name.split(".")[1:], []) for a in node.names if a.name.startswith("kernel_lsp.")]
+    return out
+
+
+def imported_parts(path: Path) -> set[str]:
+    """The kernel_lsp parts a module imports (relative or absolute)."""
+    out = set()
+    for parts, names in imports_of(path):
+        out.update([parts[0]] if parts else names)
     return {n for n in out if n != "__version__"}
 
 
@@ -79,3 +86,24 @@ def test_layers_the_allowed_table_has_no_cycle():
 
     for node in ALLOWED:
         visit(node, ())
+
+
+# Front ends schedule and render: they reach workers only through the Executor seam (worker/executor.py), never by
+# building pools or talking to a worker's process themselves. `kernel-lsp worker` (cli) starts serve.py's loop.
+FRONT_ENDS = {"cli", "lsp", "propose", "api"}
+FRONT_END_WORKER_MODULES = {"executor", "serve"}
+
+
+def worker_modules_imported(path: Path) -> set[str]:
+    out = set()
+    for parts, names in imports_of(path):
+        if parts[:1] == ["worker"]:
+            out.update([parts[1]] if len(parts) > 1 else names)
+    return out
+
+
+@pytest.mark.parametrize("path", [p for p in MODULES if part_of(p) in FRONT_ENDS],
+                         ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_layers_front_ends_reach_workers_only_through_the_executor(path: Path):
+    wrong = worker_modules_imported(path) - FRONT_END_WORKER_MODULES
+    assert not wrong, f"{path.relative_to(PACKAGE)} imports worker.{sorted(wrong)}: front ends use executor_for"

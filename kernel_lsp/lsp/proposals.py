@@ -112,8 +112,8 @@ class Proposals:
                                           ls.work_done_progress.report(token, types.WorkDoneProgressReport(
                                               message=message[:200])))
 
-        req = ProposeRequest(mode, doc.path, text, ls.settings, ls.root, kernel, pool=ls.scheduler.pool,
-                             persistent=ls.scheduler.persistent, cancel=running.cancel, progress=report)
+        req = ProposeRequest(mode, doc.path, text, ls.settings, ls.root, kernel, executor=ls.scheduler.executor,
+                             cancel=running.cancel, progress=report)
         proposal: Proposal | None = None
         try:
             proposal = await loop.run_in_executor(self.executor, propose, req)

@@ -6,8 +6,9 @@ for an adaptive debounce (50 to 500 ms, tracking the last run's time, like clang
 (or change, per `verify`). Runs execute `check_file` in a thread pool: the work itself is in a worker process,
 the thread only waits for it, so the event loop never blocks.
 
-The scheduler is given the function that checks a file and the warm worker pool (the server passes
-`check.check_file` and a `WarmPool`), so tests drive it in-process with fakes.
+The scheduler is given the function that checks a file and a factory of executors (the server passes
+`check.check_file` and `executor_for`); it makes the executor from the settings and remakes it when they change
+where checks run. Tests drive it in-process with fakes.
 """
 
 from __future__ import annotations
@@ -26,8 +27,7 @@ from ..check import CheckRequest
 from ..config import Settings, apply_overrides
 from ..jobs import Preview, Stage
 from ..model import FileReport, Finding
-from ..worker.persistent import PersistentPool
-from ..worker.pool import WarmPool
+from ..worker.executor import Executor
 
 log = logging.getLogger(__name__)
 
@@ -46,10 +46,7 @@ class Run:
     request: CheckRequest | None = None
 
     def kill(self) -> None:
-        self.cancel.set()
-        if self.request is not None:
-            for job in list(self.request.jobs):
-                job.cancel()
+        self.cancel.set()  # the request's cancel: its executor kills the worker within a poll
 
 
 @dataclass
@@ -83,49 +80,50 @@ class Hooks:
 
 
 CheckFn = Callable[[CheckRequest], FileReport]
-WorkersFor = Callable[[Settings], "PersistentPool | None"]
+ExecutorFor = Callable[[Settings], Executor]
 
 
 class Scheduler:
     def __init__(self, hooks: Hooks, settings: Settings, root: Path | None, check: CheckFn,
-                 pool: WarmPool | None = None, workers: int = 2, workers_for: WorkersFor | None = None):
+                 executor_for: ExecutorFor | None = None):
         self.hooks = hooks
         self.check = check
-        # Long-lived workers (a GPU's, or the runner's), made from the settings and remade when they change.
-        self.workers_for = workers_for
+        self.executor_for = executor_for  # None: checks get no executor (a fresh process each; tests' fakes)
         self.timeout_source = "`timeout` in [tool.kernel-lsp]"  # named in the timeout's message (the server sets it)
         self.restricted = False  # an untrusted workspace: discovery and linking only, no worker ever
-        self.persistent: PersistentPool | None = None
-        self._persistent_key: tuple | None = None
+        self.executor: Executor | None = None
+        self._executor_key: tuple | None = None
         self.docs: dict[str, Document] = {}
-        self.executor = ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="kernel-lsp-check")
-        self.workers = max(1, workers)
+        self.workers = 0
+        self.threads: ThreadPoolExecutor | None = None  # one thread per check at once; each waits on its worker
         # Discovery and linking run at once on every version, on their own thread, so a syntax error or a
         # broken link shows while the check threads are busy verifying other files.
-        self.quick_executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kernel-lsp-quick")
-        self.pool = pool  # a zygote with torch and triton imported, which workers fork from; cold workers if None
+        self.quick_threads = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kernel-lsp-quick")
         self.configure(settings, root)
 
     def warm_up(self) -> None:
-        """Start the warm workers now, so the first check does not pay for importing torch and triton."""
-        if self.pool is not None:
-            self.pool.start(self.settings.device)
-        if self.persistent is not None:
-            self.persistent.warm_up()
+        """Start the workers now, so the first check does not pay for importing torch and triton."""
+        if self.executor is not None:
+            self.executor.warm_up()
 
     def configure(self, settings: Settings, root: Path | None) -> None:
         self.settings, self.root = settings, root
-        if settings.workers != self.workers:  # checks at once: running ones finish on the old threads
-            old, self.workers = self.executor, settings.workers
-            self.executor = ThreadPoolExecutor(max_workers=settings.workers, thread_name_prefix="kernel-lsp-check")
-            old.shutdown(wait=False)
         self.cache = Cache(settings.cache_path(root))
-        key = (tuple(settings.runner), settings.device)
-        if self.workers_for is not None and key != self._persistent_key:
-            old, self.persistent = self.persistent, self.workers_for(settings)
-            self._persistent_key = key
+        key = (tuple(settings.runner), settings.device, settings.workers)
+        if self.executor_for is not None and key != self._executor_key:
+            old, self.executor = self.executor, self.executor_for(settings)
+            self._executor_key = key
             if old is not None:
+                for doc in self.docs.values():  # cancelled, not failed: the caller checks every document again
+                    if doc.running is not None:
+                        doc.running.kill()
                 old.close()
+        workers = self.executor.capacity if self.executor is not None else settings.workers
+        if workers != self.workers:  # checks at once: running ones finish on the old threads
+            old_threads, self.workers = self.threads, workers
+            self.threads = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="kernel-lsp-check")
+            if old_threads is not None:
+                old_threads.shutdown(wait=False)
 
     def document(self, uri: str, path: Path) -> Document:
         doc = self.docs.get(uri)
@@ -154,7 +152,7 @@ class Scheduler:
         """Discovery and linking of this version, published at once (no debounce, no worker)."""
         request = CheckRequest(doc.path, self.settings, self.root, source=doc.text, quick=True)
         try:
-            report = await asyncio.get_running_loop().run_in_executor(self.quick_executor, self.check, request)
+            report = await asyncio.get_running_loop().run_in_executor(self.quick_threads, self.check, request)
         except Exception:
             log.exception("quick check of %s failed", doc.uri)
             return
@@ -195,12 +193,11 @@ class Scheduler:
     def shutdown(self) -> None:
         for doc in list(self.docs.values()):
             self.cancel(doc)
-        self.executor.shutdown(wait=False, cancel_futures=True)
-        self.quick_executor.shutdown(wait=False, cancel_futures=True)
-        if self.pool is not None:
-            self.pool.close()
-        if self.persistent is not None:
-            self.persistent.close()
+        if self.threads is not None:
+            self.threads.shutdown(wait=False, cancel_futures=True)
+        self.quick_threads.shutdown(wait=False, cancel_futures=True)
+        if self.executor is not None:
+            self.executor.close()
 
     async def _run(self, doc: Document, gen: int, verify: bool, delay: float, refresh: bool = False) -> None:
         try:
@@ -212,7 +209,7 @@ class Scheduler:
         run = Run(gen, verify)
         settings = apply_overrides(self.settings, {"verification": verify})
         run.request = CheckRequest(doc.path, settings, self.root, source=doc.text, cache=self.cache,
-                                   cancel=run.cancel, pool=self.pool, persistent=self.persistent, refresh=refresh,
+                                   cancel=run.cancel, executor=self.executor, refresh=refresh,
                                    timeout_source=self.timeout_source)
         doc.running = run
         token = await self.hooks.started(doc, run)
@@ -221,7 +218,7 @@ class Scheduler:
         start = time.monotonic()
         report: FileReport | None = None
         try:
-            report = await asyncio.get_running_loop().run_in_executor(self.executor, self.check, run.request)
+            report = await asyncio.get_running_loop().run_in_executor(self.threads, self.check, run.request)
         except asyncio.CancelledError:
             # A newer version took over: kill this run, and still end its progress, or the editor's spinner
             # for it would spin forever.

@@ -18,13 +18,13 @@ from lsprotocol import types
 from pygls.lsp.server import LanguageServer
 
 from .. import __version__
-from ..check import check_file, long_lived_workers
+from ..check import check_file
 from ..codes import severity_of
 from ..config import ConfigError, Settings, apply_overrides, find_pyproject, load_pyproject
 from ..device import gpu_present
 from ..jobs import Stage
 from ..model import Finding, Span
-from ..worker.pool import WarmPool
+from ..worker.executor import executor_for
 from .convert import lsp_diagnostic, path_of, uri_of
 from .scheduler import Document, Hooks, Run, Scheduler
 
@@ -41,7 +41,7 @@ class KernelLanguageServer(LanguageServer):
         self.root: Path | None = None
         self.pyproject: Path | None = None
         self.scheduler = Scheduler(Hooks(self.publish, self.run_started, self.run_finished, self.run_stage),
-                                   self.settings, None, check_file, WarmPool(), workers_for=long_lived_workers)
+                                   self.settings, None, check_file, executor_for)
         self.observer = None
         # A save whose text the server has not seen yet (a client that sends didSave before its debounced
         # didChange, like Neovim 0.7): verification waits until the document catches up with it.

@@ -24,8 +24,7 @@ from typing import Callable
 from ..check import CheckRequest, check_file
 from ..config import Settings, apply_overrides
 from ..model import Candidate, FileReport, Measurement, Proposal, Severity
-from ..worker.persistent import PersistentPool
-from ..worker.pool import WarmPool
+from ..worker.executor import Executor
 from . import edits, prompt, screen, tune
 from .llm import LLM, Budget, LLMError
 
@@ -47,8 +46,7 @@ class ProposeRequest:
     candidates: int | None = None  # per round; default: the llm settings (tune: up to tune.MAX_CONFIGS)
     rounds: int | None = None
     reference: Path | None = None  # as `check --reference` takes it
-    pool: WarmPool | None = None
-    persistent: PersistentPool | None = None
+    executor: Executor | None = None  # where candidates run (worker/executor.py); fresh processes when None
     cancel: threading.Event = field(default_factory=threading.Event)
     progress: Callable[[str], None] = lambda message: None
     fix_codes: set[str] | None = None  # fix: the codes to fix (default: every KL1xx and KL2xx error or warning)
@@ -77,24 +75,14 @@ class Proposer:
         if req.mode not in MODES:
             raise ValueError(f"mode must be one of {', '.join(MODES)}")
         self.req = req
-        self.active: list[CheckRequest] = []
-        self.lock = threading.Lock()
         self.started = time.monotonic()
         llm = req.settings.llm
         self.budget = Budget(llm["max_tokens"], llm["max_seconds"])
         self.rounds = req.rounds or (llm["rounds"] if req.mode != "tune" else 2)
         self.per_round = req.candidates or (llm["candidates"] if req.mode != "tune" else tune.MAX_CONFIGS)
-        self.workers = max(1, len(req.persistent.workers) if req.persistent else req.settings.workers)
-        threading.Thread(target=self._watch_cancel, daemon=True, name="kernel-lsp-propose-cancel").start()
+        self.workers = req.executor.capacity if req.executor is not None else req.settings.workers
 
     # Running checks -----------------------------------------------------------------------------------------
-    def _watch_cancel(self) -> None:
-        self.req.cancel.wait()
-        with self.lock:
-            for r in self.active:
-                for job in list(r.jobs):
-                    job.cancel()
-
     def _checkpoint(self) -> None:
         if self.req.cancel.is_set():
             raise Cancelled()
@@ -110,16 +98,12 @@ class Proposer:
         if compile_only:
             overrides.update(verification=False, device="cpu")
         settings = apply_overrides(self.req.settings, overrides)
-        request = CheckRequest(self.req.path, settings, self.req.root, self.req.reference, source=text,
-                               cancel=self.req.cancel, pool=self.req.pool,
-                               persistent=None if compile_only else self.req.persistent, measure_against=against)
-        with self.lock:
-            self.active.append(request)
-        try:
-            report = check_file(request)
-        finally:
-            with self.lock:
-                self.active.remove(request)
+        executor = self.req.executor
+        if compile_only and executor is not None:
+            executor = executor.local()  # compiling for a target needs no GPU
+        # The request's cancel event is the check's: setting it kills every candidate's worker at once.
+        report = check_file(CheckRequest(self.req.path, settings, self.req.root, self.req.reference, source=text,
+                                         cancel=self.req.cancel, executor=executor, measure_against=against))
         self._checkpoint()
         return report
 

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import json
 import logging
 import os
 import subprocess
@@ -32,6 +31,7 @@ import traceback
 
 from ..jobs import CheckJob
 from .child import PARENT_ENV, die_with_parent, kill_group
+from .protocol import WarmRequest, decode, encode
 
 log = logging.getLogger(__name__)
 
@@ -72,7 +72,7 @@ def start(job: CheckJob, env: dict[str, str]) -> CompileWarmer | None:
     os.close(fd)  # the child's copy holds the lock now
     try:
         assert proc.stdin is not None
-        proc.stdin.write(json.dumps(job.to_dict()).encode())
+        proc.stdin.write(encode(WarmRequest(job)).encode())
         proc.stdin.close()
     except OSError:
         pass  # it died at once: its lock is gone with it, and the worker compiles on its own
@@ -104,7 +104,9 @@ def main(argv: list[str]) -> int:
     die_with_parent(int(parent) if parent and parent.isdigit() else None)
     code = 0
     try:
-        warm(CheckJob.from_dict(json.loads(sys.stdin.read())))
+        request = decode(sys.stdin.read())
+        assert isinstance(request, WarmRequest)
+        warm(request.job)
     except BaseException:  # the worker's own compile reports what failed (KL407): nothing to say here
         traceback.print_exc()
         code = 1

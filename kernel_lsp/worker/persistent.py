@@ -1,17 +1,16 @@
-"""The parent's side of long-lived workers (serve.py): one per visible GPU, or one behind a `runner` command.
+"""The parent's side of one long-lived worker (serve.py): a GPU's, or one behind a `runner` command.
 
-A `PersistentWorker` owns one process speaking serve.py's protocol over its stdio. Its state is explicit and
+A `PersistentWorker` owns one process speaking serve.py's protocol (typed messages, protocol.py) over its stdio. Its state is explicit and
 logged at each change (not started, starting, ready, busy, dead); a failed start is a state, not an exception,
 and becomes a clear finding for the job that needed it. Any fault replaces the process: a timeout or a cancel
 that the job does not honour within CANCEL_GRACE kills its process group; a crash (segfault, abort, a CUDA fault
 that makes the worker exit) is seen as EOF on its stdout. The next job starts a fresh one.
 
-`PersistentPool` hands out idle workers: one job per worker at a time, so one timing job per GPU.
+executor.py's `WorkerPoolExecutor` hands out idle workers: one job per worker at a time, so one timing job per GPU.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import queue
@@ -27,7 +26,8 @@ from typing import Callable
 from ..jobs import LIVE, CheckJob, Preview, Stage
 from .child import PARENT_ENV, kill_group
 from .outcome import WorkerOutcome
-from .protocol import decode_event
+from .protocol import (CancelJob, JobEnd, JobEvent, ProtocolError, RunJob, WorkerReady, decode, decode_event,
+                       encode)
 
 log = logging.getLogger(__name__)
 
@@ -117,8 +117,11 @@ class PersistentWorker:
                 tail = self.stderr_tail().strip().splitlines()
                 return (f"`{shlex.join(self.command)}` exited with status {code} before it was ready"
                         + (f": {tail[-1][:300]}" if tail else ""))
-            if "ready" in message:
-                self.info = message["ready"]
+            if isinstance(message, ProtocolError):  # a worker of another kernel-lsp version
+                self.kill()
+                return f"`{shlex.join(self.command)}` was refused: {message}"
+            if isinstance(message, WorkerReady):
+                self.info = message.to_dict()
                 self._set("ready")
                 return None
 
@@ -127,8 +130,10 @@ class PersistentWorker:
         assert proc.stdout is not None
         for raw in proc.stdout:
             try:
-                lines.put(json.loads(raw))
-            except (json.JSONDecodeError, UnicodeDecodeError):
+                lines.put(decode(raw))
+            except ProtocolError as e:
+                if "protocol" in str(e):
+                    lines.put(e)  # a ready message of another version: refused by start()
                 continue  # not ours (a stray write by a runner's shell): skipped
         lines.put(None)
 
@@ -158,10 +163,10 @@ class PersistentWorker:
         except OSError:
             pass
 
-    def _send(self, message: dict) -> bool:
+    def _send(self, message) -> bool:
         try:
             assert self._proc is not None and self._proc.stdin is not None
-            self._proc.stdin.write((json.dumps(message) + "\n").encode())
+            self._proc.stdin.write(encode(message).encode())
             self._proc.stdin.flush()
             return True
         except (OSError, ValueError):
@@ -186,12 +191,12 @@ class PersistentWorker:
         job_id = self._ids
         start = time.monotonic()
         self._set("busy")
-        if not self._send({"id": job_id, "job": job.to_dict(), "files": files}):
+        if not self._send(RunJob(job_id, job, files)):
             return self._died(outcome, start)
         cancel_sent_at = None
         while True:
             if cancel is not None and cancel.is_set() and cancel_sent_at is None:
-                self._send({"cancel": job_id})
+                self._send(CancelJob(job_id))
                 cancel_sent_at = time.monotonic()
                 outcome.cancelled = True
             if cancel_sent_at is not None and time.monotonic() - cancel_sent_at > CANCEL_GRACE:
@@ -207,10 +212,10 @@ class PersistentWorker:
                 continue
             if message is None:
                 return self._died(outcome, start)
-            if message.get("id") != job_id:
+            if getattr(message, "id", None) != job_id:
                 continue  # the tail of an earlier, cancelled job
-            if "event" in message:
-                event = decode_event(message["event"])
+            if isinstance(message, JobEvent):
+                event = decode_event(message.event)
                 if event is None:
                     continue
                 outcome.events.append(event)
@@ -219,9 +224,9 @@ class PersistentWorker:
                         on_stage(event)
                     except Exception:
                         pass
-            elif "end" in message:
-                outcome.cancelled = outcome.cancelled or bool(message["end"].get("cancelled"))
-                if message["end"].get("exiting"):
+            elif isinstance(message, JobEnd):
+                outcome.cancelled = outcome.cancelled or message.cancelled
+                if message.exiting:
                     self._retire()  # the job is complete; the process leaves and the next job starts a new one
                 else:
                     self._set("ready")
@@ -249,51 +254,3 @@ class PersistentWorker:
         outcome.stderr_tail = self.stderr_tail()
         self._set("dead")
         return outcome
-
-
-class PersistentPool:
-    """Long-lived workers: one per visible GPU locally, or `size` behind a runner command."""
-
-    def __init__(self, runner: list[str] | None = None, device: str = "auto", size: int | None = None):
-        self.runner = list(runner or [])
-        self.device = device
-        if self.runner:
-            command = self.runner + (["--device", device] if device != "auto" else [])
-            self.workers = [PersistentWorker(command, name=f"runner-{i}") for i in range(max(1, size or 1))]
-        else:
-            gpus = visible_gpus() or ["0"]
-            self.workers = [PersistentWorker(local_command(device),
-                                             env={**os.environ, "CUDA_VISIBLE_DEVICES": g}, name=f"gpu-{g}")
-                            for g in gpus[: size or len(gpus)]]
-        self._free = threading.Condition()
-
-    def acquire(self, cancel: threading.Event | None = None) -> PersistentWorker | None:
-        """An idle worker (waiting for one), or None when cancelled while waiting."""
-        with self._free:
-            while True:
-                for w in self.workers:
-                    if w.lock.acquire(blocking=False):
-                        return w
-                if cancel is not None and cancel.is_set():
-                    return None
-                self._free.wait(0.2)
-
-    def release(self, worker: PersistentWorker) -> None:
-        with self._free:
-            worker.lock.release()
-            self._free.notify_all()
-
-    def warm_up(self) -> None:
-        """Start every worker in the background, so the first job does not wait for imports and CUDA."""
-        def start(w: PersistentWorker) -> None:
-            if w.lock.acquire(blocking=False):
-                try:
-                    w.start()
-                finally:
-                    self.release(w)
-        for w in self.workers:
-            threading.Thread(target=start, args=(w,), name=f"{w.name}-warm-up", daemon=True).start()
-
-    def close(self) -> None:
-        for w in self.workers:
-            w.close()

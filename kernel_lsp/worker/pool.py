@@ -8,13 +8,14 @@ zygote failed to start or died) `spawn()` returns None and the caller starts a c
 from __future__ import annotations
 
 import itertools
-import json
 import logging
 import os
 import signal
 import subprocess
 import sys
 import threading
+
+from .protocol import Exited, ForkJob, Forked, ProtocolError, ZygoteReady, decode, encode
 
 log = logging.getLogger(__name__)
 
@@ -89,21 +90,25 @@ class WarmPool:
         assert proc.stdout is not None
         for line in proc.stdout:
             try:
-                msg = json.loads(line)
-            except json.JSONDecodeError:
+                msg = decode(line)
+            except ProtocolError as e:
+                if "protocol" in str(e):  # a zygote of another version: never used
+                    log.warning("warm worker refused: %s", e)
+                    self._failed = True
+                    self._ready.set()
                 continue
-            if "ready" in msg:
+            if isinstance(msg, ZygoteReady):
                 self._ready.set()
                 continue
-            child = self._children.get(msg.get("id"))
+            child = self._children.get(getattr(msg, "id", None))
             if child is None:
                 continue
-            if "pid" in msg:
-                child.pid = msg["pid"]
+            if isinstance(msg, Forked):
+                child.pid = msg.pid
                 child._started.set()
-            elif "returncode" in msg:
+            elif isinstance(msg, Exited):
                 self._children.pop(child.id, None)
-                child._end(msg["returncode"])
+                child._end(msg.returncode)
         # The zygote is gone; its children die with it (PDEATHSIG). Nobody waits forever.
         with self._lock:
             if not self._ready.is_set():
@@ -115,7 +120,7 @@ class WarmPool:
             self._children.clear()
 
     def spawn(self, job_path: str, out_path: str, err_path: str, env: dict[str, str],
-              device: str = "auto") -> ForkedChild | None:
+              device: str = "auto", cwd: str | None = None) -> ForkedChild | None:
         with self._lock:
             if not self._start_locked(device):
                 return None
@@ -125,10 +130,10 @@ class WarmPool:
         child = ForkedChild(next(self._ids))
         with self._lock:
             self._children[child.id] = child
-        cmd = {"id": child.id, "job": job_path, "out": out_path, "err": err_path, "env": env}
+        cmd = ForkJob(child.id, job_path, out_path, err_path, env, cwd)
         try:
             assert proc.stdin is not None
-            proc.stdin.write((json.dumps(cmd) + "\n").encode())
+            proc.stdin.write(encode(cmd).encode())
             proc.stdin.flush()
         except (OSError, ValueError):
             with self._lock:

@@ -4,13 +4,13 @@ It holds torch, triton and (on a GPU) the CUDA context between jobs, so a job st
 the seconds a fresh process needs. It is what the parent starts once per visible GPU, and what a `runner` command
 starts on another machine (`ssh gpu-box kernel-lsp worker`): the protocol assumes nothing but a byte stream.
 
-Protocol, JSON lines (worker/stdio_protocol in docs/architecture.md):
-- worker to parent, once: {"ready": {"pid", "device", "gpu", "startup": {step: seconds}}}
-- parent to worker: {"id": N, "job": CheckJob, "files": {abs path: text} or null}; with files, the worker writes
-  them under a fresh root and runs the job there (no shared file system is assumed), then maps paths back;
-- worker to parent, per event: {"id": N, "event": EVENT}; then {"id": N, "end": {"cancelled": bool, "exiting":
-  bool}}, where exiting says the worker ends after this job (a GPU fault lost its CUDA context);
-- parent to worker: {"cancel": N} interrupts job N (KeyboardInterrupt in the job); EOF on stdin ends the worker.
+Protocol (the typed messages of protocol.py, one JSON line each):
+- worker to parent, once: `WorkerReady` (pid, device, GPU name, start-up steps, protocol version);
+- parent to worker: `RunJob` (the job, and the files it needs when no file system is shared: the worker writes
+  them under a fresh root, runs the job there and maps paths back);
+- worker to parent: `JobEvent` per event, then `JobEnd` (cancelled; exiting: the worker ends after this job,
+  because a GPU fault lost its CUDA context);
+- parent to worker: `CancelJob` interrupts the job (KeyboardInterrupt in it); EOF on stdin ends the worker.
 
 The user's code shares this process across jobs; the engine restores what it patches after each job (the launch
 recorder, the bounds guard). After a CUDA error the context is unusable: the worker ends the job and exits, and
@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import _thread
 import contextlib
-import json
 import os
 import queue
 import shutil
@@ -33,12 +32,14 @@ import traceback
 from pathlib import Path
 from typing import IO, Any
 
+from .. import __version__
 from ..codes import severity_of
 from ..jobs import CheckJob, Device, Done, Event, FindingEvent, event_to_dict
 from ..model import Finding, Span
 from ..engine.loader import DeviceFault, is_device_fault
 from .child import PARENT_ENV, choose_device, die_with_parent
-from .protocol import EventWriter
+from .protocol import (CancelJob, EventWriter, JobEnd, JobEvent, ProtocolError, RunJob, WorkerReady, decode,
+                       encode)
 
 class StreamSink(EventWriter):
     """Events of job `job_id`, tagged with it, with paths under the shipped-files root mapped back."""
@@ -53,7 +54,7 @@ class StreamSink(EventWriter):
             if self.root:
                 event.finding.message = event.finding.message.replace(self.root, "")
         with self.lock:
-            self._stream.write(json.dumps({"id": self.job_id, "event": event_to_dict(event)}, default=str) + "\n")
+            self._stream.write(encode(JobEvent(self.job_id, event_to_dict(event))))
             self._stream.flush()
 
 
@@ -103,9 +104,9 @@ def serve(device: str = "auto") -> int:
         lap("CUDA init")
     lock = threading.Lock()
 
-    def send(message: dict) -> None:
+    def send(message) -> None:
         with lock:
-            protocol.write(json.dumps(message) + "\n")
+            protocol.write(encode(message))
             protocol.flush()
 
     jobs: queue.Queue = queue.Queue()
@@ -114,18 +115,18 @@ def serve(device: str = "auto") -> int:
     def read_stdin() -> None:
         for line in sys.stdin:
             try:
-                message = json.loads(line)
-            except json.JSONDecodeError:
+                message = decode(line)
+            except ProtocolError:
                 continue
-            if "cancel" in message:
-                if message["cancel"] == current["id"] and current["id"] is not None:
+            if isinstance(message, CancelJob):
+                if message.id == current["id"] and current["id"] is not None:
                     _thread.interrupt_main()
-            else:
+            elif isinstance(message, RunJob):
                 jobs.put(message)
         jobs.put(None)  # EOF: the parent is gone
 
     threading.Thread(target=read_stdin, name="kernel-lsp-worker-stdin", daemon=True).start()
-    send({"ready": {"pid": os.getpid(), "device": device, "gpu": gpu, "startup": startup}})
+    send(WorkerReady(os.getpid(), device, gpu, startup, version=__version__))
     while True:
         try:
             message = jobs.get()
@@ -137,17 +138,17 @@ def serve(device: str = "auto") -> int:
             continue  # a cancel that arrived between jobs
 
 
-def run_one(message: dict, device: str, send, lock, protocol, current, pipeline) -> bool:
+def run_one(message: RunJob, device: str, send, lock, protocol, current, pipeline) -> bool:
     """Run one job; returns True when the process must not run another (a CUDA fault poisoned its context)."""
-    job_id = message.get("id")
+    job_id = message.id
     root = None
     poisoned = False
     cancelled = False
     try:
-        job = CheckJob.from_dict(message["job"])
+        job = message.job
         path = job.path
-        if message.get("files"):
-            root = place_files(job, message["files"])
+        if message.files:
+            root = place_files(job, message.files)
         sink = StreamSink(protocol, lock, job_id, root, path)
         job.device = device
         sink.emit(Device(device))
@@ -187,7 +188,7 @@ def run_one(message: dict, device: str, send, lock, protocol, current, pipeline)
     # A fault the job reported as a finding (an illegal address inside the implementation is KL105) still leaves
     # the context unusable: probe it, and leave rather than fail every later job.
     poisoned = poisoned or (device == "cuda" and not _context_healthy())
-    send({"id": job_id, "end": {"cancelled": cancelled, "exiting": poisoned}})
+    send(JobEnd(job_id, cancelled, poisoned))
     return poisoned
 
 

@@ -8,15 +8,13 @@ stderr in the job's stderr file, and a copy of the zygote's memory in which no u
 Used only where kernels run under the interpreter (no GPU): CUDA cannot be used in a child forked after it
 was initialised, and the zygote never initialises it.
 
-Protocol, JSON lines. Parent to zygote on stdin: {"id", "job", "out", "err", "env"}. Zygote to parent on
-stdout: {"ready": pid}, {"id", "pid"} when a child started, {"id", "returncode"} when it ended (negative: the
-signal that killed it, as subprocess reports it). On EOF of stdin (the parent is gone) the zygote kills every
+Protocol (protocol.py): parent to zygote on stdin, `ForkJob`; zygote to parent on stdout, `ZygoteReady` once,
+`Forked` when a child started, `Exited` when it ended. On EOF of stdin (the parent is gone) the zygote kills every
 child it started and exits; each child also asks the kernel for SIGKILL when the zygote dies.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import select
 import signal
@@ -24,6 +22,7 @@ import sys
 import traceback
 
 from .child import PARENT_ENV, PR_SET_NAME, die_with_parent, prctl
+from .protocol import Exited, ForkJob, Forked, ProtocolError, ZygoteReady, decode, encode
 
 CHILD_NAME = b"kernel-lsp-job"  # what ps and /proc/PID/comm show for a forked worker
 ZYGOTE_NAME = b"kernel-lsp-warm"
@@ -38,7 +37,7 @@ def _warm() -> None:
     warm_meta_device()
 
 
-def _child(zygote: int, cmd: dict) -> None:
+def _child(zygote: int, cmd: ForkJob) -> None:
     """Runs in the forked child; never returns."""
     code = 1
     try:
@@ -47,7 +46,7 @@ def _child(zygote: int, cmd: dict) -> None:
         prctl(PR_SET_NAME, CHILD_NAME)
         signal.signal(signal.SIGINT, signal.SIG_DFL)
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
-        err = os.open(cmd["err"], os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        err = os.open(cmd.err, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
         null = os.open(os.devnull, os.O_RDONLY)
         os.dup2(null, 0)
         os.dup2(err, 1)
@@ -55,11 +54,13 @@ def _child(zygote: int, cmd: dict) -> None:
         os.close(err)
         os.close(null)
         os.environ.clear()
-        os.environ.update(cmd.get("env") or {})
+        os.environ.update(cmd.env)
+        if cmd.cwd:
+            os.chdir(cmd.cwd)
         os.environ[PARENT_ENV] = str(zygote)
         os.environ.setdefault("TRITON_INTERPRET", "1")
         from .child import main
-        code = main(["child", cmd["job"], cmd["out"]])
+        code = main(["child", cmd.job, cmd.out])
         sys.stdout.flush()
         sys.stderr.flush()
     except SystemExit as e:
@@ -73,8 +74,8 @@ def _child(zygote: int, cmd: dict) -> None:
     os._exit(code)
 
 
-def _send(message: dict) -> None:
-    data = (json.dumps(message) + "\n").encode()
+def _send(message) -> None:
+    data = encode(message).encode()
     while data:
         data = data[os.write(1, data):]
 
@@ -90,7 +91,7 @@ def serve() -> int:
     _warm()
     me = os.getpid()
     children: dict[int, object] = {}  # pid -> job id
-    _send({"ready": me})
+    _send(ZygoteReady(me))
     buf = b""
     while True:
         readable, _, _ = select.select([0], [], [], 0.05)
@@ -102,14 +103,16 @@ def serve() -> int:
             while b"\n" in buf:
                 line, buf = buf.split(b"\n", 1)
                 try:
-                    cmd = json.loads(line)
-                except json.JSONDecodeError:
+                    cmd = decode(line)
+                except ProtocolError:
+                    continue
+                if not isinstance(cmd, ForkJob):
                     continue
                 pid = os.fork()
                 if pid == 0:
                     _child(me, cmd)
-                children[pid] = cmd.get("id")
-                _send({"id": cmd.get("id"), "pid": pid})
+                children[pid] = cmd.id
+                _send(Forked(cmd.id, pid))
         while children:
             try:
                 pid, status = os.waitpid(-1, os.WNOHANG)
@@ -117,7 +120,8 @@ def serve() -> int:
                 break
             if pid == 0:
                 break
-            _send({"id": children.pop(pid, None), "returncode": _returncode(status)})
+            if pid in children:
+                _send(Exited(children.pop(pid), _returncode(status)))
     for pid in children:  # the parent is gone: no orphans
         try:
             os.killpg(pid, signal.SIGKILL)

@@ -70,16 +70,25 @@ def test_runner_that_cannot_start_is_one_clear_finding(tmp_path, runner, says):
 
 FAKE_WORKER = r'''
 import json, os, sys
-print(json.dumps({"ready": {"pid": os.getpid(), "device": "cuda", "gpu": "fake"}}), flush=True)
+from kernel_lsp.worker.protocol import PROTOCOL
+print(json.dumps({"type": "WorkerReady", "pid": os.getpid(), "device": "cuda", "gpu": "fake", "protocol": PROTOCOL}),
+      flush=True)
 for line in sys.stdin:
     message = json.loads(line)
     job = message["job"]
     finding = {"path": job["path"], "range": {"line": 0, "col": 0, "end_line": 0, "end_col": 1}, "severity": "info",
                "code": "KL402", "message": f"ran in {os.getpid()}", "source": "kernel-lsp.measure", "data": {}}
-    print(json.dumps({"id": message["id"], "event": {"event": "finding", "finding": finding}}), flush=True)
-    print(json.dumps({"id": message["id"], "event": {"event": "done"}}), flush=True)
-    print(json.dumps({"id": message["id"], "end": {"cancelled": False, "exiting": True}}), flush=True)
+    job_id = message["id"]
+    print(json.dumps({"type": "JobEvent", "id": job_id, "event": {"event": "finding", "finding": finding}}), flush=True)
+    print(json.dumps({"type": "JobEvent", "id": job_id, "event": {"event": "done"}}), flush=True)
+    print(json.dumps({"type": "JobEnd", "id": job_id, "cancelled": False, "exiting": True}), flush=True)
     sys.exit(3)  # as a worker does after a GPU fault lost its CUDA context
+'''
+
+OLD_WORKER = r'''
+import json, os, sys
+print(json.dumps({"ready": {"pid": os.getpid(), "device": "cuda", "gpu": "fake"}}), flush=True)
+sys.stdin.read()
 '''
 
 
@@ -87,19 +96,28 @@ def test_runner_worker_that_retires_after_a_job_is_replaced_for_the_next(tmp_pat
     """A worker that ends itself after a job (a lost CUDA context) is not handed the next job: a new one is."""
     from kernel_lsp.check import CheckRequest, check_file
     from kernel_lsp.config import Settings
-    from kernel_lsp.worker.persistent import PersistentPool
+    from kernel_lsp.worker.executor import WorkerPoolExecutor
 
     script = tmp_path / "fake_worker.py"
     script.write_text(FAKE_WORKER)
     case = shutil.copy(CORPUS / "ok_add_fp32.py", tmp_path / "add.py")
-    pool = PersistentPool([sys.executable, str(script)], "auto")
-    try:
-        reports = [check_file(CheckRequest(case, Settings(), tmp_path, persistent=pool)) for _ in range(2)]
-    finally:
-        pool.close()
+    with WorkerPoolExecutor.runners([[sys.executable, str(script)]]) as executor:
+        reports = [check_file(CheckRequest(case, Settings(), tmp_path, executor=executor)) for _ in range(2)]
     messages = [[f.message for f in r.findings] for r in reports]
     assert all(len(m) == 1 and m[0].startswith("ran in ") for m in messages), messages
     assert messages[0] != messages[1]  # two processes
+
+
+def test_runner_of_another_protocol_version_is_refused_with_what_to_install(tmp_path):
+    """A worker of kernel-lsp 0.1 (untyped messages) behind a runner: refused when it says it is ready, with a
+    message that names both versions, instead of misreading its messages later."""
+    script = tmp_path / "old_worker.py"
+    script.write_text(OLD_WORKER)
+    case = shutil.copy(CORPUS / "ok_add_fp32.py", tmp_path / "add.py")
+    _, doc = check_json(case, extra=("--no-cache", "--runner", shlex.join([sys.executable, str(script)])))
+    (d,) = doc["diagnostics"]
+    assert d["code"] == "KL303" and "speaks protocol 1" in d["message"], d["message"]
+    assert "install the same kernel-lsp version" in d["message"]
 
 
 def test_timings_say_where_the_time_went_worker_start_included():
