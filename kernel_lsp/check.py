@@ -22,6 +22,7 @@ from .engine.link import ignored_codes, link_file, parse_pragmas
 from .jobs import CheckJob, Device, FindingEvent, KernelEvent, KernelRef, MeasureOptions, Preview, Stage, Stat
 from .model import FileReport, Finding, KernelFacts, KernelInfo, Span
 from .worker.executor import Executor, LocalExecutor
+from .worker.sandbox import options_from
 from .worker.outcome import WorkerOutcome
 
 
@@ -126,7 +127,9 @@ def check_file(req: CheckRequest) -> FileReport:
 
     job = CheckJob(path=str(path), link=link_spec, kernels=kernel_refs(found.kernels), anchor=linked.link.anchor,
                    targets=list(req.settings.targets), seed=req.settings.seed, verify=req.settings.verification,
-                   device=req.settings.device, measure=measure_options(req.settings, source))
+                   device=req.settings.device, measure=measure_options(req.settings, source),
+                   sandbox=options_from(req.settings))
+    job.rerun.enabled = req.settings.isolated_rerun
     job.measure.against = req.measure_against
     outcome = _run_worker(req, job, source, report.dependencies)
     report.stats = {"workers": 1, "warm_workers": int(outcome.warm), "compiles": 0, "launches": 0,

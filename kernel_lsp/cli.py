@@ -287,8 +287,8 @@ def cmd_optimize(args: argparse.Namespace) -> int:
 
 
 def cmd_worker(args: argparse.Namespace) -> int:
-    from .worker.serve import serve
-    return serve(args.device)
+    from .worker.serve import contained
+    return contained(["--device", args.device] + (["--sandbox", args.sandbox] if args.sandbox else []))
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
@@ -362,6 +362,7 @@ def build_parser() -> argparse.ArgumentParser:
     o.set_defaults(func=cmd_optimize, jobs=None, no_verify=False, no_measure=False)
     w = sub.add_parser("worker", help="serve worker jobs on stdin/stdout (what a runner command starts)")
     w.add_argument("--device", choices=DEVICES, default=os.environ.get("KERNEL_LSP_DEVICE", "auto"))
+    w.add_argument("--sandbox", help="the sandbox's options as JSON (the parent passes its settings' options)")
     w.set_defaults(func=cmd_worker)
     s = sub.add_parser("serve", help="run the language server over stdio")
     s.add_argument("--stdio", action="store_true", help="accepted for editor compatibility; stdio is the default")

@@ -40,6 +40,9 @@ _LLM_KEYS = {"endpoint": "endpoint", "model": "model", "api_key_env": "api_key_e
 MEASURE_DEFAULTS: dict[str, Any] = {"mode": "auto", "cache": "cold", "compile": True, "compile_severity": "info",
                                     "seconds": 1.0, "precision": 0.005, "flops": None, "bytes": None}
 _MEASURE_SPELLINGS = {"compile-severity": "compile_severity", "compileSeverity": "compile_severity"}
+# The sandbox of processes that run checked code (docs/verification.md): on by default; `env` names variables passed
+# through besides the allowlist, `writable` folders besides the private one and the compile caches.
+SANDBOX_DEFAULTS: dict[str, Any] = {"enabled": True, "env": [], "writable": [], "network": False}
 
 
 @dataclass
@@ -52,6 +55,7 @@ class Settings:
     references: dict[str, str] = field(default_factory=dict)  # glob (relative to root) -> reference path
     cache_dir: str | None = None  # default: <root>/.kernel_lsp_cache
     verification: bool = True  # run the numeric verifier after compiling
+    isolated_rerun: bool = True  # after a file passes, re-run it where it cannot see the checker (evidence.py)
     seed: int = 0
     # The LLM behind the "fix" and "optimize" code actions: any OpenAI-compatible endpoint. Only the *name* of
     # the environment variable holding the API key is configured, never the key.
@@ -60,6 +64,8 @@ class Settings:
     # shell splits words), e.g. ["ssh", "gpu-box", "kernel-lsp", "worker"]; empty: this machine.
     measure: dict[str, Any] = field(default_factory=lambda: dict(MEASURE_DEFAULTS))
     runner: list[str] = field(default_factory=list)
+    sandbox: dict[str, Any] = field(default_factory=lambda: {k: (list(v) if isinstance(v, list) else v)
+                                                             for k, v in SANDBOX_DEFAULTS.items()})
 
     def validate(self) -> "Settings":
         try:
@@ -72,6 +78,8 @@ class Settings:
             raise ConfigError(f"device: expected one of {', '.join(DEVICES)}, got {self.device!r}")
         if not (isinstance(self.timeout, (int, float)) and self.timeout > 0):
             raise ConfigError(f"timeout: expected a positive number of seconds, got {self.timeout!r}")
+        if not isinstance(self.isolated_rerun, bool):
+            raise ConfigError(f"isolated-rerun: expected true or false, got {self.isolated_rerun!r}")
         if not (isinstance(self.workers, int) and 1 <= self.workers <= 64):
             raise ConfigError(f"workers: expected an integer from 1 to 64, got {self.workers!r}")
         if not re.fullmatch(r"(https?://\S+)?", self.llm.get("endpoint", "")):
@@ -83,6 +91,7 @@ class Settings:
             raise ConfigError("llm.model: expected a model name")
         _validate_llm_budget(self.llm)
         _validate_measure(self.measure)
+        _validate_sandbox(self.sandbox)
         if not isinstance(self.runner, list) or not all(isinstance(a, str) and a for a in self.runner):
             raise ConfigError("runner: expected a command, as a string or a list of arguments, such as "
                               "\"ssh gpu-box kernel-lsp worker\"")
@@ -101,7 +110,9 @@ class Settings:
     def fingerprint(self) -> dict[str, Any]:
         """The settings that change a check's result, for the cache key."""
         return {"targets": sorted(self.targets), "verification": self.verification, "seed": self.seed,
-                "device": self.device, "measure": self.measure, "runner": self.runner}
+                "isolated_rerun": self.isolated_rerun,
+                "device": self.device, "measure": self.measure, "runner": self.runner,
+                "sandbox": {k: self.sandbox[k] for k in ("enabled", "network")}}
 
 
 _FIELDS = {f.name: f for f in dataclasses.fields(Settings)}
@@ -115,10 +126,10 @@ def settings_manifest() -> dict[str, Any]:
     """The settings the server accepts, with their defaults, as kernel_lsp/schemas/settings.json records them for
     the editor extension's tests (`python -m kernel_lsp.config` prints it). The `llm` keys in the editor's spelling."""
     defaults = Settings()
-    top = {name: getattr(defaults, name) for name in _FIELDS if name not in ("llm", "measure")}
+    top = {name: getattr(defaults, name) for name in _FIELDS if name not in ("llm", "measure", "sandbox")}
     llm = {_LLM_EDITOR_SPELLING.get(k, k): v for k, v in defaults.llm.items()}
     measure = {_MEASURE_EDITOR_SPELLING.get(k, k): v for k, v in defaults.measure.items()}
-    return {"settings": top, "llm": llm, "measure": measure}
+    return {"settings": top, "llm": llm, "measure": measure, "sandbox": dict(defaults.sandbox)}
 
 
 def _validate_llm_budget(llm: dict[str, Any]) -> None:
@@ -158,6 +169,17 @@ def _validate_measure(m: dict[str, Any]) -> None:
                               f"reference module, got {v!r}")
 
 
+def _validate_sandbox(sb: dict[str, Any]) -> None:
+    for key in ("enabled", "network"):
+        if not isinstance(sb.get(key), bool):
+            raise ConfigError(f"sandbox.{key}: expected true or false, got {sb.get(key)!r}")
+    if not isinstance(sb.get("env"), list) or not all(isinstance(v, str) and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", v)
+                                                       for v in sb["env"]):
+        raise ConfigError(f"sandbox.env: expected a list of variable names, got {sb.get('env')!r}")
+    if not isinstance(sb.get("writable"), list) or not all(isinstance(v, str) and v for v in sb["writable"]):
+        raise ConfigError(f"sandbox.writable: expected a list of folders, got {sb.get('writable')!r}")
+
+
 def _coerce(key: str, value: Any, current: Any = None) -> Any:
     if key == "targets" and isinstance(value, str):
         return [t.strip() for t in value.split(",") if t.strip()]
@@ -180,6 +202,18 @@ def _coerce(key: str, value: Any, current: Any = None) -> Any:
             if v is not None:
                 measure[name] = v
         return measure
+    if key == "sandbox":
+        if isinstance(value, bool):  # `sandbox = false`
+            value = {"enabled": value}
+        if not isinstance(value, dict):
+            raise ConfigError("sandbox: expected true, false or a table with enabled, env, writable and network")
+        sandbox = dict(current if isinstance(current, dict) else SANDBOX_DEFAULTS)
+        for k, v in value.items():
+            if k not in SANDBOX_DEFAULTS:
+                raise ConfigError(f"sandbox: unknown key {k!r} (expected enabled, env, writable, network)")
+            if v is not None:
+                sandbox[k] = v
+        return sandbox
     if key == "llm":
         if not isinstance(value, dict):
             raise ConfigError("llm: expected a table with endpoint, model and api-key-env")

@@ -60,6 +60,33 @@ class MeasureOptions(Record):
 
 
 @dataclass
+class SandboxOptions(Record):
+    """How processes that run checked code are confined (settings `sandbox`, worker/sandbox.py)."""
+
+    enabled: bool = True
+    env: list[str] = field(default_factory=list)  # variables passed through besides the allowlist
+    writable: list[str] = field(default_factory=list)  # folders writable besides the private one and the caches
+    network: bool = False  # allow TCP
+
+    @classmethod
+    def from_json(cls, text: str) -> "SandboxOptions":
+        import json
+        return cls.from_dict(json.loads(text))
+
+
+@dataclass
+class RerunOptions(Record):
+    """The isolated re-run after a file passes the verifier (engine/evidence.py, worker/rerun.py)."""
+
+    enabled: bool = True
+    folder: str = ""  # the run's folder: in/ (inputs, truth, the harness's instructions), out/ (its result)
+    device: str = "cpu"  # where the implementation runs in the harness: where it ran in the check
+    writable: list[str] = field(default_factory=list)  # compile caches the harness may write
+    harness_note: str = ""  # how the harness ended, when it saved nothing (for the judge's message)
+    values: bool = True  # judge values (not where the CPU interpreter cannot compute them faithfully: KL210)
+
+
+@dataclass
 class CheckJob(Record):
     """One file to load, capture, compile and verify in a worker."""
 
@@ -73,7 +100,9 @@ class CheckJob(Record):
     device: str = "auto"  # auto, cpu or cuda; the child replaces it with where kernels really run
     source_override: str | None = None  # the editor's unsaved text, run instead of the file's bytes
     measure: MeasureOptions = field(default_factory=MeasureOptions)
-    kind: str = "check"
+    sandbox: SandboxOptions = field(default_factory=SandboxOptions)
+    rerun: RerunOptions = field(default_factory=RerunOptions)
+    kind: str = "check"  # check; rerun-prepare and rerun-judge (the isolated re-run's steps)
 
 
 # Events --------------------------------------------------------------------------------------------------

@@ -1,7 +1,9 @@
-"""A worker child: `python -m kernel_lsp.worker.child JOB.json EVENTS.jsonl`.
+"""A worker child: `python -m kernel_lsp.worker.child JOB.json EVENTS.jsonl WORKDIR`.
 
-Reads one job, runs it, appends events. A fault of kernel-lsp itself becomes a KL900 finding, never a silent
-exit; a fault of the user's code that kills the process (segfault, abort) is diagnosed by the parent.
+Reads one job, opens its event file, enters the sandbox (sandbox.py: WORKDIR is its private folder), runs the job,
+appends events, and kills whatever the checked code left running. A fault of kernel-lsp itself becomes a KL900
+finding, never a silent exit; a fault of the user's code that kills the process (segfault, abort) is diagnosed by
+the parent.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import sys
 import traceback
 
 from ..codes import severity_of
-from ..jobs import CheckJob, Device, Done
+from ..jobs import CheckJob, Device, Done, Stat
 from ..model import Finding, Span
 from .protocol import EventWriter, read_job
 
@@ -69,17 +71,27 @@ def choose_device(requested: str) -> str:
 
 def main(argv: list[str]) -> int:
     job_path, out_path = argv[1], argv[2]
+    workdir = argv[3] if len(argv) > 3 else os.path.join(os.path.dirname(os.path.abspath(out_path)), "work")
     parent = os.environ.get(PARENT_ENV)
     die_with_parent(int(parent) if parent and parent.isdigit() else None)
+    os.environ.pop(PARENT_ENV, None)
     job = read_job(job_path)
     with open(out_path, "a", encoding="utf-8") as out:
         w = EventWriter(out)
+        from .sandbox import enter
+        w.emit(Stat("sandbox", 1 if job.sandbox.enabled else 0))
+        confined = enter(job.sandbox, workdir)
+        if os.environ.get("KERNEL_LSP_LOG") == "debug":
+            sys.stderr.write(f"kernel-lsp job: {confined}\n")
         try:
             job.device = choose_device(job.device)
             w.emit(Device(job.device))
             if job.kind == "check":
                 from ..engine.pipeline import run_check
                 run_check(job, w)
+            elif job.kind in ("rerun-prepare", "rerun-judge"):
+                from ..engine import evidence
+                (evidence.prepare if job.kind == "rerun-prepare" else evidence.judge)(job, w)
             else:
                 raise ValueError(f"unknown job kind {job.kind!r}")
         except NoDevice as e:
@@ -95,6 +107,10 @@ def main(argv: list[str]) -> int:
                                   "kernel-lsp failed while checking this file: "
                                   + traceback.format_exc(limit=-3).strip().splitlines()[-1],
                                   data={"traceback": traceback.format_exc()}))
+        from .isolate import kill_descendants
+        left = kill_descendants()
+        if left:
+            w.stat("processes_killed", left)
         w.emit(Done())
     return 0
 

@@ -17,6 +17,7 @@ import time
 from typing import Callable
 
 from ..jobs import LIVE, CheckJob, Preview, Stage
+from . import reaper, sandbox
 from .child import PARENT_ENV, kill_group
 from .outcome import WorkerOutcome
 from .pool import ForkedChild, WarmPool
@@ -28,12 +29,14 @@ POLL = 0.1  # seconds between looks at the child: its exit, its new events, the 
 def run_in_child(job: CheckJob, timeout: float, cancel: threading.Event, env: dict[str, str] | None = None,
                  on_event: Callable[[Stage | Preview], None] | None = None,
                  pool: WarmPool | None = None) -> WorkerOutcome:
-    """Run one job in a child forked from `pool` (a cold process when None or unusable) and wait for it."""
+    """Run one job in a child forked from `pool` (a cold process in a reaper when None or unusable) and wait for it.
+    The child gets the sandbox's scrubbed environment and `work/` in the job's folder as its private folder."""
     with tempfile.TemporaryDirectory(prefix="kernel-lsp-") as tmp:
-        job_path, out_path, err_path = (os.path.join(tmp, n) for n in ("job.json", "events.jsonl", "stderr"))
+        job_path, out_path, err_path, work = (os.path.join(tmp, n) for n in ("job.json", "events.jsonl", "stderr",
+                                                                              "work"))
         write_job(job, job_path)
-        env = dict(os.environ if env is None else env)
-        env.setdefault("PYTHONUNBUFFERED", "1")
+        os.makedirs(work)
+        env = sandbox.child_env(job.sandbox, env)
         env[PARENT_ENV] = str(os.getpid())  # a cold child dies with us (PDEATHSIG), even if we are SIGKILLed
         start = time.monotonic()
         outcome = WorkerOutcome()
@@ -41,19 +44,20 @@ def run_in_child(job: CheckJob, timeout: float, cancel: threading.Event, env: di
             outcome.cancelled = True
             return outcome
         with open(err_path, "wb") as err:
-            forked = pool.spawn(job_path, out_path, err_path, env, job.device) if pool is not None else None
+            forked = pool.spawn(job_path, out_path, err_path, env, job.device, work) if pool is not None else None
             outcome.warm = forked is not None
             proc: subprocess.Popen | ForkedChild = forked or subprocess.Popen(
-                [sys.executable, "-m", "kernel_lsp.worker.child", job_path, out_path],
-                stdin=subprocess.DEVNULL, stdout=err, stderr=err, env=env, start_new_session=True,
+                reaper.command([sys.executable, "-m", "kernel_lsp.worker.child", job_path, out_path, work]),
+                stdin=subprocess.DEVNULL, stdout=err, stderr=err, env=env, start_new_session=True, cwd=work,
             )
             outcome.returncode = _wait(proc, out_path, start, timeout, cancel, on_event)
             if outcome.returncode is None:
                 outcome.timed_out = not cancel.is_set()
-                kill_group(proc.pid)
+                _stop(proc)
                 outcome.returncode = proc.wait()
-            # The child may have started processes of its own: they die with its group, also after it exited.
-            kill_group(proc.pid)
+            # The child may have started processes of its own: they die with it (the zygote and the reaper are
+            # subreapers that kill what a job leaves; its process group goes too, also after it exited).
+            _stop(proc)
         outcome.cancelled = cancel.is_set()
         outcome.seconds = time.monotonic() - start
         outcome.events = read_events(out_path)
@@ -62,6 +66,12 @@ def run_in_child(job: CheckJob, timeout: float, cancel: threading.Event, env: di
             f.seek(max(0, f.tell() - 4000))
             outcome.stderr_tail = f.read().decode("utf-8", "replace")
         return outcome
+
+
+def _stop(proc) -> None:
+    if isinstance(proc, subprocess.Popen):
+        reaper.stop(proc)  # the reaper kills the child's whole tree, orphans included
+    kill_group(proc.pid)
 
 
 def _wait(proc, out_path: str, start: float, timeout: float, cancel: threading.Event,

@@ -6,8 +6,8 @@ When: the parent (check.py) starts one for a job whose long-lived GPU worker is 
 check FILE --device cuda`, the first check after the language server starts), with measurement and its
 torch.compile baseline on. A warm worker keeps its compiled references in memory (measure._COMPILED) and needs none.
 
-The lock: the parent creates a lock file, takes an exclusive flock on it, passes that descriptor to this process and
-closes its own copy, so the lock is held exactly as long as this process lives (however it ends). The measure stage
+The lock: the parent creates a lock file, takes an exclusive flock on it, passes that descriptor to this process's
+reaper and closes its own copy, so the lock is held exactly as long as the warmer and what it started live. The measure stage
 (MeasureOptions.warm_lock) takes the lock before its torch.compile: it waits for the warm-up to end, never compiles
 beside it, and times nothing while it runs.
 
@@ -30,7 +30,9 @@ import tempfile
 import traceback
 
 from ..jobs import CheckJob
-from .child import PARENT_ENV, die_with_parent, kill_group
+from . import reaper
+from .child import PARENT_ENV, die_with_parent
+from .sandbox import child_env, enter
 from .protocol import WarmRequest, decode, encode
 
 log = logging.getLogger(__name__)
@@ -45,9 +47,7 @@ class CompileWarmer:
     def stop(self) -> None:
         """Kill the process and anything it started (Inductor's compile workers outlive its exit), and remove the
         lock file."""
-        kill_group(self.proc.pid)
-        with contextlib.suppress(OSError, subprocess.TimeoutExpired):
-            self.proc.wait(timeout=5)
+        reaper.stop(self.proc, grace=5.0)
         with contextlib.suppress(OSError):
             os.unlink(self.lock_path)
 
@@ -58,9 +58,10 @@ def start(job: CheckJob, env: dict[str, str]) -> CompileWarmer | None:
     fd, path = tempfile.mkstemp(prefix="kernel-lsp-compile-", suffix=".lock")
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
-        env = {**env, PARENT_ENV: str(os.getpid()), "PYTHONUNBUFFERED": "1"}
+        env = {**child_env(job.sandbox, env), PARENT_ENV: str(os.getpid())}
         env.pop("TRITON_INTERPRET", None)
-        proc = subprocess.Popen([sys.executable, "-m", "kernel_lsp.worker.compile_warmer", str(fd)],
+        # The reaper holds the lock's descriptor: the lock lasts until the warmer and all it started are gone.
+        proc = subprocess.Popen(reaper.command([sys.executable, "-m", "kernel_lsp.worker.compile_warmer", str(fd)]),
                                 stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                 env=env, pass_fds=(fd,), start_new_session=True)
     except OSError as e:
@@ -99,13 +100,13 @@ def warm(job: CheckJob) -> None:
 
 
 def main(argv: list[str]) -> int:
-    lock_fd = int(argv[0])  # held open (never closed): the lock lasts as long as this process  # noqa: F841
     parent = os.environ.get(PARENT_ENV)
     die_with_parent(int(parent) if parent and parent.isdigit() else None)
     code = 0
     try:
         request = decode(sys.stdin.read())
         assert isinstance(request, WarmRequest)
+        enter(request.job.sandbox, tempfile.mkdtemp(prefix="kernel-lsp-warmer-"))  # the reference is user code
         warm(request.job)
     except BaseException:  # the worker's own compile reports what failed (KL407): nothing to say here
         traceback.print_exc()

@@ -25,12 +25,15 @@ from typing import Callable
 
 from ..config import Settings
 from ..device import gpu_present
-from ..jobs import CheckJob, Preview, Stage
+from ..jobs import CheckJob, Preview, SandboxOptions, Stage, Stat
 from . import compile_warmer
 from .client import run_in_child
 from .outcome import WorkerOutcome
-from .persistent import PersistentWorker, local_command, parse_runner, visible_gpus
+from .persistent import PersistentWorker, local_command, parse_runner, sandbox_args, visible_gpus
+from .isolate import without_secrets
 from .pool import WarmPool
+from .rerun import ran_on, rerun_for, should_rerun
+from .sandbox import child_env, options_from
 
 log = logging.getLogger(__name__)
 
@@ -71,13 +74,23 @@ class LocalExecutor(Executor):
     """A child process per job on this machine: forked from the warm zygote (torch and triton already imported)
     where the job runs under the CPU interpreter, else a fresh `python -m kernel_lsp.worker.child`."""
 
-    def __init__(self, capacity: int = 2, device: str = "auto", warm: bool = True):
+    def __init__(self, capacity: int = 2, device: str = "auto", warm: bool = True,
+                 sandbox: SandboxOptions | None = None):
         self.capacity = max(1, capacity)
         self.device = device
-        self.pool = WarmPool() if warm else None
+        self.sandbox = sandbox or SandboxOptions()
+        self.pool = WarmPool(child_env(self.sandbox)) if warm else None
 
     def run(self, job, files=None, timeout=60.0, on_event=None, cancel=None) -> WorkerOutcome:
-        return run_in_child(job, timeout, cancel or threading.Event(), None, on_event, self.pool)
+        cancel = cancel or threading.Event()
+        if job.kind == "check" and job.verify and job.rerun.enabled and self.pool is not None and \
+                self.pool.usable(job.device):
+            rerun_for("cpu", job.sandbox).warm_up()  # its imports overlap this check, in case it passes
+        outcome = run_in_child(job, timeout, cancel, None, on_event, self.pool)
+        device = ran_on(outcome)
+        if device is not None and should_rerun(job, outcome):
+            rerun_for(device, job.sandbox).apply(job, outcome, self, timeout, cancel)
+        return outcome
 
     def warm_up(self) -> None:
         if self.pool is not None:
@@ -95,23 +108,37 @@ class WorkerPoolExecutor(Executor):
     """Long-lived workers, one job per worker at a time (so one timing job per GPU). A worker that faults is
     replaced by the next job that needs it (persistent.py)."""
 
-    def __init__(self, workers: list[PersistentWorker], ships_files: bool = False, warmer: bool = False):
+    def __init__(self, workers: list[PersistentWorker], ships_files: bool = False, warmer: bool = False,
+                 checker: "LocalExecutor | None" = None):
         self.workers = workers
+        # Where the isolated re-run's checker steps run (this machine's CPU); None: no re-run (a runner's GPU is
+        # on another machine, where this process cannot start the harness).
+        self.checker = checker
         self.capacity = len(workers)
         self.ships_files = ships_files
         self.warmer = warmer  # start a compile warmer beside a worker that is not running yet (local GPUs)
         self._free = threading.Condition()
 
     @classmethod
-    def local_gpus(cls, device: str = "auto", gpus: list[str] | None = None) -> "WorkerPoolExecutor":
+    def local_gpus(cls, device: str = "auto", gpus: list[str] | None = None,
+                   sandbox: SandboxOptions | None = None,
+                   checker: "LocalExecutor | None" = None) -> "WorkerPoolExecutor":
         gpus = gpus or visible_gpus() or ["0"]
-        return cls([PersistentWorker(local_command(device), env={**os.environ, "CUDA_VISIBLE_DEVICES": g},
-                                     name=f"gpu-{g}") for g in gpus], warmer=True)
+        sandbox = sandbox or SandboxOptions()
+        return cls([PersistentWorker(local_command(device, sandbox),
+                                     env=child_env(sandbox, {**os.environ, "CUDA_VISIBLE_DEVICES": g}),
+                                     name=f"gpu-{g}") for g in gpus], warmer=True,
+                   checker=checker or LocalExecutor(1, "cpu", sandbox=sandbox))
 
     @classmethod
-    def runners(cls, commands: list[list[str]], device: str = "auto") -> "WorkerPoolExecutor":
-        suffix = ["--device", device] if device != "auto" else []
-        return cls([PersistentWorker(c + suffix, name=f"runner-{i}") for i, c in enumerate(commands)],
+    def runners(cls, commands: list[list[str]], device: str = "auto", sandbox: SandboxOptions | None = None,
+                secrets: tuple[str, ...] = ()) -> "WorkerPoolExecutor":
+        """Workers behind runner commands. The command itself (ssh, say) keeps the user's environment but no
+        variable named like a secret, nor those in `secrets` (the LLM key's): a worker on this machine would
+        otherwise hold them in its /proc/PID/environ."""
+        suffix = (["--device", device] if device != "auto" else []) + sandbox_args(sandbox)
+        env = without_secrets(dict(os.environ), secrets)
+        return cls([PersistentWorker(c + suffix, env=env, name=f"runner-{i}") for i, c in enumerate(commands)],
                    ships_files=True)
 
     def acquire(self, cancel: threading.Event | None = None) -> PersistentWorker | None:
@@ -136,8 +163,21 @@ class WorkerPoolExecutor(Executor):
         if worker is None:
             return WorkerOutcome(cancelled=True)
         warmer = self._compile_warmer(job, worker)
+        gpu = worker.env.get("CUDA_VISIBLE_DEVICES") if worker.env else None
+        if self.checker is not None and job.kind == "check" and job.verify and job.rerun.enabled:
+            rerun_for("cuda", job.sandbox, gpu).warm_up()
         try:
-            return worker.run(job, files, timeout, on_event, cancel)
+            outcome = worker.run(job, files, timeout, on_event, cancel)
+            if warmer is not None:
+                warmer.stop()
+                warmer = None
+            device = ran_on(outcome)
+            if self.checker is not None and device is not None and should_rerun(job, outcome):
+                # On the worker's own GPU, while this job still holds it: nothing else runs there meanwhile.
+                rerun_for(device, job.sandbox, gpu).apply(job, outcome, self.checker, timeout, cancel)
+            elif device is not None and should_rerun(job, outcome):
+                outcome.events.insert(-1, Stat("rerun_unavailable", 1))
+            return outcome
         finally:
             if warmer is not None:
                 warmer.stop()
@@ -220,9 +260,12 @@ def executor_for(settings: Settings, workers: int | None = None) -> HostExecutor
     on_gpu = settings.device != "cpu" and gpu_present()
     if on_gpu and not warm and workers is None:
         capacity = 1
-    cpu = LocalExecutor(capacity, settings.device)  # the zygote itself says per job whether it can fork it
+    options = options_from(settings)
+    cpu = LocalExecutor(capacity, settings.device, sandbox=options)  # the zygote says per job whether it can fork it
     if settings.runner:
-        return HostExecutor(cpu, WorkerPoolExecutor.runners([parse_runner(settings.runner)], settings.device))
+        return HostExecutor(cpu, WorkerPoolExecutor.runners([parse_runner(settings.runner)], settings.device,
+                                                            options, (settings.llm["api_key_env"],)))
     if on_gpu and warm:
-        return HostExecutor(cpu, WorkerPoolExecutor.local_gpus("cuda" if settings.device == "cuda" else "auto"))
+        return HostExecutor(cpu, WorkerPoolExecutor.local_gpus("cuda" if settings.device == "cuda" else "auto",
+                                                               sandbox=options, checker=cpu))
     return HostExecutor(cpu)

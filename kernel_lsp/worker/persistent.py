@@ -11,6 +11,7 @@ executor.py's `WorkerPoolExecutor` hands out idle workers: one job per worker at
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import queue
@@ -23,8 +24,9 @@ import threading
 import time
 from typing import Callable
 
-from ..jobs import LIVE, CheckJob, Preview, Stage
-from .child import PARENT_ENV, kill_group
+from ..jobs import LIVE, CheckJob, Preview, SandboxOptions, Stage
+from . import reaper
+from .child import PARENT_ENV
 from .outcome import WorkerOutcome
 from .protocol import (CancelJob, JobEnd, JobEvent, ProtocolError, RunJob, WorkerReady, decode, decode_event,
                        encode)
@@ -35,8 +37,14 @@ READY_TIMEOUT = 180.0  # seconds for a worker to import torch and triton and ope
 CANCEL_GRACE = 3.0  # seconds a cancelled job has to stop before its worker is killed
 
 
-def local_command(device: str) -> list[str]:
-    return [sys.executable, "-m", "kernel_lsp.worker.serve", "--device", device]
+def local_command(device: str, sandbox: SandboxOptions | None = None) -> list[str]:
+    """`kernel-lsp worker` on this machine: serve.py in a reaper (nothing its jobs start outlives it)."""
+    return reaper.command([sys.executable, "-m", "kernel_lsp.worker.serve", "--device", device,
+                           *sandbox_args(sandbox)])
+
+
+def sandbox_args(sandbox: SandboxOptions | None) -> list[str]:
+    return ["--sandbox", json.dumps(sandbox.to_dict())] if sandbox is not None else []
 
 
 def parse_runner(runner: str | list[str] | None) -> list[str]:
@@ -138,11 +146,10 @@ class PersistentWorker:
         lines.put(None)
 
     def kill(self) -> None:
+        """Stop the worker and everything it started: SIGTERM to its reaper, then its process group."""
         proc = self._proc
         if proc is not None and proc.poll() is None:
-            if not kill_group(proc.pid):
-                proc.kill()
-            proc.wait()
+            reaper.stop(proc)
         if proc is not None:
             self._set("dead")
 

@@ -47,7 +47,13 @@ class ForkedChild:
 
 
 class WarmPool:
-    def __init__(self) -> None:
+    def __init__(self, env: dict[str, str] | None = None, command: list[str] | None = None,
+                 cwd: str | None = None, any_device: bool = False) -> None:
+        self.env = env  # the zygote's environment (the sandbox's scrubbed one: its children's /proc/PID/environ)
+        # Another fork server speaking the same messages (the isolated re-run's harness), started in `cwd`; one
+        # that never initialises CUDA itself serves jobs on any device (`any_device`).
+        self.command = command or [sys.executable, "-m", "kernel_lsp.worker.zygote"]
+        self.cwd, self.any_device = cwd, any_device
         self._lock = threading.Lock()
         self._proc: subprocess.Popen | None = None
         self._ready = threading.Event()
@@ -69,15 +75,15 @@ class WarmPool:
             return self._start_locked(device)
 
     def _start_locked(self, device: str) -> bool:
-        if self._failed or not self.usable(device):
+        if self._failed or not (self.usable(device) or (self.any_device and sys.platform.startswith("linux"))):
             return False
         if self._proc is not None and self._proc.poll() is None:
             return True
         self._ready.clear()
         try:
             self._proc = subprocess.Popen(
-                [sys.executable, "-m", "kernel_lsp.worker.zygote"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                stderr=subprocess.DEVNULL, start_new_session=True,
+                self.command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL, start_new_session=True, env=self.env, cwd=self.cwd,
             )
         except OSError as e:
             log.warning("warm worker could not start: %s", e)

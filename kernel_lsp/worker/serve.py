@@ -34,10 +34,12 @@ from typing import IO, Any
 
 from .. import __version__
 from ..codes import severity_of
-from ..jobs import CheckJob, Device, Done, Event, FindingEvent, event_to_dict
+from ..jobs import CheckJob, Device, Done, Event, FindingEvent, SandboxOptions, event_to_dict
 from ..model import Finding, Span
 from ..engine.loader import DeviceFault, is_device_fault
 from .child import PARENT_ENV, choose_device, die_with_parent
+from .isolate import kill_descendants
+from .sandbox import child_env, enter
 from .protocol import (CancelJob, EventWriter, JobEnd, JobEvent, ProtocolError, RunJob, WorkerReady, decode,
                        encode)
 
@@ -72,7 +74,7 @@ def place_files(job: CheckJob, files: dict[str, str]) -> str:
     return root
 
 
-def serve(device: str = "auto") -> int:
+def serve(device: str = "auto", sandbox: SandboxOptions | None = None) -> int:
     protocol = os.fdopen(os.dup(1), "w", encoding="utf-8", buffering=1)
     os.dup2(2, 1)  # the user's prints go to stderr, never into the protocol
     sys.stdout = sys.stderr
@@ -102,6 +104,15 @@ def serve(device: str = "auto") -> int:
         torch.cuda.init()
         gpu = torch.cuda.get_device_name()
         lap("CUDA init")
+    # Confined from here on (sandbox.py): every job's code runs in this process. Its environment is scrubbed
+    # again (a runner's shell may have passed more than ours would), it works in a private folder, and it kills
+    # whatever a job leaves running once the job ends.
+    sandbox = sandbox or SandboxOptions()
+    env = child_env(sandbox, dict(os.environ))
+    os.environ.clear()
+    os.environ.update(env)
+    confined = enter(sandbox, tempfile.mkdtemp(prefix="kernel-lsp-worker-"))
+    lap("sandbox")
     lock = threading.Lock()
 
     def send(message) -> None:
@@ -126,13 +137,15 @@ def serve(device: str = "auto") -> int:
         jobs.put(None)  # EOF: the parent is gone
 
     threading.Thread(target=read_stdin, name="kernel-lsp-worker-stdin", daemon=True).start()
-    send(WorkerReady(os.getpid(), device, gpu, startup, version=__version__))
+    send(WorkerReady(os.getpid(), device, gpu, startup, version=__version__, sandbox=confined))
     while True:
         try:
             message = jobs.get()
             if message is None:
                 return 0
-            if run_one(message, device, send, lock, protocol, current, pipeline):
+            poisoned = run_one(message, device, send, lock, protocol, current, pipeline)
+            kill_descendants()  # what the job's code started and left running
+            if poisoned:
                 return 3  # the CUDA context cannot be trusted after a fault: the parent starts a fresh worker
         except KeyboardInterrupt:
             continue  # a cancel that arrived between jobs
@@ -233,12 +246,21 @@ def _release_memory(device: str) -> None:
             pass
 
 
+def contained(argv: list[str]) -> int:
+    """`kernel-lsp worker ARGS`: this module's main in a reaper (reaper.py), so that nothing a job starts outlives
+    the worker, however it ends (a runner's ssh session closing included)."""
+    from . import reaper
+    return reaper.main([sys.executable, "-m", "kernel_lsp.worker.serve", *argv])
+
+
 def main(argv: list[str] | None = None) -> int:
     import argparse
     p = argparse.ArgumentParser(prog="kernel-lsp worker")
     p.add_argument("--device", choices=["auto", "cpu", "cuda"], default=os.environ.get("KERNEL_LSP_DEVICE", "auto"))
+    p.add_argument("--sandbox", type=SandboxOptions.from_json, default=None,
+                   help="the sandbox's options as JSON (what the parent's settings say)")
     args = p.parse_args(argv)
-    return serve(args.device)
+    return serve(args.device, args.sandbox)
 
 
 if __name__ == "__main__":

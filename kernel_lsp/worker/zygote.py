@@ -16,13 +16,13 @@ child it started and exits; each child also asks the kernel for SIGKILL when the
 from __future__ import annotations
 
 import os
-import select
 import signal
 import sys
 import traceback
 
+from . import isolate
 from .child import PARENT_ENV, PR_SET_NAME, die_with_parent, prctl
-from .protocol import Exited, ForkJob, Forked, ProtocolError, ZygoteReady, decode, encode
+from .protocol import ForkJob, ZygoteReady
 
 CHILD_NAME = b"kernel-lsp-job"  # what ps and /proc/PID/comm show for a forked worker
 ZYGOTE_NAME = b"kernel-lsp-warm"
@@ -60,7 +60,7 @@ def _child(zygote: int, cmd: ForkJob) -> None:
         os.environ[PARENT_ENV] = str(zygote)
         os.environ.setdefault("TRITON_INTERPRET", "1")
         from .child import main
-        code = main(["child", cmd.job, cmd.out])
+        code = main(["child", cmd.job, cmd.out] + ([cmd.cwd] if cmd.cwd else []))
         sys.stdout.flush()
         sys.stderr.flush()
     except SystemExit as e:
@@ -74,60 +74,15 @@ def _child(zygote: int, cmd: ForkJob) -> None:
     os._exit(code)
 
 
-def _send(message) -> None:
-    data = encode(message).encode()
-    while data:
-        data = data[os.write(1, data):]
-
-
-def _returncode(status: int) -> int:
-    if os.WIFSIGNALED(status):
-        return -os.WTERMSIG(status)
-    return os.WEXITSTATUS(status)
-
-
 def serve() -> int:
     prctl(PR_SET_NAME, ZYGOTE_NAME)
     _warm()
     me = os.getpid()
-    children: dict[int, object] = {}  # pid -> job id
-    _send(ZygoteReady(me))
-    buf = b""
-    while True:
-        readable, _, _ = select.select([0], [], [], 0.05)
-        if readable:
-            chunk = os.read(0, 65536)
-            if not chunk:
-                break
-            buf += chunk
-            while b"\n" in buf:
-                line, buf = buf.split(b"\n", 1)
-                try:
-                    cmd = decode(line)
-                except ProtocolError:
-                    continue
-                if not isinstance(cmd, ForkJob):
-                    continue
-                pid = os.fork()
-                if pid == 0:
-                    _child(me, cmd)
-                children[pid] = cmd.id
-                _send(Forked(cmd.id, pid))
-        while children:
-            try:
-                pid, status = os.waitpid(-1, os.WNOHANG)
-            except ChildProcessError:
-                break
-            if pid == 0:
-                break
-            if pid in children:
-                _send(Exited(children.pop(pid), _returncode(status)))
-    for pid in children:  # the parent is gone: no orphans
-        try:
-            os.killpg(pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
-    return 0
+    # A subreaper (isolate.fork_server): what a job starts and abandons (a `setsid` daemon whose parent exited)
+    # re-parents here instead of to init, and is killed at once.
+    return isolate.fork_server(ZygoteReady(me).to_dict() | {"type": "ZygoteReady"},
+                               lambda request: _child(me, ForkJob.from_dict(
+                                   {k: v for k, v in request.items() if k != "type"})))
 
 
 if __name__ == "__main__":

@@ -1,0 +1,418 @@
+"""The isolated re-run: evidence about the implementation gathered where it cannot see kernel-lsp, judged where it
+never ran (docs/verification.md, "The isolated re-run").
+
+The verifier runs the implementation in its own process, beside the reference, the truth and the judge. Code that
+knows it is checked can behave there and cheat elsewhere, and code that reaches into the process can bend what it
+is judged by. So, once a file passes the verifier, three more steps run, each in a fresh process
+(worker/rerun.py drives them):
+
+1. `prepare` (a checker process that never imports the implementation): loads the reference side alone (for a
+   reference in the implementation's own file, the file without the implementation: `reference_source`), picks
+   sizes, draws inputs A, B (fresh values of the same shapes) and C (A with only its later half changed), and a
+   larger set when the implementation's literals suggest a size cap; computes the float64 truth and PyTorch's
+   own result for each; saves inputs, truth and the harness's instructions in the run's folder;
+2. the harness (worker/harness.py, a neutral process: no kernel-lsp module, variable, argument or stack frame)
+   imports the implementation under its own name and calls it: on A; on A with every Triton launch skipped and
+   the tensors it was given poisoned; on A's buffers refilled in place with B; on C; on the larger set;
+3. `judge` (another checker process): compares what the harness saved with the truth. Findings:
+   - KL220: the implementation raises, launches nothing, or computes a wrong result where it cannot see the check;
+   - KL221: output elements that no Triton launch computed (the values are the same with every launch skipped,
+     and change with the inputs): the kernel's work is discarded or partly replaced by PyTorch;
+   - KL206: a stale result for buffers refilled in place, or for inputs that differ only past their first
+     elements (a cache keyed on an address or on part of the input);
+   - KL200: wrong at the larger size (a launcher that caps its grid, say);
+   - KL222 (information): the re-run could not be made, and why.
+Only gross errors count here (the verifier already judged the fine precision): an error no rounding explains.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from ..codes import severity_of
+from ..jobs import CheckJob, Sink
+from ..model import Finding
+
+SOURCE = "kernel-lsp.rerun"
+CPU_BUDGET = 1 << 13  # input and output elements of A, B and C under the CPU interpreter
+GPU_BUDGET = 1 << 20  # on a GPU (the truth is computed on the CPU, in float64)
+LARGE_MAX = 1 << 18  # the larger set, under the interpreter: elements at most
+LARGE_MAX_PROGRAMS = 2048  # and programs of the kernel's smallest block at most (the interpreter's cost)
+
+
+# Step 1 ---------------------------------------------------------------------------------------------------
+
+
+def reference_source(source: str, implementation_names: set[str]) -> str:
+    """The file's text without its implementation: no @triton.jit (or autotune, heuristics) function, none of
+    `implementation_names` (ModelNew, the native entry), no `if __name__ == "__main__"` block, and at module level
+    only imports, definitions and assignments to plain names. A statement that patches another module (an
+    expression statement, an assignment to an attribute or an item) is dropped: it must not bend the truth."""
+    tree = ast.parse(source)
+    keep = []
+    for node in tree.body:
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            keep.append(node)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            if node.name in implementation_names or any(_is_triton_decorator(d) for d in node.decorator_list):
+                continue
+            keep.append(node)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names = [n for t in targets for n in (t.elts if isinstance(t, (ast.Tuple, ast.List)) else [t])]
+            if all(isinstance(n, ast.Name) and n.id not in implementation_names for n in names):
+                keep.append(node)
+        elif isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
+            keep.append(node)  # a docstring
+    tree.body = keep
+    return ast.unparse(tree)
+
+
+def _is_triton_decorator(node: ast.expr) -> bool:
+    text = ast.unparse(node)
+    return text.startswith(("triton.jit", "triton.autotune", "triton.heuristics", "jit", "autotune", "heuristics",
+                            "tl.", "triton."))
+
+
+def _load_reference_side(job: CheckJob):
+    """(reference module, inputs module): never the implementation's code. A side that lives in the implementation's
+    own file is imported from `reference_source` of it."""
+    from .loader import import_path
+    impl = os.path.realpath(job.path)
+    names = {job.link.entry, "ModelNew"} if job.link.kind == "kernelbench" else {job.link.entry}
+    cache: dict[str, Any] = {}
+
+    def load(path: str, tag: str):
+        real = os.path.realpath(path)
+        if real not in cache:
+            if real == impl:
+                text = job.source_override if job.source_override is not None else Path(path).read_text("utf-8")
+                cache[real] = import_path(path, tag, reference_source(text, names))
+            else:
+                cache[real] = import_path(path, tag)
+        return cache[real]
+    ref = load(job.link.reference, "ref")
+    inputs = load(job.link.inputs_path or job.link.reference, "inputs")
+    return ref, inputs
+
+
+class _Side:
+    """The reference side of a problem, built as loader.Problem builds it, without the implementation."""
+
+    def __init__(self, job: CheckJob):
+        from .loader import Problem, _random_contract, _size_knobs
+        import torch
+        ref, inputs_mod = _load_reference_side(job)
+        self.kernelbench = job.link.kind == "kernelbench"
+        self.seed = job.seed
+        if self.kernelbench:
+            factory, init = ref.get_inputs, ref.get_init_inputs
+            knobs = _size_knobs(ref, factory, init)
+
+            def make_reference(init_inputs):
+                torch.manual_seed(self.seed)
+                return ref.Model(*(init() if init_inputs is None else init_inputs)).eval()
+            self.problem = Problem(lambda k, i: (None, None), factory, ref, knobs, make_reference,
+                                   init_inputs=init, **_random_contract(ref))
+        else:
+            factory = getattr(inputs_mod, job.link.inputs_name)
+            reference = getattr(ref, job.link.reference_name)
+            self.problem = Problem(lambda k, i: (None, None), factory, inputs_mod, _size_knobs(inputs_mod, factory),
+                                   lambda init: reference, **_random_contract(ref))
+
+    def reference(self, knobs: dict[str, int]):
+        with self.problem.knobs_set(knobs):
+            init = self.problem.init(knobs)
+            return self.problem.make_reference(init), init
+
+
+def _launcher_literals(source: str) -> list[int]:
+    """The int literals of the launchers: the file's functions and classes that are not Triton kernels (a module's
+    own size constants, such as `N = 4000`, are the problem's, not a cap)."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return []
+    found = set()
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and \
+                not any(_is_triton_decorator(d) for d in node.decorator_list):
+            found |= {n.value for n in ast.walk(node) if isinstance(n, ast.Constant) and type(n.value) is int
+                      and 2 <= n.value <= 1 << 20}
+    return sorted(found)
+
+
+def _tail_changed(a: list, fresh: list) -> list:
+    """A copy of `a` whose tensors keep their first half and take their second half from `fresh`."""
+    import torch
+    out = []
+    for x, y in zip(a, fresh):
+        if isinstance(x, torch.Tensor) and isinstance(y, torch.Tensor) and x.shape == y.shape and x.numel() > 1:
+            c = x.contiguous().clone()
+            flat, other = c.reshape(-1), y.contiguous().reshape(-1)
+            half = flat.numel() // 2
+            flat[half:] = other[half:]
+            out.append(c)
+        else:
+            out.append(x)
+    return out
+
+
+def _cpu(inputs: list) -> list:
+    import torch
+    return [x.detach().to("cpu") if isinstance(x, torch.Tensor) else x for x in inputs]
+
+
+def _truth(reference, inputs: list, seed: int) -> tuple[list, list]:
+    """(float64 truth, PyTorch's result in the task's dtype) of the reference on clones of the inputs, with the
+    seed the harness calls the implementation with. A reference that draws random numbers draws other ones in
+    float64: its own result is then the truth (the harness's seed gives the implementation the same draws)."""
+    import copy
+
+    import torch
+    from .compare import flatten_outputs
+    from .variants import clone_inputs, upcast
+    with torch.no_grad():
+        torch.manual_seed(seed)
+        before = torch.random.get_rng_state()
+        r = flatten_outputs(reference(*clone_inputs(inputs)))
+        draws = not torch.equal(before, torch.random.get_rng_state())
+        t = r
+        if not draws:
+            ref64 = copy.deepcopy(reference).double() if isinstance(reference, torch.nn.Module) else reference
+            torch.manual_seed(seed)
+            try:
+                t = flatten_outputs(ref64(*upcast(clone_inputs(inputs))))
+            except Exception:
+                t = r  # a reference that cannot run in float64: its own result, as the verifier does
+    keep = lambda xs: [x.detach().cpu() for x in xs if isinstance(x, torch.Tensor)]  # noqa: E731
+    return keep(t), keep(r)
+
+
+def prepare(job: CheckJob, sink: Sink) -> None:
+    """Step 1: write `inputs.pt`, `truth.pt` and `spec.json` under the run's folder (job.rerun.folder)/in. What
+    keeps it from doing so (a reference that needs what was filtered out of its file, sizes it cannot shrink) is
+    KL222, information: the verifier's verdict stands, without the re-run's."""
+    try:
+        _prepare(job, sink)
+    except Exception as e:
+        text = str(e).splitlines()[0][:300] if str(e) else ""
+        _add(sink, job, "KL222", f"the isolated re-run could not be prepared: {type(e).__name__}: {text}")
+
+
+def _prepare(job: CheckJob, sink: Sink) -> None:
+    import torch
+    from .variants import shrink_knobs
+    opts = job.rerun
+    folder = Path(opts.folder) / "in"
+    side = _Side(job)
+    problem = side.problem
+    on_gpu = opts.device == "cuda"
+    budget = GPU_BUDGET if on_gpu else CPU_BUDGET
+    knobs = dict(problem.size_knobs)
+    small = shrink_knobs(knobs, problem.elements, budget) if knobs and problem.elements(knobs) > budget else {}
+    small = {**knobs, **small}
+    if not knobs and problem.elements({}) > 8 * budget:
+        raise TooLarge(f"the problem's own inputs ({problem.elements({})} elements) have no size knob to shrink "
+                       "them for this device")
+    seed = job.seed
+    a = _cpu(problem.make_inputs(seed + 101, small))
+    b = _cpu(problem.make_inputs(seed + 102, small))
+    c = _tail_changed(a, _cpu(problem.make_inputs(seed + 103, small)))
+    reference, init = side.reference(small)
+    sets: dict[str, list] = {"A": a, "B": b, "C": c}
+    large_knobs = _large_knobs(job, problem, knobs, small, on_gpu)
+    truth: dict[str, Any] = {}
+    if large_knobs is not None:
+        sets["large"] = _cpu(problem.make_inputs(seed + 104, large_knobs))
+        large_ref, large_init = side.reference(large_knobs)
+        if large_init != init and side.kernelbench:
+            sets.pop("large")  # the model's own shape changes with this size: one model serves every call
+        else:
+            truth["large"] = _truth(large_ref, sets["large"], seed)
+    for name in ("A", "B", "C"):
+        truth[name] = _truth(reference, sets[name], seed)
+    saved = {**sets, "init": _cpu(list(init)) if init is not None else []}
+    torch.save(saved, folder / "inputs.pt")
+    torch.save({"truth": truth, "random": bool(problem.random), "knobs": small}, folder / "truth.pt")
+    impl = os.path.realpath(job.path)
+    spec = {"path": job.path, "source": job.source_override, "module": Path(job.path).stem,
+            "sys_path": [str(Path(impl).parent)], "kind": job.link.kind, "entry": job.link.entry,
+            "seed": seed, "device": opts.device, "inputs": str(folder / "inputs.pt"),
+            "confine": job.sandbox.enabled, "network": job.sandbox.network, "writable": list(opts.writable)}
+    (folder / "spec.json").write_text(json.dumps(spec), encoding="utf-8")
+    sink.stat("rerun_elements", problem.elements(small))
+
+
+def _large_knobs(job: CheckJob, problem, knobs: dict[str, int], small: dict[str, int],
+                 on_gpu: bool) -> dict[str, int] | None:
+    """Sizes past any size the launcher could single out: on a GPU, the problem's own (when the small set shrank
+    them); under the interpreter, twice the product of the two largest int literals of the implementation (a grid
+    capped at 64 programs of 256 is wrong past 16384 elements), when that stays affordable."""
+    if not knobs:
+        return None
+    if on_gpu:
+        return knobs if small != knobs and problem.elements(knobs) <= 16 * GPU_BUDGET else None
+    source = job.source_override if job.source_override is not None else Path(job.path).read_text("utf-8")
+    literals = _launcher_literals(source)
+    if len(literals) < 2:
+        return None
+    target = 2 * literals[-1] * literals[-2]
+    smallest_block = min((v for v in literals if v >= 16 and v & (v - 1) == 0), default=16)
+    if problem.elements(small) >= target or target > LARGE_MAX or target // smallest_block > LARGE_MAX_PROGRAMS:
+        return None
+    grown = dict(small)
+    for _ in range(32):
+        if problem.elements(grown) >= target:
+            break
+        name = min(grown, key=lambda k: grown[k])
+        grown[name] = grown[name] * 2 + 1
+    if problem.elements(grown) > 2 * LARGE_MAX or problem.elements(grown) < target:
+        return None
+    return grown
+
+
+class TooLarge(Exception):
+    """The re-run cannot be sized for this device."""
+
+
+# Step 3 ---------------------------------------------------------------------------------------------------
+
+
+def judge(job: CheckJob, sink: Sink, harness_note: str = "") -> None:
+    """Compare the harness's runs with the truth; every finding goes to the sink."""
+    import torch
+    folder = Path(job.rerun.folder)
+    saved = torch.load(folder / "in" / "truth.pt", weights_only=True)
+    truth, random = saved["truth"], saved["random"]
+    try:
+        runs = torch.load(folder / "out" / "result.pt", weights_only=True)
+    except (OSError, RuntimeError, EOFError, ValueError) as e:
+        note = job.rerun.harness_note or f"it saved no result ({type(e).__name__})"
+        _add(sink, job, "KL222", f"the isolated re-run did not finish: {note}")
+        return
+    findings = judged(runs, truth, random or not job.rerun.values)
+    for code, message, data in findings:
+        _add(sink, job, code, message, **data)
+    sink.stat("rerun_runs", len(runs))
+
+
+def judged(runs: dict, truth: dict, random: bool) -> list[tuple[str, str, dict]]:
+    """The findings of the runs, as (code, message, data); pure, so it is tested on made-up runs. With `random`
+    (a random reference, or values the interpreter cannot compute faithfully) only launches are judged."""
+    out: list[tuple[str, str, dict]] = []
+    plain = runs.get("plain") or {}
+    where = "where it cannot see kernel-lsp (the isolated re-run)"
+    if plain.get("error"):
+        return [("KL220", f"the implementation raises {where}: {plain['error']}", {})]
+    if not plain.get("launches"):
+        return [("KL220", f"the implementation launches no Triton kernel {where}", {})]
+    t_a, r_a = truth["A"]
+    if len(plain.get("outputs", [])) != len(t_a):
+        return [("KL220", f"the implementation returns {len(plain.get('outputs', []))} tensors {where}, the "
+                 f"reference {len(t_a)}", {})]
+    if not random:
+        bad = _gross(plain["outputs"], t_a, r_a)
+        if bad:
+            return [("KL220", f"the implementation computes a different result {where}: {bad}", {})]
+    aliases = set(plain.get("aliases", []))
+    skipped, refilled = runs.get("skipped") or {}, runs.get("refilled") or {}
+    if not skipped.get("error") and len(skipped.get("outputs", [])) == len(plain["outputs"]):
+        independent = _launch_independent(plain["outputs"], skipped["outputs"], refilled.get("outputs"), aliases)
+        if independent:
+            out.append(("KL221", independent[0], independent[1]))
+    if not random:
+        for name, what in (("refilled", "called again on the same buffers refilled in place with new values"),
+                           ("tail", "called on inputs that differ from the last call only past their first "
+                                    "elements")):
+            run = runs.get(name)
+            if not run:
+                continue
+            if run.get("error"):
+                out.append(("KL209", f"the implementation raises when {what}: {run['error']}", {}))
+                continue
+            bad = _gross(run["outputs"], *truth["B" if name == "refilled" else "C"])
+            if bad:
+                cause = "an address" if name == "refilled" else "part of the input"
+                out.append(("KL206", f"stale result when {what} ({bad}): a result cached on {cause}?", {}))
+        if any(code == "KL206" for code, _, _ in out):  # a cache hit explains outputs that no launch made
+            out = [f for f in out if f[0] != "KL221"]
+        large = runs.get("large")
+        if large and "large" in truth:
+            n = sum(t.numel() for t in truth["large"][0])
+            if large.get("error"):
+                out.append(("KL209", f"the implementation raises at a larger size ({n} output elements): "
+                                     f"{large['error']}", {}))
+            else:
+                bad = _gross(large["outputs"], *truth["large"])
+                if bad:
+                    out.append(("KL200", f"wrong at a larger size ({n} output elements), beyond the sizes the "
+                                         f"verifier ran: {bad} (a launcher that caps its grid?)", {}))
+    return out
+
+
+def _gross(outputs: list, truth: list, reference: list) -> str:
+    """'' when every output is within what rounding explains; else the first gross error, described."""
+    import torch
+    from .compare import compare_tensor
+    from .rules import gross
+    if len(outputs) != len(truth):
+        return f"{len(outputs)} outputs where the reference has {len(truth)}"
+    for j, (y, t, r) in enumerate(zip(outputs, truth, reference)):
+        name = "output" if len(outputs) == 1 else f"output {j}"
+        if tuple(y.shape) != tuple(t.shape):
+            return f"{name} has shape {tuple(y.shape)}, the truth {tuple(t.shape)}"
+        r = r.to(y.dtype) if r.dtype != y.dtype else r
+        c = compare_tensor(y, r, t.to(torch.float64) if t.is_floating_point() else t, name)
+        if not c.ok and (c.code != "KL200" or gross(c, y)):
+            return c.message
+    return ""
+
+
+def _launch_independent(plain: list, skipped: list, refilled: list | None,
+                        aliases: set[int]) -> tuple[str, dict] | None:
+    """Elements that come out the same with every launch skipped (and their tensors poisoned) and that change
+    with the inputs: no launch computed them."""
+    import torch
+    from .compare import unravel
+    total, flagged, first = 0, 0, None
+    for j, (p, s) in enumerate(zip(plain, skipped)):
+        if j in aliases or p.numel() == 0 or p.shape != s.shape:
+            continue
+        if refilled is None or j >= len(refilled) or refilled[j].shape != p.shape:
+            continue  # without a second input there is no telling a constant from a copy
+        varies = ~_bitwise_equal(p, refilled[j])
+        if p.is_floating_point():
+            varies &= ~torch.isnan(p)  # the poison is NaN: a NaN the implementation computes cannot be told from it
+        same = _bitwise_equal(p, s) & varies
+        total += int(varies.sum())
+        count = int(same.sum())
+        if count and first is None:
+            first = (j, unravel(int(same.reshape(-1).nonzero()[0]), tuple(p.shape)))
+        flagged += count
+    if not flagged:
+        return None
+    data = {"elements": flagged, "of": total}
+    if flagged == total:
+        return ("no output element depends on a Triton launch: with every launch skipped the implementation returns "
+                "the same values, so the kernel's work is discarded and the result comes from elsewhere "
+                "(PyTorch?)", data)
+    j, index = first
+    return (f"{flagged} of the {total} output elements that change with the inputs do not depend on any Triton "
+            f"launch (first: output {j} at {index}): they are computed without the kernel (a partial fallback?)", data)
+
+
+def _bitwise_equal(a, b):
+    import torch
+    if a.is_floating_point():
+        both_nan = torch.isnan(a) & torch.isnan(b)
+        return (a == b) | both_nan
+    return a == b
+
+
+def _add(sink: Sink, job: CheckJob, code: str, message: str, **data: Any) -> None:
+    sink.finding(Finding(job.path, job.anchor, severity_of(code), code, message, SOURCE, data))

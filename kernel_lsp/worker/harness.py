@@ -1,0 +1,274 @@
+"""A plain runner for one kernel module: load it, call it on saved inputs, save what it returns.
+
+Run as a script from a folder of its own (`python harness.py`), it imports torch and triton, says it is ready, and
+then forks one child per request line on stdin. A child confines itself (isolate.py), imports the module under its
+own name, calls it on the saved inputs several ways, and saves the outputs and the number of kernel launches.
+Nothing here knows what the outputs will be compared with.
+
+Calls, each recorded as `runs[name] = {"outputs": [...], "launches": n, "error": text}`:
+- "large": the `large` inputs, when given;
+- "plain": the `A` inputs;
+- "refilled": the tensors of the "plain" call, refilled in place with the `B` values, passed again;
+- "tail": the `C` inputs (fresh tensors);
+- "skipped": the `A` inputs again, with every kernel launch replaced by filling the tensors it was given (except
+  the call's own inputs and a model's parameters) with a poison value: what the outputs hold then did not come
+  from any launch.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import linecache
+import os
+import signal
+import sys
+import traceback
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+if HERE not in sys.path:
+    sys.path.insert(0, HERE)
+import isolate  # noqa: E402  (the file beside this one)
+
+PR_SET_PDEATHSIG = 1
+
+
+def _forget() -> None:
+    """Drop what this interpreter's start-up loaded on behalf of the process that started it: modules, import
+    finders and path entries whose names hash to one of HARNESS_DROP (sha256 prefixes, so that no name is written
+    here or in the environment)."""
+    import hashlib
+    drop = set(os.environ.pop("HARNESS_DROP", "").split(","))
+    if not drop - {""}:
+        return
+    hit = lambda text: hashlib.sha256(str(text).encode()).hexdigest()[:16] in drop  # noqa: E731
+    for name in [n for n in sys.modules if hit(n)]:
+        del sys.modules[name]
+    sys.meta_path[:] = [f for f in sys.meta_path if not hit(getattr(type(f), "__module__", ""))
+                        and not hit(getattr(f, "__module__", ""))]
+    sys.path_hooks[:] = [h for h in sys.path_hooks if not hit(getattr(h, "__module__", ""))]
+    sys.path[:] = [p for p in sys.path if not hit(p)]
+    sys.path_importer_cache.clear()
+
+
+# The child -------------------------------------------------------------------------------------------------
+
+
+class Launches:
+    """Counts kernel launches; in `skip` mode a launch runs nothing and poisons the tensors it was given."""
+
+    def __init__(self):
+        self.count = 0
+        self.skip = False
+        self.protected: list = []  # the call's own input tensors: never poisoned
+
+    def install(self) -> None:
+        import triton.runtime.jit as jit
+        self._wrap(jit.JITFunction)
+        try:
+            import triton.runtime.interpreter as interp
+            self._wrap(interp.InterpretedFunction)
+        except (ImportError, AttributeError):
+            pass
+
+    def _wrap(self, cls) -> None:
+        original = cls.run
+        launches = self
+
+        def run(self_fn, *args, **kwargs):
+            if kwargs.get("warmup", False):
+                return original(self_fn, *args, **kwargs)
+            launches.count += 1
+            if launches.skip:
+                launches.poison(list(args) + list(kwargs.values()))
+                return None
+            return original(self_fn, *args, **kwargs)
+
+        run.__wrapped__ = original
+        run.__name__, run.__qualname__, run.__doc__ = original.__name__, original.__qualname__, original.__doc__
+        cls.run = run
+
+    def poison(self, values: list) -> None:
+        import torch
+        for v in values:
+            if not isinstance(v, torch.Tensor) or v.numel() == 0:
+                continue
+            if any(_shares(v, p) for p in self.protected):
+                continue
+            with torch.no_grad():
+                if v.is_floating_point():
+                    v.fill_(float("nan"))
+                elif v.dtype == torch.bool:
+                    v.fill_(True)
+                elif v.is_complex():
+                    v.fill_(complex(float("nan"), float("nan")))
+                else:
+                    v.fill_(torch.iinfo(v.dtype).min + 7)
+
+
+def _shares(a, b) -> bool:
+    try:
+        sa, sb = a.untyped_storage(), b.untyped_storage()
+        return sa.data_ptr() == sb.data_ptr() and sa.data_ptr() != 0
+    except Exception:
+        return False
+
+
+def _flatten(out) -> list:
+    import torch
+    if isinstance(out, torch.Tensor):
+        return [out]
+    if isinstance(out, (list, tuple)):
+        return [t for o in out for t in _flatten(o)]
+    if isinstance(out, dict):
+        return [t for o in out.values() for t in _flatten(o)]
+    return []
+
+
+def _on(inputs: list, device: str) -> list:
+    """Fresh copies on the device (never the saved tensors themselves: a call may refill or mutate them)."""
+    import torch
+    return [x.to(device, copy=True) if isinstance(x, torch.Tensor) else x for x in inputs]
+
+
+def _load_module(spec: dict):
+    path, name = spec["path"], spec["module"]
+    for folder in spec.get("sys_path", []):
+        if folder not in sys.path:
+            sys.path.insert(0, folder)
+    loader_spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(loader_spec)
+    sys.modules[name] = module
+    source = spec.get("source")
+    if source is None:
+        loader_spec.loader.exec_module(module)
+    else:
+        linecache.cache[path] = (len(source), None, source.splitlines(True), path)
+        exec(compile(source, path, "exec"), module.__dict__)
+    return module
+
+
+def run_request(spec: dict) -> dict:
+    import torch
+    device = spec["device"]
+    torch.set_grad_enabled(False)
+    launches = Launches()
+    launches.install()
+    if os.environ.get("TRITON_INTERPRET") == "1":
+        import compat  # the interpreter made to compute like the compiler (float arguments as fp32 scalars)
+        compat.faithful_scalars()
+        try:  # an autotuner under the interpreter takes its first config (timing it there means nothing)
+            import triton.runtime.autotuner as at
+            at.Autotuner._bench = lambda self_at, *a, config, **k: [float(self_at.configs.index(config))] * 3
+        except (ImportError, AttributeError):
+            pass
+    module = _load_module(spec)
+    saved = torch.load(spec["inputs"], weights_only=True)
+    state: list = []  # the model's own tensors: never poisoned
+    if spec["kind"] == "kernelbench":
+        torch.manual_seed(spec["seed"])
+        model = getattr(module, spec["entry"])(*_on(saved.get("init", []), "cpu"))
+        if isinstance(model, torch.nn.Module):
+            model = model.eval().to(device)
+            state = list(model.parameters()) + list(model.buffers())
+        call = model
+    else:
+        call = getattr(module, spec["entry"])
+    runs: dict = {}
+
+    def attempt(name: str, inputs: list, skip: bool = False) -> None:
+        launches.count = 0
+        launches.skip = skip
+        launches.protected = [x for x in inputs if isinstance(x, torch.Tensor)] + state
+        try:
+            torch.manual_seed(spec["seed"])
+            out = call(*inputs)
+            if device == "cuda":
+                torch.cuda.synchronize()
+            flat = _flatten(out)
+            runs[name] = {"outputs": [t.detach().to("cpu").clone() for t in flat], "launches": launches.count,
+                          "aliases": [j for j, t in enumerate(flat)
+                                      if any(_shares(t, x) for x in launches.protected)]}
+        except Exception as e:
+            runs[name] = {"outputs": [], "launches": launches.count,
+                          "error": f"{type(e).__name__}: {str(e).splitlines()[0][:300] if str(e) else ''}"}
+        finally:
+            launches.skip = False
+
+    if "large" in saved:
+        attempt("large", _on(saved["large"], device))
+    plain = _on(saved["A"], device)
+    attempt("plain", plain)
+    with torch.no_grad():
+        for x, b in zip(plain, _on(saved["B"], device)):
+            if isinstance(x, torch.Tensor) and isinstance(b, torch.Tensor) and x.shape == b.shape:
+                x.copy_(b)
+    attempt("refilled", plain)
+    attempt("tail", _on(saved["C"], device))
+    attempt("skipped", _on(saved["A"], device), skip=True)  # last: what it poisons is used by no later call
+    return runs
+
+
+def child(request: dict) -> int:
+    code = 1
+    try:
+        os.setsid()
+        try:
+            import ctypes
+            ctypes.CDLL(None).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        except (OSError, AttributeError):
+            pass
+        err = os.open(request["err"], os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        os.dup2(err, 1)
+        os.dup2(err, 2)
+        os.close(err)
+        os.environ.clear()
+        os.environ.update(request.get("env") or {})
+        with open(request["job"], encoding="utf-8") as f:
+            spec = json.load(f)
+        out_dir = os.path.dirname(os.path.abspath(request["out"]))
+        os.chdir(request.get("cwd") or out_dir)
+        for name in ("TMPDIR", "TEMP", "TMP"):
+            os.environ[name] = os.getcwd()
+        import tempfile
+        tempfile.tempdir = os.getcwd()
+        isolate.become_subreaper()
+        if spec.get("confine", True):
+            isolate.restrict([os.getcwd(), out_dir, "/dev", *spec.get("writable", [])],
+                             network=spec.get("network", False))
+        runs = run_request(spec)
+        import torch
+        torch.save(runs, request["out"])
+        code = 0
+    except SystemExit as e:
+        code = e.code if isinstance(e.code, int) else 1
+    except BaseException:
+        traceback.print_exc()
+    try:
+        isolate.kill_descendants()
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except BaseException:
+        pass
+    os._exit(code)
+
+
+# The server ------------------------------------------------------------------------------------------------
+
+
+def serve() -> int:
+    _forget()
+    import torch
+    import triton  # noqa: F401
+    try:
+        x = torch.randn(2, device="meta")
+        (x * 2 + x).sum()
+    except Exception:
+        pass
+    protocol = int(os.environ.pop("HARNESS_PROTOCOL", "2"))
+    return isolate.fork_server({"type": "ZygoteReady", "pid": os.getpid(), "protocol": protocol}, child)
+
+
+if __name__ == "__main__":
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    sys.exit(serve())

@@ -1,0 +1,149 @@
+"""The isolated re-run (engine/evidence.py): what its judge concludes from made-up runs, what the reference side
+keeps of a file that also holds the implementation, and which sizes a launcher could single out. The processes
+themselves are exercised end to end by the corpus (bug_launch_discarded.py, bug_partial_fallback.py,
+bug_checker_aware.py, bug_cache_first_element.py, bug_grid_capped.py, ok_zero_init_lower_triangle.py)."""
+
+from __future__ import annotations
+
+import torch
+
+from kernel_lsp.engine.evidence import _launcher_literals, judged, reference_source
+
+X = torch.linspace(-2, 2, 101)
+TRUTH_A = torch.relu(X.double())
+B = torch.linspace(-3, 1, 101)
+TRUTH_B = torch.relu(B.double())
+C = torch.cat([X[:50], B[50:]])
+TRUTH_C = torch.relu(C.double())
+TRUTH = {"A": ([TRUTH_A], [TRUTH_A.float()]), "B": ([TRUTH_B], [TRUTH_B.float()]),
+         "C": ([TRUTH_C], [TRUTH_C.float()])}
+
+
+def runs(plain=None, skipped=None, refilled=None, tail=None, launches=1, **extra):
+    plain = torch.relu(X) if plain is None else plain
+    out = {"plain": {"outputs": [plain], "launches": launches},
+           "skipped": {"outputs": [torch.full_like(X, float("nan")) if skipped is None else skipped],
+                       "launches": launches},
+           "refilled": {"outputs": [torch.relu(B) if refilled is None else refilled], "launches": launches},
+           "tail": {"outputs": [torch.relu(C) if tail is None else tail], "launches": launches}}
+    out.update(extra)
+    return out
+
+
+def codes(found):
+    return [code for code, _, _ in found]
+
+
+def test_rerun_a_correct_implementation_gives_nothing():
+    assert judged(runs(), TRUTH, random=False) == []
+
+
+def test_rerun_launch_and_discard_is_kl221_for_the_whole_output():
+    found = judged(runs(skipped=torch.relu(X)), TRUTH, False)
+    assert codes(found) == ["KL221"] and "no output element depends" in found[0][1]
+
+
+def test_rerun_a_partial_fallback_counts_only_elements_that_change_with_the_inputs():
+    skipped = torch.relu(X).clone()
+    skipped[:60] = float("nan")  # the kernel computed the first 60; PyTorch the rest
+    ((code, message, data),) = judged(runs(skipped=skipped), TRUTH, False)
+    changing = int((torch.relu(X) != torch.relu(B))[60:].sum())
+    assert code == "KL221" and data["elements"] == changing and "partial fallback" in message
+
+
+def test_rerun_constant_elements_are_not_a_fallback():
+    """Zeros that stay zeros (a masked region set by torch.zeros) do not change with the inputs: not flagged."""
+    plain, skipped = torch.relu(X), torch.relu(X).clone()
+    skipped[X > 0] = float("nan")  # only the zeros come out the same with the launches skipped
+    skipped[X <= 0] = 0.0
+    assert "KL221" not in codes(judged(runs(skipped=skipped, refilled=torch.relu(B)), TRUTH, False))
+
+
+def test_rerun_checker_aware_code_is_kl220():
+    half = torch.relu(X).clone()
+    half[50:] = 0
+    assert codes(judged(runs(plain=half), TRUTH, False)) == ["KL220"]
+    assert codes(judged(runs(launches=0), TRUTH, False)) == ["KL220"]
+    raising = runs()
+    raising["plain"] = {"outputs": [], "launches": 1, "error": "RuntimeError: not under the checker"}
+    ((code, message, _),) = judged(raising, TRUTH, False)
+    assert code == "KL220" and "not under the checker" in message
+
+
+def test_rerun_caches_are_kl206_and_explain_an_unlaunched_result():
+    by_address = judged(runs(refilled=torch.relu(X)), TRUTH, False)
+    assert codes(by_address) == ["KL206"] and "an address" in by_address[0][1]
+    by_prefix = judged(runs(tail=torch.relu(X), skipped=torch.relu(X)), TRUTH, False)
+    assert codes(by_prefix) == ["KL206"] and "part of the input" in by_prefix[0][1]
+
+
+def test_rerun_rounding_is_not_an_error():
+    nudged = torch.nextafter(torch.relu(X), torch.full_like(X, 10.0))
+    assert judged(runs(plain=nudged), TRUTH, False) == []
+
+
+def test_rerun_wrong_only_at_the_larger_size_is_kl200():
+    big = torch.linspace(-2, 2, 40001)
+    capped = torch.relu(big).clone()
+    capped[16384:] = 0
+    truth = {**TRUTH, "large": ([torch.relu(big.double())], [torch.relu(big)])}
+    found = judged(runs(large={"outputs": [capped], "launches": 1}), truth, False)
+    assert codes(found) == ["KL200"] and "larger size" in found[0][1]
+
+
+def test_rerun_random_references_are_judged_on_launches_only():
+    assert judged(runs(plain=torch.rand(101)), TRUTH, random=True) == []
+    assert codes(judged(runs(plain=torch.rand(101), skipped=None, launches=0), TRUTH, True)) == ["KL220"]
+
+
+def test_rerun_reference_source_keeps_the_reference_and_drops_the_implementation_and_patches():
+    source = '''
+import torch
+import triton
+import triton.language as tl
+M, N = 16, 513
+torch.nn.functional.gelu = lambda x: x
+setattr(torch, "relu", lambda x: x)
+
+@triton.jit
+def _k(x_ptr):
+    pass
+
+def gelu(x):
+    return x
+
+def ref(x):
+    return torch.nn.functional.gelu(x)
+
+def make_inputs():
+    return [torch.randn(M, N)]
+
+if __name__ == "__main__":
+    print(ref(make_inputs()[0]))
+'''
+    kept = reference_source(source, {"gelu"})
+    namespace: dict = {}
+    exec(compile(kept, "<ref>", "exec"), namespace)
+    assert set(namespace) >= {"torch", "M", "N", "ref", "make_inputs"}
+    assert "_k" not in namespace and "gelu" not in namespace and "__main__" not in kept
+    assert "lambda" not in kept  # the patches of torch are gone: they would bend the truth
+
+
+def test_rerun_launcher_literals_leave_out_module_sizes_and_kernels():
+    source = '''
+N = 4000
+@triton.jit
+def _k(x, BLOCK: tl.constexpr):
+    y = 8192
+def relu(x):
+    programs = min(triton.cdiv(x.numel(), 256), 64)
+    return programs
+'''
+    assert _launcher_literals(source) == [64, 256]
+
+
+def test_rerun_nans_the_implementation_computes_are_not_taken_for_the_poison():
+    plain = torch.relu(X).clone()
+    plain[::7] = float("nan")  # log of a negative, say: NaN in both runs, since the poison is NaN too
+    skipped = torch.full_like(X, float("nan"))
+    assert judged(runs(plain=plain, skipped=skipped), {**TRUTH, "A": ([plain.double()], [plain])}, False) == []
