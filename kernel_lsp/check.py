@@ -134,6 +134,8 @@ def check_file(req: CheckRequest) -> FileReport:
     outcome = _run_worker(req, job, source, report.dependencies)
     report.stats = {"workers": 1, "warm_workers": int(outcome.warm), "compiles": 0, "launches": 0,
                     "seconds": round(outcome.seconds, 3)}
+    if outcome.worker:
+        report.stats["worker"] = outcome.worker
     _absorb(report, outcome, linked.link.anchor, req.timeout_source)
     _finish(report, source)
     if req.cache is not None and outcome.completed and not outcome.cancelled and req.measure_against is None:

@@ -22,11 +22,11 @@ from .config import ConfigError, Settings, apply_overrides, find_pyproject, load
 from .device import DEVICES, gpu_present
 from .model import FileReport, Severity
 from .render.report import ReportError
-from .worker.executor import executor_for
+from .worker.executor import check_gpus, executor_for
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 FLAGS = {"targets": "--target", "timeout": "--timeout", "device": "--device", "workers": "--jobs",
-         "runner": "--runner"}  # the settings a flag sets: errors name the flag the user typed
+         "runner": "--runner", "runners": "--runner", "gpus": "--gpus"}  # the settings a flag sets: errors name the flag the user typed
 _SKIP_DIRS = {"__pycache__", "node_modules", ".git", ".kernel_lsp_cache", ".venv", "venv", "build", "dist"}
 
 
@@ -71,8 +71,10 @@ def _settings_for(args: argparse.Namespace) -> tuple[Settings, Path]:
     start = Path(args.paths[0]) if args.paths else Path.cwd()
     pyproject = Path(args.config) if args.config else find_pyproject(start)
     settings, root = load_pyproject(pyproject)
+    runners = list(args.runner or [])
     flags = {"targets": args.target, "timeout": args.timeout, "device": args.device, "workers": args.jobs,
-             "runner": args.runner}
+             "runner": runners[0] if len(runners) == 1 else None, "runners": runners if len(runners) > 1 else None,
+             "gpus": getattr(args, "gpus", None)}
     for key, value in flags.items():  # one at a time, so an error names the flag that caused it
         try:
             settings = apply_overrides(settings, {key: value})
@@ -84,10 +86,13 @@ def _settings_for(args: argparse.Namespace) -> tuple[Settings, Path]:
     if args.no_measure:
         extra["measure"] = {**settings.measure, "mode": "off"}
     settings = apply_overrides(settings, extra)
-    if settings.device == "cuda" and not settings.runner and not gpu_present():
+    if settings.device == "cuda" and not (settings.runner or settings.runners) and not gpu_present():
         origin = "--device cuda" if args.device == "cuda" else "device = \"cuda\" in [tool.kernel-lsp]"
         raise UsageError(f"{origin}, but this machine has no CUDA GPU: use --device cpu (Triton's interpreter) "
                          "or --runner to check on a machine that has one")
+    problem = check_gpus(settings)
+    if problem:
+        raise UsageError(problem)
     return settings, (root or Path.cwd()).resolve()
 
 
@@ -333,7 +338,9 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--no-measure", action="store_true", help="do not time kernels against PyTorch on a GPU")
     c.add_argument("--report", metavar="DIR", help="write a roofline chart per measured file and index.html to DIR "
                    "(needs matplotlib)")
-    c.add_argument("--runner", help="command that starts `kernel-lsp worker` where a GPU is, split as a shell "
+    c.add_argument("--gpus", help="the local GPUs to use, one worker each: all (default) or indices such as 0,2")
+    c.add_argument("--runner", action="append", help="command that starts `kernel-lsp worker` where a GPU is (again "
+                   "for more workers, one per command), split as a shell "
                    "splits words, e.g. 'ssh gpu-box kernel-lsp worker'")
     c.add_argument("--no-cache", action="store_true", help="ignore and do not write the cache")
     c.add_argument("--timings", action="store_true", help="print where each file's time went (worker start, "
@@ -354,7 +361,7 @@ def build_parser() -> argparse.ArgumentParser:
     o.add_argument("--reference", help="reference file (KernelBench problem)")
     o.add_argument("--target", help="comma-separated GPU targets (default sm_90)")
     o.add_argument("--device", choices=DEVICES, help="where kernels run (default auto)")
-    o.add_argument("--runner", help="command that starts `kernel-lsp worker` where a GPU is")
+    o.add_argument("--runner", action="append", help="command that starts `kernel-lsp worker` where a GPU is")
     o.add_argument("--timeout", type=float, help="seconds per check of a candidate (default 60)")
     o.add_argument("--config", help="pyproject.toml to read [tool.kernel-lsp] from")
     o.add_argument("--format", choices=["text", "json"], default="text")

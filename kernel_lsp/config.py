@@ -64,6 +64,10 @@ class Settings:
     # shell splits words), e.g. ["ssh", "gpu-box", "kernel-lsp", "worker"]; empty: this machine.
     measure: dict[str, Any] = field(default_factory=lambda: dict(MEASURE_DEFAULTS))
     runner: list[str] = field(default_factory=list)
+    # More runner commands, one worker each (files go to whichever is free): each a string or a list of arguments.
+    runners: list[list[str]] = field(default_factory=list)
+    # The local GPUs to use, one long-lived worker each: "all" (every visible GPU) or a list of indices.
+    gpus: Any = "all"
     sandbox: dict[str, Any] = field(default_factory=lambda: {k: (list(v) if isinstance(v, list) else v)
                                                              for k, v in SANDBOX_DEFAULTS.items()})
 
@@ -95,6 +99,12 @@ class Settings:
         if not isinstance(self.runner, list) or not all(isinstance(a, str) and a for a in self.runner):
             raise ConfigError("runner: expected a command, as a string or a list of arguments, such as "
                               "\"ssh gpu-box kernel-lsp worker\"")
+        if not isinstance(self.runners, list) or not all(
+                isinstance(c, list) and c and all(isinstance(a, str) and a for a in c) for c in self.runners):
+            raise ConfigError("runners: expected a list of commands (strings or lists of arguments)")
+        if self.gpus != "all" and not (isinstance(self.gpus, list) and self.gpus and all(
+                isinstance(g, int) and not isinstance(g, bool) and g >= 0 for g in self.gpus)):
+            raise ConfigError(f"gpus: expected \"all\" or a list of GPU indices such as [0, 2], got {self.gpus!r}")
         if not isinstance(self.references, dict) or not all(
             isinstance(k, str) and isinstance(v, str) for k, v in self.references.items()
         ):
@@ -111,7 +121,7 @@ class Settings:
         """The settings that change a check's result, for the cache key."""
         return {"targets": sorted(self.targets), "verification": self.verification, "seed": self.seed,
                 "isolated_rerun": self.isolated_rerun,
-                "device": self.device, "measure": self.measure, "runner": self.runner,
+                "device": self.device, "measure": self.measure, "runner": self.runner or bool(self.runners),
                 "sandbox": {k: self.sandbox[k] for k in ("enabled", "network")}}
 
 
@@ -169,6 +179,14 @@ def _validate_measure(m: dict[str, Any]) -> None:
                               f"reference module, got {v!r}")
 
 
+def _split_command(key: str, value: str) -> list[str]:
+    import shlex
+    try:
+        return shlex.split(value)
+    except ValueError as e:
+        raise ConfigError(f"{key}: {e}") from None
+
+
 def _validate_sandbox(sb: dict[str, Any]) -> None:
     for key in ("enabled", "network"):
         if not isinstance(sb.get(key), bool):
@@ -184,11 +202,14 @@ def _coerce(key: str, value: Any, current: Any = None) -> Any:
     if key == "targets" and isinstance(value, str):
         return [t.strip() for t in value.split(",") if t.strip()]
     if key == "runner" and isinstance(value, str):
-        import shlex
+        return _split_command("runner", value)
+    if key == "runners" and isinstance(value, list):
+        return [_split_command("runners", c) if isinstance(c, str) else c for c in value]
+    if key == "gpus" and isinstance(value, str) and value != "all":
         try:
-            return shlex.split(value)
-        except ValueError as e:
-            raise ConfigError(f"runner: {e}") from None
+            return [int(g) for g in value.split(",") if g.strip()]
+        except ValueError:
+            raise ConfigError(f"gpus: expected \"all\" or GPU indices such as 0,2, got {value!r}") from None
     if key == "measure":
         if not isinstance(value, dict):
             raise ConfigError("measure: expected a table with mode, cache, compile, compile-severity, seconds, "

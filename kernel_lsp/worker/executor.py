@@ -123,6 +123,8 @@ class WorkerPoolExecutor(Executor):
     def local_gpus(cls, device: str = "auto", gpus: list[str] | None = None,
                    sandbox: SandboxOptions | None = None,
                    checker: "LocalExecutor | None" = None) -> "WorkerPoolExecutor":
+        """One worker per GPU (each sees only its own, as CUDA_VISIBLE_DEVICES says); files go to whichever is
+        free. `gpus`: indices among those this process may use (default: all of them)."""
         gpus = gpus or visible_gpus() or ["0"]
         sandbox = sandbox or SandboxOptions()
         return cls([PersistentWorker(local_command(device, sandbox),
@@ -262,10 +264,45 @@ def executor_for(settings: Settings, workers: int | None = None) -> HostExecutor
         capacity = 1
     options = options_from(settings)
     cpu = LocalExecutor(capacity, settings.device, sandbox=options)  # the zygote says per job whether it can fork it
-    if settings.runner:
-        return HostExecutor(cpu, WorkerPoolExecutor.runners([parse_runner(settings.runner)], settings.device,
-                                                            options, (settings.llm["api_key_env"],)))
+    commands = ([parse_runner(settings.runner)] if settings.runner else []) + [parse_runner(c) for c in settings.runners]
+    if commands:
+        return HostExecutor(cpu, WorkerPoolExecutor.runners(commands, settings.device, options,
+                                                            (settings.llm["api_key_env"],)))
     if on_gpu and warm:
+        try:
+            gpus = chosen_gpus(settings.gpus)
+        except NoSuchGPU as e:  # front ends check this first (check_gpus) and say it; here, every GPU serves
+            log.warning("%s; using every GPU", e)
+            gpus = None
         return HostExecutor(cpu, WorkerPoolExecutor.local_gpus("cuda" if settings.device == "cuda" else "auto",
-                                                               sandbox=options, checker=cpu))
+                                                               gpus, options, cpu))
     return HostExecutor(cpu)
+
+
+class NoSuchGPU(ValueError):
+    """`gpus` names a GPU this process cannot use."""
+
+
+def check_gpus(settings: Settings) -> str | None:
+    """What is wrong with the `gpus` setting on this machine, or None (front ends say it as a usage error)."""
+    if settings.gpus == "all" or settings.runner or settings.runners or settings.device == "cpu":
+        return None  # every GPU, or none of this machine's is used
+    if not gpu_present():
+        return "gpus: this machine has no GPU to choose from (use a runner, or leave gpus at \"all\")"
+    try:
+        chosen_gpus(settings.gpus)
+    except NoSuchGPU as e:
+        return str(e)
+    return None
+
+
+def chosen_gpus(gpus) -> list[str]:
+    """The GPUs the `gpus` setting picks among the visible ones: "all", or indices into that list."""
+    visible = visible_gpus() or ["0"]
+    if gpus == "all":
+        return visible
+    missing = [g for g in gpus if g >= len(visible)]
+    if missing:
+        raise NoSuchGPU(f"gpus: GPU {missing[0]} is not among the {len(visible)} this process can use "
+                        f"({', '.join(visible)})")
+    return [visible[g] for g in gpus]

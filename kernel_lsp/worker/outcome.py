@@ -22,6 +22,7 @@ class WorkerOutcome:
     start_failed: str | None = None  # no worker could be started, and why
     start_seconds: float | None = None  # a worker had to start for this job: how long until it was ready
     startup: dict[str, float] = field(default_factory=dict)  # the worker's own account of its start (imports, CUDA)
+    worker: str = ""  # which worker ran it: "local", "gpu-2", "runner-0" (the report says which GPU timed a file)
 
     @property
     def completed(self) -> bool:

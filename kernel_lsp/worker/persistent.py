@@ -182,7 +182,7 @@ class PersistentWorker:
     def run(self, job: CheckJob, files: dict[str, str] | None, timeout: float,
             on_stage: Callable[[Stage | Preview], None] | None = None, cancel: threading.Event | None = None) -> WorkerOutcome:
         """Run one job. The caller holds `self.lock`."""
-        outcome = WorkerOutcome()
+        outcome = WorkerOutcome(worker=self.name)
         outcome.warm = self.alive() and self.state == "ready"
         began = time.monotonic()
         failure = self.start()
