@@ -20,7 +20,7 @@ from .engine.deps import dependencies
 from .engine.discover import discover_source
 from .engine.link import ignored_codes, link_file, parse_pragmas
 from .jobs import CheckJob, Device, FindingEvent, KernelEvent, KernelRef, MeasureOptions, Preview, Stage, Stat
-from .model import FileReport, Finding, KernelFacts, KernelInfo, Span
+from .model import FileReport, Finding, KernelFacts, KernelInfo, Severity, Span
 from .worker.executor import Executor, LocalExecutor
 from .worker.sandbox import options_from
 from .worker.outcome import WorkerOutcome
@@ -136,7 +136,7 @@ def check_file(req: CheckRequest) -> FileReport:
                     "seconds": round(outcome.seconds, 3)}
     if outcome.worker:
         report.stats["worker"] = outcome.worker
-    _absorb(report, outcome, linked.link.anchor, req.timeout_source)
+    _absorb(report, outcome, linked.link.anchor, req.timeout_source, verify=job.verify)
     _finish(report, source)
     if req.cache is not None and outcome.completed and not outcome.cancelled and req.measure_against is None:
         req.cache.put(key, report)
@@ -195,7 +195,8 @@ def _live_events(req: CheckRequest, job: CheckJob, source: str) -> Callable[[Sta
     return forward
 
 
-def _absorb(report: FileReport, outcome: WorkerOutcome, anchor: Span, timeout_source: str = "") -> None:
+def _absorb(report: FileReport, outcome: WorkerOutcome, anchor: Span, timeout_source: str = "",
+            verify: bool = False) -> None:
     for e in outcome.events:
         if isinstance(e, FindingEvent):
             e.finding.path = report.path
@@ -213,7 +214,11 @@ def _absorb(report: FileReport, outcome: WorkerOutcome, anchor: Span, timeout_so
         report.stats["worker_start_s"] = outcome.start_seconds
         if outcome.startup:
             report.stats["worker_startup"] = outcome.startup
-    if outcome.cancelled or outcome.completed:
+    if outcome.cancelled:
+        return
+    if outcome.completed:
+        if verify:
+            _require_a_verdict(report, anchor)
         return
     if outcome.start_failed:
         report.findings.append(Finding(report.path, anchor, severity_of("KL303"), "KL303",
@@ -235,6 +240,19 @@ def _absorb(report: FileReport, outcome: WorkerOutcome, anchor: Span, timeout_so
     report.findings.append(Finding(report.path, anchor, severity_of("KL300"), "KL300",
                                    f"the worker running this file {what}{during}{hint}",
                                    source="kernel-lsp.worker", data=data))
+
+
+def _require_a_verdict(report: FileReport, anchor: Span) -> None:
+    """A worker that says it is done, with verification on, must have verified something or said why not. Its
+    output file is written from the process the checked code runs in: code that ends that process early after
+    writing "done" there (or rewrites the file) would otherwise leave a clean report with nothing verified."""
+    said = any(f.severity <= Severity.WARNING or f.code in ("KL104", "KL106", "KL210", "KL205")
+               for f in report.findings)
+    if said or any(k.verification is not None for k in report.kernels.values()):
+        return
+    report.findings.append(Finding(report.path, anchor, severity_of("KL300"), "KL300",
+                                   "the worker reported the check done without a verdict: the checked code ended "
+                                   "its process or rewrote what the worker reports", source="kernel-lsp.worker"))
 
 
 def _crash_hint(stderr: str) -> str:

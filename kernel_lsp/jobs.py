@@ -83,6 +83,7 @@ class RerunOptions(Record):
     device: str = "cpu"  # where the implementation runs in the harness: where it ran in the check
     writable: list[str] = field(default_factory=list)  # compile caches the harness may write
     harness_note: str = ""  # how the harness ended, when it saved nothing (for the judge's message)
+    harness_started: bool = False  # the harness ran the implementation (a missing result is then its doing)
     values: bool = True  # judge values (not where the CPU interpreter cannot compute them faithfully: KL210)
 
 

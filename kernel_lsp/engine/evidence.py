@@ -223,8 +223,9 @@ def _prepare(job: CheckJob, sink: Sink) -> None:
     a = _cpu(problem.make_inputs(seed + 101, small))
     b = _cpu(problem.make_inputs(seed + 102, small))
     c = _tail_changed(a, _cpu(problem.make_inputs(seed + 103, small)))
+    d = _cpu(problem.make_inputs(seed + 105, small))
     reference, init = side.reference(small)
-    sets: dict[str, list] = {"A": a, "B": b, "C": c}
+    sets: dict[str, list] = {"A": a, "B": b, "C": c, "D": d}
     large_knobs = _large_knobs(job, problem, knobs, small, on_gpu)
     truth: dict[str, Any] = {}
     if large_knobs is not None:
@@ -234,7 +235,7 @@ def _prepare(job: CheckJob, sink: Sink) -> None:
             sets.pop("large")  # the model's own shape changes with this size: one model serves every call
         else:
             truth["large"] = _truth(large_ref, sets["large"], seed)
-    for name in ("A", "B", "C"):
+    for name in ("A", "B", "C", "D"):
         truth[name] = _truth(reference, sets[name], seed)
     saved = {**sets, "init": _cpu(list(init)) if init is not None else []}
     torch.save(saved, folder / "inputs.pt")
@@ -293,7 +294,12 @@ def judge(job: CheckJob, sink: Sink, harness_note: str = "") -> None:
         runs = torch.load(folder / "out" / "result.pt", weights_only=True)
     except (OSError, RuntimeError, EOFError, ValueError) as e:
         note = job.rerun.harness_note or f"it saved no result ({type(e).__name__})"
-        _add(sink, job, "KL222", f"the isolated re-run did not finish: {note}")
+        if job.rerun.harness_started:
+            # The verifier's run completed; here the implementation ended its process, crashed or hung.
+            _add(sink, job, "KL220", f"the implementation does not complete where it cannot see kernel-lsp (the "
+                 f"isolated re-run): {note}")
+        else:
+            _add(sink, job, "KL222", f"the isolated re-run did not finish: {note}")
         return
     findings = judged(runs, truth, random or not job.rerun.values)
     for code, message, data in findings:
@@ -319,6 +325,12 @@ def judged(runs: dict, truth: dict, random: bool) -> list[tuple[str, str, dict]]
         bad = _gross(plain["outputs"], t_a, r_a)
         if bad:
             return [("KL220", f"the implementation computes a different result {where}: {bad}", {})]
+    watched = runs.get("watched") or {}
+    kinds = watched.get("kinds") or []
+    if kinds and all(k in ("copy", "nothing") for k in kinds):
+        what = ("copies a tensor that was already computed" if "copy" in kinds else "changes nothing")
+        return [("KL221", f"every Triton launch only {what}: the result is computed before the kernel runs "
+                 "(by PyTorch?), and the kernel moves or rewrites it", {"launches": kinds[:20]})]
     aliases = set(plain.get("aliases", []))
     skipped, refilled = runs.get("skipped") or {}, runs.get("refilled") or {}
     if not skipped.get("error") and len(skipped.get("outputs", [])) == len(plain["outputs"]):
@@ -326,19 +338,23 @@ def judged(runs: dict, truth: dict, random: bool) -> list[tuple[str, str, dict]]
         if independent:
             out.append(("KL221", independent[0], independent[1]))
     if not random:
-        for name, what in (("refilled", "called again on the same buffers refilled in place with new values"),
-                           ("tail", "called on inputs that differ from the last call only past their first "
-                                    "elements")):
+        refill = "called again on the same buffers refilled in place with new values"
+        for name, values, what, cause in (
+                ("refilled", "B", refill, "an address"),
+                ("refilled-2", "D", refill + " (a second time)", "an address once it repeats (a warmed-up loop)"),
+                ("refilled-3", "B", refill + " (a third time)", "an address once it repeats (a warmed-up loop)"),
+                ("tail", "C", "called on inputs that differ from the last call only past their first elements",
+                 "part of the input")):
             run = runs.get(name)
-            if not run:
+            if not run or values not in truth:
                 continue
             if run.get("error"):
                 out.append(("KL209", f"the implementation raises when {what}: {run['error']}", {}))
-                continue
-            bad = _gross(run["outputs"], *truth["B" if name == "refilled" else "C"])
+                break
+            bad = _gross(run["outputs"], *truth[values])
             if bad:
-                cause = "an address" if name == "refilled" else "part of the input"
                 out.append(("KL206", f"stale result when {what} ({bad}): a result cached on {cause}?", {}))
+                break
         if any(code == "KL206" for code, _, _ in out):  # a cache hit explains outputs that no launch made
             out = [f for f in out if f[0] != "KL221"]
         large = runs.get("large")

@@ -10,9 +10,15 @@ device-wide synchronize):
    a Triton call than the GPU took to flush, and gelu measured 6-27% slower with a tight interval, while eager
    (launched from C++) did not move (docs/performance-method.md);
 2. a CUDA event on the current stream, the call, a second event;
-3. a device-wide synchronize, so work on any stream has finished before the next call;
-4. the host clock around 1-3 as well: when the host saw much more time than the events did (beyond what an empty
-   launch shows), work ran outside the caller's stream and the host clock is the honest number.
+3. a wait for the second event (the caller's stream alone), then a device-wide synchronize, so work on any stream
+   has finished before the next call. The time the device-wide synchronize still waits (the tail) is work this
+   process left on other streams: when it is much longer than an empty launch's, work ran outside the caller's
+   stream and the host clock around 1-3 is the honest number. Another process busy on the same GPU slows the
+   calls but leaves no tail: contention is not taken for escaped work.
+
+`time_back_to_back` is the other clock a user meets: calls issued back to back with an event pair around each (and
+the flush between them), as `triton.testing.do_bench` times, so a call whose host launch takes longer than its GPU
+work shows the host's share; it also records how long the host took to issue each call (the Python wrapper).
 
 `time_sides` interleaves the sides (A B C, B C A, C A B, ...) so a change of clocks hits all alike, after a
 warm-up, until each side has enough samples and the budget is spent. Each side may have several copies of its
@@ -40,11 +46,23 @@ class Samples:
     host_us: list[float] = field(default_factory=list)
     copy: list[int] = field(default_factory=list)  # which input copy each sample used
     last_output: Any = None
+    tail_us: list[float] = field(default_factory=list)  # what the device-wide synchronize waited after the stream
 
-    def add(self, event_us: float, host_us: float, copy: int = 0) -> None:
+    def add(self, event_us: float, host_us: float, copy: int = 0, tail_us: float = 0.0) -> None:
         self.event_us.append(event_us)
         self.host_us.append(host_us)
         self.copy.append(copy)
+        self.tail_us.append(tail_us)
+
+
+@dataclass
+class BackToBack:
+    """One side timed as a loop calls it: per call, the event time (GPU idle waiting for the host included) and the
+    host's time to issue the call."""
+
+    wall_us: list[float] = field(default_factory=list)
+    issue_us: list[float] = field(default_factory=list)
+    copy: list[int] = field(default_factory=list)
 
 
 class CudaClock:
@@ -61,6 +79,7 @@ class CudaClock:
         self.start = torch.cuda.Event(enable_timing=True)
         self.end = torch.cuda.Event(enable_timing=True)
         self.cushion_cycles = self._cycles_for(CUSHION_US)
+        self.last_tail_us = 0.0
 
     def _cycles_for(self, us: float) -> int:
         """GPU clock cycles that `torch.cuda._sleep` spins for about `us` microseconds, calibrated here."""
@@ -84,9 +103,32 @@ class CudaClock:
         self.start.record()
         out = fn()
         self.end.record()
-        torch.cuda.synchronize()
+        self.end.synchronize()  # the caller's stream is done
         t1 = time.perf_counter()
-        return self.start.elapsed_time(self.end) * 1e3, (t1 - t0) * 1e6, out
+        torch.cuda.synchronize()  # and any other stream this process used
+        t2 = time.perf_counter()
+        self.last_tail_us = (t2 - t1) * 1e6
+        return self.start.elapsed_time(self.end) * 1e3, (t2 - t0) * 1e6, out
+
+    def back_to_back(self, fns: list[Callable[[], Any]], calls: int) -> BackToBack:
+        """`calls` calls issued back to back (rotating through `fns`, one per input copy), each between its own pair
+        of events after the flush (cold L2), the way triton.testing.do_bench times; one synchronize at the end."""
+        torch = self.torch
+        starts = [torch.cuda.Event(enable_timing=True) for _ in range(calls)]
+        ends = [torch.cuda.Event(enable_timing=True) for _ in range(calls)]
+        issue = []
+        torch.cuda.synchronize()
+        for i in range(calls):
+            if self.flush_buffer is not None:
+                self.flush_buffer.zero_()
+            starts[i].record()
+            t0 = time.perf_counter()
+            fns[i % len(fns)]()
+            issue.append((time.perf_counter() - t0) * 1e6)
+            ends[i].record()
+        torch.cuda.synchronize()
+        return BackToBack([s.elapsed_time(e) * 1e3 for s, e in zip(starts, ends)], issue,
+                          [i % len(fns) for i in range(calls)])
 
     def sync(self) -> None:
         self.torch.cuda.synchronize()
@@ -97,12 +139,24 @@ class HostClock:
 
     cache = "hot"
     l2_bytes = 0
+    last_tail_us = 0.0
 
     def time(self, fn: Callable[[], Any]) -> tuple[float, float, Any]:
         t0 = time.perf_counter()
         out = fn()
         us = (time.perf_counter() - t0) * 1e6
         return us, us, out
+
+    def back_to_back(self, fns: list[Callable[[], Any]], calls: int) -> BackToBack:
+        out = BackToBack()
+        for i in range(calls):
+            t0 = time.perf_counter()
+            fns[i % len(fns)]()
+            us = (time.perf_counter() - t0) * 1e6
+            out.wall_us.append(us)
+            out.issue_us.append(us)
+            out.copy.append(i % len(fns))
+        return out
 
     def sync(self) -> None:
         pass
@@ -134,7 +188,7 @@ def time_sides(sides: dict[str, Side | list[Side]], clock, *, warmup: int = 3, m
             name = names[(rounds + k) % len(names)]
             copy = rounds % len(copies[name])
             event_us, host_us, result = clock.time(copies[name][copy])
-            out[name].add(event_us, host_us, copy)
+            out[name].add(event_us, host_us, copy, getattr(clock, "last_tail_us", 0.0))
             out[name].last_output = result
         rounds += 1
         if precision > 0 and rounds >= PRECISE_MIN_ROUNDS and rounds % PRECISE_CHECK_EVERY == 0 and \
@@ -153,19 +207,36 @@ def _precise(samples: Samples, precision: float) -> bool:
     return ci.estimate > 0 and max(ci.high - ci.estimate, ci.estimate - ci.low) <= precision * ci.estimate
 
 
-def escaped(samples: Samples, overhead_us: float) -> bool:
-    """Did work run outside the timed stream? The host saw much more than the events plus the usual overhead
-    (the host-minus-events gap of an empty launch, timed the same way)."""
+def escaped(samples: Samples, tail_overhead_us: float) -> bool:
+    """Did work run outside the timed stream? After the caller's stream was done, the device-wide synchronize still
+    waited much longer than it does after an empty launch (`tail_overhead_us`, timed the same way): this process had
+    work pending on another stream. Another process on the GPU does not make a tail."""
     from .stats import median
-    gap = median([h - e for h, e in zip(samples.host_us, samples.event_us)]) - overhead_us
+    gap = median(samples.tail_us) - tail_overhead_us if samples.tail_us else 0.0
     return gap > max(ESCAPE_MIN_US, ESCAPE_FRACTION * median(samples.event_us))
 
 
-def honest_times(samples: Samples, overhead_us: float) -> tuple[list[float], str]:
-    """The samples to report and the timer they came from."""
-    if escaped(samples, overhead_us):
+def honest_times(samples: Samples, overhead_us: float, tail_overhead_us: float = 0.0) -> tuple[list[float], str]:
+    """The samples to report and the timer they came from. `overhead_us`: the host-minus-events gap of an empty
+    launch (taken off the host clock's times)."""
+    if escaped(samples, tail_overhead_us):
         return [max(h - overhead_us, e) for h, e in zip(samples.host_us, samples.event_us)], "host clock"
     return list(samples.event_us), "cuda events"
+
+
+def time_back_to_back(sides: dict[str, list[Side]], clock, *, rounds: int = 8, calls: int = 8) -> dict[str, BackToBack]:
+    """Each side's back-to-back times: `rounds` batches of `calls` calls per side, the sides' batches interleaved
+    (rotating order), so a change of clocks hits all alike."""
+    names = list(sides)
+    out = {name: BackToBack() for name in names}
+    for r in range(rounds):
+        for k in range(len(names)):
+            name = names[(r + k) % len(names)]
+            batch = clock.back_to_back(sides[name], calls)
+            out[name].wall_us += batch.wall_us
+            out[name].issue_us += batch.issue_us
+            out[name].copy += batch.copy
+    return out
 
 
 def time_graph(fn: Side, clock, rounds: int = 50) -> list[float] | None:

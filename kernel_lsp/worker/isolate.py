@@ -73,6 +73,7 @@ _FS_WRITE = {  # access right -> the first ABI that has it
     1 << 13: 2,  # REFER
     1 << 14: 3,  # TRUNCATE
 }
+_FILE_WRITE = (1 << 1) | (1 << 14)  # the rights a rule on a single file may grant: WRITE_FILE, TRUNCATE
 _NET_TCP = (1 << 0) | (1 << 1)  # BIND_TCP, CONNECT_TCP (ABI 4)
 _SCOPE_SIGNAL = 1 << 1  # ABI 6
 
@@ -100,9 +101,20 @@ def landlock_abi() -> int:
     return max(0, int(version))
 
 
+def device_files() -> list[str]:
+    """The device files a process may write: the null devices and a GPU's (NVIDIA's, AMD's, DRM's), never /dev as
+    a whole (/dev/shm would keep a file across checks)."""
+    import glob
+    names = ["/dev/null", "/dev/zero", "/dev/full", "/dev/tty", "/dev/nvidiactl", "/dev/nvidia-uvm",
+             "/dev/nvidia-uvm-tools", "/dev/nvidia-modeset", "/dev/kfd"]
+    names += glob.glob("/dev/nvidia[0-9]*") + glob.glob("/dev/dri/*") + glob.glob("/dev/nvidia-caps/*")
+    return [n for n in names if os.path.exists(n)]
+
+
 def restrict(writable: list[str], network: bool = False) -> str:
-    """Confine this process (and what it starts) for good: writes only below `writable`, and, unless `network`, no
-    TCP. Returns a one-line account of what is enforced ("landlock ABI 7: ...", or why nothing is)."""
+    """Confine this process (and what it starts) for good: writes only below `writable` (folders, or single files
+    such as device files), and, unless `network`, no TCP. Returns a one-line account of what is enforced ("landlock
+    ABI 7: ...", or why nothing is)."""
     abi = landlock_abi()
     if abi < 1:
         return "no Landlock on this kernel: writes, network and signals are not confined"
@@ -124,7 +136,7 @@ def restrict(writable: list[str], network: bool = False) -> str:
             except OSError:
                 continue  # a folder that does not exist cannot be written either
             try:
-                rule = _PathBeneath(fs, fd)
+                rule = _PathBeneath(fs if os.path.isdir(folder) else fs & _FILE_WRITE, fd)
                 if libc.syscall(_ADD_RULE, ctypes.c_int(ruleset), ctypes.c_int(_PATH_BENEATH), ctypes.byref(rule),
                                 ctypes.c_uint32(0)) == 0:
                     allowed.append(folder)
@@ -135,7 +147,7 @@ def restrict(writable: list[str], network: bool = False) -> str:
             return f"Landlock could not confine this process (errno {ctypes.get_errno()}): nothing is confined"
     finally:
         os.close(ruleset)
-    parts = [f"writes only in {len(allowed)} folders"]
+    parts = [f"writes only in {len(allowed)} folders and files"]
     parts.append("no TCP" if abi >= 4 and not network else "TCP allowed" if not network else "network allowed")
     parts.append("no signals outside" if abi >= 6 else "signals not scoped (Landlock ABI < 6)")
     return f"landlock ABI {abi}: " + ", ".join(parts)

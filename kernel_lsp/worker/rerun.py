@@ -90,24 +90,26 @@ class Rerun:
             problem = _failure(prepared)
             if problem is not None:
                 return [] if cancel.is_set() else [_info(job, f"the isolated re-run could not be prepared: {problem}")]
-            options.harness_note = self._harness(folder, timeout, cancel)
+            options.harness_note, options.harness_started = self._harness(folder, timeout, cancel)
             if cancel.is_set():
                 return []
             judged = checker.run(_step(job, "rerun-judge", options), None, timeout, None, cancel)
             problem = _failure(judged, findings_are_results=True)
             if problem is not None:
                 return [] if cancel.is_set() else [_info(job, f"the isolated re-run could not be judged: {problem}")]
-            return [e for e in judged.events if isinstance(e, (FindingEvent, Stat))]
+            return [e for e in judged.events if isinstance(e, FindingEvent)
+                    or (isinstance(e, Stat) and e.name.startswith("rerun"))]
         finally:
             shutil.rmtree(folder, ignore_errors=True)
 
-    def _harness(self, folder: str, timeout: float, cancel: threading.Event) -> str:
-        """Run the harness on the prepared folder; '' when it ended normally, else how it ended."""
+    def _harness(self, folder: str, timeout: float, cancel: threading.Event) -> tuple[str, bool]:
+        """Run the harness on the prepared folder: ('' when it ended normally, else how it ended; whether it
+        started)."""
         out = os.path.join(folder, "out")
         child = self.pool.spawn(os.path.join(folder, "in", "spec.json"), os.path.join(out, "result.pt"),
                                 os.path.join(out, "stderr"), self.env, self.device, out)
         if child is None:
-            return "the harness could not be started"
+            return "the harness could not be started", False
         deadline = time.monotonic() + timeout
         code = None
         while code is None and time.monotonic() < deadline and not cancel.is_set():
@@ -117,11 +119,11 @@ class Rerun:
                 continue
         if code is None:
             kill_group(child.pid)
-            return "it was stopped" if cancel.is_set() else f"it ran past {timeout:.0f} s"
+            return ("it was stopped" if cancel.is_set() else f"it ran past {timeout:.0f} s"), not cancel.is_set()
         if code != 0:
             tail = _tail(os.path.join(out, "stderr"))
-            return f"it exited with status {code}" + (f": {tail}" if tail else "")
-        return ""
+            return f"its process exited with status {code}" + (f": {tail}" if tail else ""), True
+        return "", True
 
 
 def _traces() -> list[str]:

@@ -71,12 +71,11 @@ def child_env(options: SandboxOptions, base: dict[str, str] | None = None, own: 
 
 def writable_folders(options: SandboxOptions, private: str, env: dict[str, str] | None = None) -> list[str]:
     env = os.environ if env is None else env
-    folders = [private, "/dev"]  # /dev: /dev/null, /dev/shm, and a GPU's device files opened read-write
-    folders += list(cache_folders(env).values())
+    folders = [private] + list(cache_folders(env).values())
     home = env.get("HOME") or str(Path.home())
     folders.append(os.path.join(home, ".nv"))  # the CUDA driver's JIT cache
     folders += list(options.writable)
-    for folder in folders[2:]:
+    for folder in folders[1:]:
         try:
             os.makedirs(folder, exist_ok=True)  # a rule needs the folder to exist
         except OSError:
@@ -95,7 +94,8 @@ def enter(options: SandboxOptions, private: str) -> str:
     isolate.become_subreaper()
     if not options.enabled:
         return "sandbox off (sandbox.enabled = false)"
-    return isolate.restrict(writable_folders(options, private), network=options.network)
+    # Device files (/dev/null, a GPU's, opened read-write), never /dev itself: /dev/shm would outlive the check.
+    return isolate.restrict(writable_folders(options, private) + isolate.device_files(), network=options.network)
 
 
 def describe(options: SandboxOptions) -> str:

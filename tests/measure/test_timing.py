@@ -23,11 +23,29 @@ def test_timing_keeps_each_sides_last_output():
 
 
 def test_timing_work_outside_the_stream_is_detected_and_the_host_time_used():
-    inside = Samples([10.0] * 20, [22.0] * 20)  # the usual 12 us of host overhead
-    assert not escaped(inside, overhead_us=12.0) and honest_times(inside, 12.0) == ([10.0] * 20, "cuda events")
-    outside = Samples([10.0] * 20, [1012.0] * 20)  # the events saw 10 us, the host 1 ms
-    times, timer = honest_times(outside, 12.0)
-    assert escaped(outside, 12.0) and timer == "host clock" and times == [1000.0] * 20
+    # The device-wide synchronize waits 4 us after an empty launch's stream is done (the usual tail).
+    inside = Samples([10.0] * 20, [22.0] * 20, tail_us=[4.0] * 20)
+    assert not escaped(inside, 4.0) and honest_times(inside, 12.0, 4.0) == ([10.0] * 20, "cuda events")
+    outside = Samples([10.0] * 20, [1012.0] * 20, tail_us=[990.0] * 20)  # 1 ms more on another stream
+    times, timer = honest_times(outside, 12.0, 4.0)
+    assert escaped(outside, 4.0) and timer == "host clock" and times == [1000.0] * 20
+
+
+def test_timing_another_process_on_the_gpu_is_not_escaped_work():
+    """Contention slows the flush and the call (the host clock sees 5x the events) but leaves nothing of this
+    process on another stream: no tail, so no KL406 (8 checks at once gave false ones with the host-clock rule)."""
+    contended = Samples([40.0] * 20, [900.0] * 20, tail_us=[5.0] * 20)
+    assert not escaped(contended, 4.0) and honest_times(contended, 12.0, 4.0)[1] == "cuda events"
+
+
+def test_timing_back_to_back_rotates_sides_and_input_copies():
+    from kernel_lsp.engine.timing import time_back_to_back
+    calls: list[tuple[str, int]] = []
+    sides = {name: [lambda n=name, k=k: calls.append((n, k)) for k in range(2)] for name in ("triton", "eager")}
+    out = time_back_to_back(sides, HostClock(), rounds=2, calls=3)
+    assert calls == [("triton", 0), ("triton", 1), ("triton", 0), ("eager", 0), ("eager", 1), ("eager", 0),
+                     ("eager", 0), ("eager", 1), ("eager", 0), ("triton", 0), ("triton", 1), ("triton", 0)]
+    assert out["triton"].copy == [0, 1, 0, 0, 1, 0] and len(out["eager"].wall_us) == 6
 
 
 def test_timing_rotates_through_input_copies_and_records_them():

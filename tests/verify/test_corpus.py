@@ -6,24 +6,26 @@ import re
 import pytest
 
 from tests.conftest import CORPUS, run_cli
+from tests.corpus.report import alternatives, cases
 
 
 def expected(path) -> dict[str, str | None]:
     """The codes a case expects, each with the severity it must have (`KL201:warning`) or None (error or
-    warning)."""
+    warning). A case with alternatives (`KL220 | KL200 KL201`) expects the first here; test_corpus_case accepts
+    any."""
     m = re.search(r"^# expect: (.+)$", path.read_text(), re.M)
     assert m, f"{path} has no # expect: line"
     if m.group(1).strip() == "clean":
         return {}
-    return {c.split(":")[0]: (c.split(":")[1] if ":" in c else None) for c in m.group(1).split()}
+    first = m.group(1).split("|")[0]
+    return {c.split(":")[0]: (c.split(":")[1] if ":" in c else None) for c in first.split()}
 
 
 def expected_codes(path) -> set[str]:
     return set(expected(path))
 
 
-CASES = sorted([p for p in CORPUS.glob("*.py") if p.name != "report.py"] + list(CORPUS.glob("*/impl.py"))
-               + list(CORPUS.glob("sibling_ref/*_impl.py")))
+CASES = cases(gpu=False)  # the GPU's own cases run in tests/test_gpu.py
 
 
 @pytest.fixture(scope="module")
@@ -43,7 +45,7 @@ def test_corpus_is_large_and_mixed():
 def test_corpus_case(corpus_report, case):
     report = corpus_report[str(case.resolve())]
     got = {f["code"] for f in report["findings"] if f["severity"] in ("error", "warning")}
-    assert got == expected_codes(case), [f["message"] for f in report["findings"]]
+    assert got in alternatives(case.read_text()), [f["message"] for f in report["findings"]]
     for code, severity in expected(case).items():
         if severity:
             assert {f["severity"] for f in report["findings"] if f["code"] == code} == {severity}
