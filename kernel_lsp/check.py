@@ -149,7 +149,7 @@ def measure_options(settings: Settings, source: str) -> MeasureOptions:
     declared = {k: v for _, kv in parse_pragmas(source) for k, v in kv.items() if k in ("flops", "bytes")}
     return MeasureOptions(enabled=m["mode"] != "off", cache=m["cache"], compile=m["compile"],
                           compile_severity=m["compile_severity"], budget_s=float(m["seconds"]),
-                          precision=float(m["precision"]),
+                          precision=float(m["precision"]), time=m["time"],
                           flops=declared.get("flops", None if m["flops"] is None else str(m["flops"])),
                           bytes=declared.get("bytes", None if m["bytes"] is None else str(m["bytes"])))
 

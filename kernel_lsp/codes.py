@@ -50,6 +50,7 @@ _ALL = [
     Code("KL220", "checker-aware", Severity.ERROR, "Where it cannot see kernel-lsp (the isolated re-run), the implementation raises, launches no kernel or computes a wrong result."),
     Code("KL221", "computed-without-kernel", Severity.ERROR, "Output elements do not depend on any Triton launch: the kernel's work is discarded or partly replaced."),
     Code("KL222", "rerun-incomplete", Severity.INFO, "The isolated re-run could not be made; the verifier's verdict stands without it."),
+    Code("KL223", "tampering", Severity.ERROR, "The checked code replaced a function of torch, Triton or the clock that verdicts and timings rest on."),
     # Faults of the user's code (KL3xx)
     Code("KL300", "worker-crashed", Severity.ERROR, "The worker running the user's code died (signal or abort)."),
     Code("KL301", "worker-timeout", Severity.ERROR, "The worker running the user's code exceeded its time limit."),
@@ -60,10 +61,11 @@ _ALL = [
     Code("KL401", "slower-than-compile", Severity.INFO, "The kernel is slower than torch.compile of the reference (the whole 95% interval below 1x)."),
     Code("KL402", "performance", Severity.INFO, "Where the kernel stands: speedups over eager and torch.compile, and the share of the device's ceiling."),
     Code("KL403", "impossible-speed", Severity.ERROR, "Measured faster than the device's measured ceilings allow: skipped work or a broken measurement, never a win."),
-    Code("KL404", "launch-bound", Severity.INFO, "The call's time is mostly launch overhead; the CUDA-graph time is given beside it."),
+    Code("KL404", "launch-bound", Severity.INFO, "A side's host issue time (its Python wrapper) exceeds its GPU time: a loop that calls it pays the host's time."),
     Code("KL405", "timed-output-mismatch", Severity.ERROR, "The output of the timed calls differs from the truth: the kernel behaves differently once warmed up."),
     Code("KL406", "work-outside-stream", Severity.WARNING, "Work ran outside the caller's CUDA stream; the time is the host clock's."),
     Code("KL407", "measure-incomplete", Severity.INFO, "Part of the measurement could not be taken (a baseline failed, or the kernel is not verified)."),
+    Code("KL408", "timing-disturbed", Severity.INFO, "Another process used the GPU during the timing, also when it was taken again."),
     # Faults of the tool itself (KL9xx)
     Code("KL900", "internal-error", Severity.ERROR, "kernel-lsp itself failed; please report it."),
 ]

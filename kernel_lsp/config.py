@@ -38,7 +38,8 @@ _LLM_KEYS = {"endpoint": "endpoint", "model": "model", "api_key_env": "api_key_e
              "max_seconds": "max_seconds", "max-seconds": "max_seconds", "maxSeconds": "max_seconds"}
 # The measure stage (docs/performance-method.md): mode auto times verified kernels wherever they run on a GPU.
 MEASURE_DEFAULTS: dict[str, Any] = {"mode": "auto", "cache": "cold", "compile": True, "compile_severity": "info",
-                                    "seconds": 1.0, "precision": 0.005, "flops": None, "bytes": None}
+                                    "seconds": 1.0, "precision": 0.005, "flops": None, "bytes": None,
+                                    "time": "wall"}
 _MEASURE_SPELLINGS = {"compile-severity": "compile_severity", "compileSeverity": "compile_severity"}
 # The sandbox of processes that run checked code (docs/verification.md): on by default; `env` names variables passed
 # through besides the allowlist, `writable` folders besides the private one and the compile caches.
@@ -157,6 +158,9 @@ def _validate_llm_budget(llm: dict[str, Any]) -> None:
 def _validate_measure(m: dict[str, Any]) -> None:
     if m.get("mode") not in ("auto", "off"):
         raise ConfigError(f"measure.mode: expected auto or off, got {m.get('mode')!r}")
+    if m.get("time") not in ("wall", "gpu"):
+        raise ConfigError(f"measure.time: expected wall (back to back, host launch included) or gpu, "
+                          f"got {m.get('time')!r}")
     if m.get("cache") not in ("cold", "hot"):
         raise ConfigError(f"measure.cache: expected cold or hot, got {m.get('cache')!r}")
     if not isinstance(m.get("compile"), bool):
@@ -219,7 +223,7 @@ def _coerce(key: str, value: Any, current: Any = None) -> Any:
             name = _MEASURE_SPELLINGS.get(k, k)
             if name not in MEASURE_DEFAULTS:
                 raise ConfigError(f"measure: unknown key {k!r} (expected mode, cache, compile, compile-severity, "
-                                  "seconds, flops, bytes)")
+                                  "seconds, precision, flops, bytes, time)")
             if v is not None:
                 measure[name] = v
         return measure

@@ -57,6 +57,7 @@ class MeasureOptions(Record):
     bytes: str | None = None
     against: str | None = None  # another version of the file (the current one, in a race): timed as "current"
     warm_lock: str | None = None  # a compile warmer's lock file (worker/compile_warmer.py): wait for it to end
+    time: str = "wall"  # the time verdicts use: "wall" (back to back, host launch included) or "gpu"
 
 
 @dataclass

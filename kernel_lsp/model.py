@@ -242,7 +242,8 @@ class Verification(Record):
 
 @dataclass
 class SideTiming(Record):
-    """One side's time: the implementation ("triton"), PyTorch "eager", or "torch.compile" of the reference."""
+    """One side's time: the implementation ("triton"), PyTorch "eager", or "torch.compile" of the reference.
+    `median_us` and its interval are the time the verdicts use (Provenance.verdict_time); both times are given."""
 
     side: str
     median_us: float
@@ -252,6 +253,13 @@ class SideTiming(Record):
     graph_us: float | None = None  # replayed as a CUDA graph (measured for launch-bound code)
     compile_seconds: float | None = None  # torch.compile's first call, excluded from the timing
     cached_compile: bool | None = None  # torch.compile's result came from this worker's cache
+    gpu_us: float | None = None  # GPU time of one call from an idle GPU (the host's launch hidden), and its interval
+    gpu_low_us: float | None = None
+    gpu_high_us: float | None = None
+    wall_us: float | None = None  # per call when calls run back to back (host launch included), and its interval
+    wall_low_us: float | None = None
+    wall_high_us: float | None = None
+    host_us: float | None = None  # the host's time to issue one call (the Python wrapper)
 
 
 @dataclass
@@ -316,12 +324,14 @@ class Provenance(Record):
     graph: bool  # the sides were also replayed as CUDA graphs
     timer: str  # "cuda events" or, when work escaped the stream, "host clock"
     date: str
+    verdict_time: str = "gpu"  # the time speedups and verdicts use: "wall" (back to back) or "gpu"
+    gpu_index: int | None = None  # which GPU (as the worker saw it) timed it
+    waited_s: float | None = None  # seconds waited for the GPU's timing lease (another check was timing)
 
 
 @dataclass
 class Measurement(Record):
     """The measure stage's result for one implementation (shared by the kernels it launches)."""
-
     sides: list[SideTiming]
     speedups: list[Speedup]
     provenance: Provenance
@@ -330,6 +340,7 @@ class Measurement(Record):
     launch_bound: bool = False
     summary: str = ""  # the one line the code lens shows
     device: Ceilings | None = None  # the device's measured ceilings, for charts and the hover
+    disturbed: str | None = None  # another process used the GPU during the timing (after one retry): who
 
     def side(self, name: str) -> SideTiming | None:
         return next((s for s in self.sides if s.side == name), None)

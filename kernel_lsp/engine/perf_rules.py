@@ -4,7 +4,9 @@ No torch and no GPU: tests/measure/test_perf_rules.py feeds hand-made measuremen
 (measure.py) collects the numbers; this module decides what they mean and says it in one line each:
 - KL403 when the time is below what the measured ceilings allow (then nothing else is claimed);
 - KL406 when work escaped the caller's stream (the time is then the host clock's);
-- KL404 instead of "slower" when the call is launch-bound, with the CUDA-graph time beside it;
+- KL404 for each side that is launch-bound: its host issue time (the Python wrapper) exceeds its GPU time, so a
+  loop that calls it pays the host's time; the GPU time and the CUDA-graph time beside it;
+- KL408 (information) when another process used the GPU during the timing, after one retry;
 - KL400 when the whole 95% interval of the speedup over eager lies below 1, KL401 likewise for torch.compile;
 - KL402, always otherwise: the summary that the code lens shows.
 """
@@ -13,9 +15,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..model import Measurement, Speedup
+from ..model import Measurement, SideTiming, Speedup
 
-LAUNCH_BOUND_GRAPH_FRACTION = 0.5  # graph replay under half the eager-launched time: launch overhead dominates
+LAUNCH_BOUND_WALL_FRACTION = 1.2  # the host's issue time over this times the GPU time (plus LAUNCH_BOUND_MIN_US)
+LAUNCH_BOUND_MIN_US = 5.0
+SIDE_LABEL = {"triton": "the implementation", "eager": "PyTorch eager", "torch.compile": "torch.compile",
+              "current": "the current version"}
 
 
 @dataclass
@@ -52,7 +57,8 @@ def summary(m: Measurement) -> str:
                 where += " (the rate without tensor cores, which fp32 computed as three TF32 products can pass)"
         parts.append(f"{r.percent:.0f}% of {where}")
     text = ", ".join(parts) if parts else us(m.sides[0].median_us)
-    return f"{text} ({short_gpu(m.provenance.gpu)})"
+    when = "back to back" if m.provenance.verdict_time == "wall" else "GPU time"
+    return f"{text} ({when}, {short_gpu(m.provenance.gpu)})"
 
 
 def slower(m: Measurement, against: str, label: str) -> str | None:
@@ -61,18 +67,48 @@ def slower(m: Measurement, against: str, label: str) -> str | None:
     if s is None or impl is None or base is None or not s.high < 1.0:
         return None
     return (f"slower than {label}: {ratio_text(s)}; {us(impl.median_us)} vs {us(base.median_us)} "
-            f"on {short_gpu(m.provenance.gpu)}")
+            f"{time_label(m)} on {short_gpu(m.provenance.gpu)}{other_time(m, impl, base)}")
+
+
+def time_label(m: Measurement) -> str:
+    return "per call back to back" if m.provenance.verdict_time == "wall" else "of GPU time"
+
+
+def other_time(m: Measurement, impl: SideTiming, base: SideTiming) -> str:
+    """The time the verdict does not use, for the same two sides."""
+    if m.provenance.verdict_time == "wall" and impl.gpu_us is not None and base.gpu_us is not None:
+        return f" (GPU time: {us(impl.gpu_us)} vs {us(base.gpu_us)})"
+    if m.provenance.verdict_time == "gpu" and impl.wall_us is not None and base.wall_us is not None:
+        return f" (back to back: {us(impl.wall_us)} vs {us(base.wall_us)})"
+    return ""
+
+
+def side_launch_bound(t: SideTiming) -> bool:
+    """The host takes longer to issue a call (its Python wrapper) than the GPU takes to run it: a loop that calls it
+    without a CUDA graph pays the host's time, whatever the GPU time says."""
+    if t.host_us is None or t.gpu_us is None:
+        return False
+    return t.host_us > LAUNCH_BOUND_WALL_FRACTION * t.gpu_us + LAUNCH_BOUND_MIN_US
 
 
 def launch_bound(m: Measurement) -> str | None:
-    impl = m.side("triton")
-    if not m.launch_bound or impl is None or impl.graph_us is None:
+    """The KL404 line: "launch-bound: the implementation's Python wrapper takes 120 us per call, its kernels 64 us
+    (...); torch.compile's wrapper takes 130 us, its kernels 69.5 us: capture a CUDA graph or launch fewer
+    kernels", or None when no side is."""
+    bound = [t for t in m.sides if side_launch_bound(t)]
+    if not bound:
         return None
-    empty = f", an empty kernel launch takes {us(m.empty_launch_us)}" if m.empty_launch_us is not None else ""
-    baselines = "; ".join(f"{s.side} as a graph: {us(s.graph_us)}" for s in m.sides
-                          if s.side != "triton" and s.graph_us is not None)
-    return (f"launch-bound: {us(impl.median_us)} per call{empty}; replayed as a CUDA graph: {us(impl.graph_us)}"
-            + (f" ({baselines})" if baselines else "") + ": fuse launches or capture the caller in a graph")
+    parts = []
+    for t in bound:
+        who = SIDE_LABEL.get(t.side, t.side)
+        extra = [f"back to back {us(t.wall_us)} per call"] if t.wall_us is not None else []
+        extra += [f"as a CUDA graph {us(t.graph_us)}"] if t.graph_us is not None else []
+        parts.append(f"{who}'s Python wrapper takes {us(t.host_us)} per call, its kernels {us(t.gpu_us)}"
+                     + (f" ({', '.join(extra)})" if extra else ""))
+    impl = any(t.side in ("triton", "current") for t in bound)
+    advice = ("capture a CUDA graph or launch fewer kernels" if impl else
+              "the baseline's number is what a caller without CUDA graphs pays")
+    return "launch-bound: " + "; ".join(parts) + f": {advice}"
 
 
 def judge(m: Measurement, impossible_reason: str | None, compile_severity: str = "info") -> list[PerfFinding]:
@@ -88,12 +124,15 @@ def judge(m: Measurement, impossible_reason: str | None, compile_severity: str =
     bound = launch_bound(m)
     if bound is not None:
         out.append(PerfFinding("KL404", bound))
-    else:
-        eager = slower(m, "eager", "PyTorch eager")
-        if eager:
-            out.append(PerfFinding("KL400", eager))
-        compiled = slower(m, "torch.compile", "torch.compile")
-        if compiled:
-            out.append(PerfFinding("KL401", compiled, "warning" if compile_severity == "warning" else None))
+    eager = slower(m, "eager", "PyTorch eager")
+    if eager:
+        out.append(PerfFinding("KL400", eager))
+    compiled = slower(m, "torch.compile", "torch.compile")
+    if compiled:
+        out.append(PerfFinding("KL401", compiled, "warning" if compile_severity == "warning" else None))
+    if m.disturbed:
+        out.append(PerfFinding("KL408", f"timing disturbed by another process on GPU "
+                               f"{m.provenance.gpu_index if m.provenance.gpu_index is not None else '?'} "
+                               f"({m.disturbed}), also when taken again: the intervals may be wide"))
     out.append(PerfFinding("KL402", summary(m)))
     return out

@@ -16,6 +16,7 @@ from typing import Any
 
 from ..codes import severity_of
 from ..jobs import CheckJob, KernelRef, Sink, Stage
+from . import timing  # noqa: F401  (takes the clocks as they are before any checked code can replace them)
 from ..model import Finding, KernelFacts, Severity, Span
 from ..targets import Target, parse_targets
 from .capture import LaunchRecorder, Spec

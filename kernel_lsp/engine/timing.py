@@ -34,6 +34,21 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+# The clocks as they were when the worker started, before any checked code ran: code that replaces
+# `time.perf_counter`, `torch.cuda.synchronize` or `torch.cuda.Event.elapsed_time` (a Python subclass's method) to
+# report less time changes what it sees, not what the timer reads. The events' C methods cannot be replaced.
+_perf_counter = time.perf_counter
+try:
+    import torch as _torch
+    _event_base = _torch._C._CudaEventBase
+    _record_on, _elapsed, _event_sync = _event_base.record, _event_base.elapsed_time, _event_base.synchronize
+    _device_sync, _current_stream = _torch.cuda.synchronize, _torch.cuda.current_stream
+
+    def _record(event) -> None:
+        _record_on(event, _current_stream())
+except (ImportError, AttributeError):  # no torch, or a build without CUDA events: nothing here is used then
+    _record = _elapsed = _event_sync = _device_sync = _current_stream = None
+
 FLUSH_MIN_BYTES = 256 << 20
 CUSHION_US = 300.0  # GPU time queued before the start event, covering the host's launch of the timed call
 ESCAPE_MIN_US = 20.0  # host time beyond the events' that means work escaped the stream...
@@ -63,6 +78,18 @@ class BackToBack:
     wall_us: list[float] = field(default_factory=list)
     issue_us: list[float] = field(default_factory=list)
     copy: list[int] = field(default_factory=list)
+    batch_us: list[float] = field(default_factory=list)  # the host clock over each whole batch (a final sync included)
+
+    def events_under_report(self, flush_us: float) -> bool:
+        """The events claim far less time than passed on the host clock over the same batches: work ran where the
+        events do not see it (another stream), or the timer was tampered with. Each call may add its flush and
+        some launch overhead (20 us) the events leave out."""
+        calls = len(self.wall_us) / max(1, len(self.batch_us))
+        if not self.batch_us or not self.wall_us:
+            return False
+        per_batch_events = sum(self.wall_us) / len(self.batch_us)
+        host = sorted(self.batch_us)[len(self.batch_us) // 2]
+        return host > 2.0 * (per_batch_events + calls * flush_us) + calls * 20.0
 
 
 class CudaClock:
@@ -96,19 +123,19 @@ class CudaClock:
     def time(self, fn: Callable[[], Any]) -> tuple[float, float, Any]:
         """(event microseconds, host microseconds, the call's result) of one call."""
         torch = self.torch
-        t0 = time.perf_counter()
+        t0 = _perf_counter()
         if self.flush_buffer is not None:
             self.flush_buffer.zero_()
         torch.cuda._sleep(self.cushion_cycles)
-        self.start.record()
+        _record(self.start)
         out = fn()
-        self.end.record()
-        self.end.synchronize()  # the caller's stream is done
-        t1 = time.perf_counter()
-        torch.cuda.synchronize()  # and any other stream this process used
-        t2 = time.perf_counter()
+        _record(self.end)
+        _event_sync(self.end)  # the caller's stream is done
+        t1 = _perf_counter()
+        _device_sync()  # and any other stream this process used
+        t2 = _perf_counter()
         self.last_tail_us = (t2 - t1) * 1e6
-        return self.start.elapsed_time(self.end) * 1e3, (t2 - t0) * 1e6, out
+        return _elapsed(self.start, self.end) * 1e3, (t2 - t0) * 1e6, out
 
     def back_to_back(self, fns: list[Callable[[], Any]], calls: int) -> BackToBack:
         """`calls` calls issued back to back (rotating through `fns`, one per input copy), each between its own pair
@@ -117,18 +144,33 @@ class CudaClock:
         starts = [torch.cuda.Event(enable_timing=True) for _ in range(calls)]
         ends = [torch.cuda.Event(enable_timing=True) for _ in range(calls)]
         issue = []
-        torch.cuda.synchronize()
+        _device_sync()
+        batch_start = _perf_counter()
         for i in range(calls):
             if self.flush_buffer is not None:
                 self.flush_buffer.zero_()
-            starts[i].record()
-            t0 = time.perf_counter()
+            _record(starts[i])
+            t0 = _perf_counter()
             fns[i % len(fns)]()
-            issue.append((time.perf_counter() - t0) * 1e6)
-            ends[i].record()
-        torch.cuda.synchronize()
-        return BackToBack([s.elapsed_time(e) * 1e3 for s, e in zip(starts, ends)], issue,
-                          [i % len(fns) for i in range(calls)])
+            issue.append((_perf_counter() - t0) * 1e6)
+            _record(ends[i])
+        _device_sync()
+        batch_us = (_perf_counter() - batch_start) * 1e6
+        return BackToBack([_elapsed(s, e) * 1e3 for s, e in zip(starts, ends)], issue,
+                          [i % len(fns) for i in range(calls)], [batch_us])
+
+    def flush_us(self) -> float:
+        """The GPU time of one L2 flush (0 when hot): what a back-to-back batch spends between the timed calls."""
+        if self.flush_buffer is None:
+            return 0.0
+        times = []
+        for _ in range(5):
+            _record(self.start)
+            self.flush_buffer.zero_()
+            _record(self.end)
+            _device_sync()
+            times.append(_elapsed(self.start, self.end) * 1e3)
+        return sorted(times)[len(times) // 2]
 
     def sync(self) -> None:
         self.torch.cuda.synchronize()
@@ -156,7 +198,11 @@ class HostClock:
             out.wall_us.append(us)
             out.issue_us.append(us)
             out.copy.append(i % len(fns))
+        out.batch_us.append(sum(out.wall_us))
         return out
+
+    def flush_us(self) -> float:
+        return 0.0
 
     def sync(self) -> None:
         pass
@@ -236,6 +282,7 @@ def time_back_to_back(sides: dict[str, list[Side]], clock, *, rounds: int = 8, c
             out[name].wall_us += batch.wall_us
             out[name].issue_us += batch.issue_us
             out[name].copy += batch.copy
+            out[name].batch_us += batch.batch_us
     return out
 
 

@@ -76,17 +76,24 @@ def performance_markdown(doc: Document, kernel: str, chart: Path | None = None) 
         return [f"**Performance**: {facts.performance_note or 'not measured'}."]
     p = m.provenance
     clock = f", SM {p.sm_clock_mhz} MHz" if p.sm_clock_mhz else ""
+    wall = p.verdict_time == "wall"
     out = [f"**Performance**: {m.summary}", "",
-           "| side | median | 95% CI | CUDA graph | note |", "| --- | --- | --- | --- | --- |"]
+           "| side | back to back | 95% CI | GPU time | 95% CI | host issue | CUDA graph | note |",
+           "| --- | --- | --- | --- | --- | --- | --- | --- |"]
     for side in m.sides:
         note = ""
         if side.compile_seconds is not None:
             note = f"compile {side.compile_seconds:.2f} s" + (" (cached)" if side.cached_compile else "") + ", excluded"
-        out.append(f"| {side.side} | {_us(side.median_us)} | {_us(side.low_us)} - {_us(side.high_us)} | "
-                   f"{_us(side.graph_us)} | {note} |")
+        gpu = (side.gpu_us, side.gpu_low_us, side.gpu_high_us) if side.gpu_us is not None else \
+            (side.median_us, side.low_us, side.high_us)
+        out.append(f"| {side.side} | {_us(side.wall_us)} | {_us(side.wall_low_us)} - {_us(side.wall_high_us)} | "
+                   f"{_us(gpu[0])} | {_us(gpu[1])} - {_us(gpu[2])} | {_us(side.host_us)} | {_us(side.graph_us)} | "
+                   f"{note} |")
     out.append("")
-    out.append("Speedup: " + "; ".join(f"{s.ratio:.2f}x over {s.against} (95% CI {s.low:.2f}-{s.high:.2f})"
-                                        for s in m.speedups))
+    out.append(f"Speedup ({'back to back' if wall else 'GPU time'}): "
+               + "; ".join(f"{s.ratio:.2f}x over {s.against} (95% CI {s.low:.2f}-{s.high:.2f})" for s in m.speedups))
+    if m.disturbed:
+        out.append(f"Timing disturbed by another process: {m.disturbed}")
     r = m.roofline
     if r is not None:
         rates = f"{r.gbps:.0f} GB/s" + (f", {r.tflops:.1f} TFLOP/s" if r.tflops else "")

@@ -88,7 +88,12 @@ def main(argv: list[str]) -> int:
             w.emit(Device(job.device))
             if job.kind == "check":
                 from ..engine.pipeline import run_check
+                from .tamper import Snapshot, finding_for
+                pristine = Snapshot()
                 run_check(job, w)
+                tampered = finding_for(pristine.changed(), job.path, job.anchor)
+                if tampered is not None:
+                    w.finding(tampered)
             elif job.kind in ("rerun-prepare", "rerun-judge"):
                 from ..engine import evidence
                 (evidence.prepare if job.kind == "rerun-prepare" else evidence.judge)(job, w)

@@ -310,12 +310,15 @@ def child(request: dict) -> int:
 def serve() -> int:
     _forget()
     import torch
-    import triton  # noqa: F401
-    try:
-        x = torch.randn(2, device="meta")
-        (x * 2 + x).sum()
-    except Exception:
-        pass
+    if os.environ.get("TRITON_INTERPRET") == "1":  # CPU: warm everything a call needs before forking
+        import triton  # noqa: F401
+        try:
+            x = torch.randn(2, device="meta")
+            (x * 2 + x).sum()
+        except Exception:
+            pass
+    # On a GPU nothing more: CUDA must not be touched before the fork (each child opens its own context), and
+    # Triton's driver and torch's meta warm-up query the devices.
     protocol = int(os.environ.pop("HARNESS_PROTOCOL", "2"))
     return isolate.fork_server({"type": "ZygoteReady", "pid": os.getpid(), "protocol": protocol}, child)
 

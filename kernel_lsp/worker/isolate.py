@@ -165,7 +165,8 @@ def become_subreaper() -> bool:
 
 
 def children_of(pid: int) -> list[int]:
-    """The live children of `pid` (every thread's), from /proc."""
+    """The children of `pid` (every thread's), from /proc: its `children` files, or, where the kernel has none (gVisor,
+    a kernel without CONFIG_PROC_CHILDREN), every process's parent in /proc/PID/stat."""
     out = []
     try:
         tasks = os.listdir(f"/proc/{pid}/task")
@@ -175,8 +176,25 @@ def children_of(pid: int) -> list[int]:
         try:
             with open(f"/proc/{pid}/task/{tid}/children") as f:
                 out += [int(c) for c in f.read().split()]
+        except FileNotFoundError:
+            return _children_by_scan(pid)
         except (OSError, ValueError):
             continue
+    return out
+
+
+def _children_by_scan(pid: int) -> list[int]:
+    out = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat") as f:
+                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        if ppid == pid:
+            out.append(int(name))
     return out
 
 

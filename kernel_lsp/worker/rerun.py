@@ -51,6 +51,7 @@ class Rerun:
             env["TRITON_INTERPRET"] = "1"
         else:
             env.pop("TRITON_INTERPRET", None)
+            env["PYTORCH_NVML_BASED_CUDA_CHECK"] = "1"  # torch.cuda.is_available() without opening CUDA pre-fork
         self.env = {k: v for k, v in env.items() if not k.startswith("HARNESS_")}
         self.pool = WarmPool(env, [sys.executable, os.path.join(self.dir, "run.py")], cwd=self.dir, any_device=True)
 

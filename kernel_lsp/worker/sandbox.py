@@ -20,6 +20,7 @@ import tempfile
 from pathlib import Path
 
 from ..config import Settings
+from ..engine.gpu_lease import default_locks_folder
 from ..jobs import SandboxOptions
 from . import isolate
 
@@ -48,6 +49,7 @@ def cache_folders(env: dict[str, str] | None = None) -> dict[str, str]:
         or os.path.join(tempfile.gettempdir(), f"torchinductor_{user}"),
         "KERNEL_LSP_CEILINGS_DIR": env.get("KERNEL_LSP_CEILINGS_DIR")
         or os.path.join(home, ".cache", "kernel-lsp", "ceilings"),
+        "KERNEL_LSP_LOCKS_DIR": default_locks_folder(env),  # every process's GPU timing leases (engine/gpu_lease.py)
     }
 
 

@@ -40,6 +40,7 @@ from ..engine.loader import DeviceFault, is_device_fault
 from .child import PARENT_ENV, choose_device, die_with_parent
 from .isolate import kill_descendants
 from .sandbox import child_env, enter
+from .tamper import finding_for
 from .protocol import (CancelJob, EventWriter, JobEnd, JobEvent, ProtocolError, RunJob, WorkerReady, decode,
                        encode)
 
@@ -113,6 +114,9 @@ def serve(device: str = "auto", sandbox: SandboxOptions | None = None) -> int:
     os.environ.update(env)
     confined = enter(sandbox, tempfile.mkdtemp(prefix="kernel-lsp-worker-"))
     lap("sandbox")
+    from .tamper import Snapshot, TimerCheck
+    pristine = Snapshot()
+    timer = TimerCheck() if device == "cuda" else None
     lock = threading.Lock()
 
     def send(message) -> None:
@@ -143,7 +147,7 @@ def serve(device: str = "auto", sandbox: SandboxOptions | None = None) -> int:
             message = jobs.get()
             if message is None:
                 return 0
-            poisoned = run_one(message, device, send, lock, protocol, current, pipeline)
+            poisoned = run_one(message, device, send, lock, protocol, current, pipeline, pristine, timer)
             kill_descendants()  # what the job's code started and left running
             if poisoned:
                 return 3  # the CUDA context cannot be trusted after a fault: the parent starts a fresh worker
@@ -151,8 +155,10 @@ def serve(device: str = "auto", sandbox: SandboxOptions | None = None) -> int:
             continue  # a cancel that arrived between jobs
 
 
-def run_one(message: RunJob, device: str, send, lock, protocol, current, pipeline) -> bool:
-    """Run one job; returns True when the process must not run another (a CUDA fault poisoned its context)."""
+def run_one(message: RunJob, device: str, send, lock, protocol, current, pipeline, pristine=None,
+            timer=None) -> bool:
+    """Run one job; returns True when the process must not run another: a CUDA fault poisoned its context, or the
+    job's code replaced a function of torch, Triton or the clock that the next job would meet (tamper.py)."""
     job_id = message.id
     root = None
     poisoned = False
@@ -169,6 +175,10 @@ def run_one(message: RunJob, device: str, send, lock, protocol, current, pipelin
         try:
             with _profiled(job_id):
                 pipeline.run_check(job, sink)
+            replaced = pristine.changed() if pristine is not None else []
+            tampered = finding_for(replaced, path, job.anchor)
+            if tampered is not None:
+                sink.finding(tampered)
         except KeyboardInterrupt:
             cancelled = True
         except DeviceFault:
@@ -201,6 +211,14 @@ def run_one(message: RunJob, device: str, send, lock, protocol, current, pipelin
     # A fault the job reported as a finding (an illegal address inside the implementation is KL105) still leaves
     # the context unusable: probe it, and leave rather than fail every later job.
     poisoned = poisoned or (device == "cuda" and not _context_healthy())
+    if pristine is not None and not poisoned:
+        replaced = pristine.changed()
+        if replaced:
+            sys.stderr.write(f"kernel-lsp worker: job {job_id} replaced {', '.join(replaced[:8])}; retiring\n")
+            poisoned = True
+    if timer is not None and not poisoned and timer.broken():
+        sys.stderr.write(f"kernel-lsp worker: after job {job_id} the CUDA events no longer tell time; retiring\n")
+        poisoned = True
     send(JobEnd(job_id, cancelled, poisoned))
     return poisoned
 

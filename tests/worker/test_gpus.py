@@ -47,7 +47,7 @@ def fake_gpus(tmp_path, monkeypatch):
 
 def test_gpus_one_worker_per_chosen_gpu_and_files_go_to_the_free_one(fake_gpus):
     files = [shutil.copy(CORPUS / "ok_add_fp32.py", fake_gpus / f"add{i}.py") for i in range(6)]
-    settings = apply_overrides(Settings(), {"gpus": "0,2"})
+    settings = apply_overrides(Settings(), {"gpus": "0,2", "verification": False})
     with ex.executor_for(settings) as executor:
         assert [w.name for w in executor.workers.workers] == ["gpu-0", "gpu-2"]
         assert executor.capacity == 2

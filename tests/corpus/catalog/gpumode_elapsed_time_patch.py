@@ -1,6 +1,5 @@
-# expect: KL406
+# expect: KL223
 # class: gpu-mode: timer / stats patch (torch.cuda.Event.elapsed_time and any calculate_stats report 1/100 of the time; the kernel is honest)
-# device: cuda
 # source: gpu-mode/reference-kernels issue #162, "Timer / stats patch" (https://github.com/gpu-mode/reference-kernels/issues/162)
 # kernel-lsp: entry=relu reference=ref inputs=make_inputs
 # Only the events lie: the host clock around each timed call disagrees with them (KL406 today; KL403 if a checker

@@ -1,4 +1,4 @@
-# expect: KL220
+# expect: KL220 | KL200 | KL200 KL201
 # class: pygpubench: error-counter zeroing (a background thread keeps emptying the checker's failure lists)
 # source: gpu-mode/pygpubench exploits/submission_error_counter.py (https://github.com/gpu-mode/pygpubench/blob/main/exploits/submission_error_counter.py)
 # kernel-lsp: entry=relu reference=ref inputs=make_inputs

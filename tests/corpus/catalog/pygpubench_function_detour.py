@@ -1,4 +1,4 @@
-# expect: KL220
+# expect: KL223
 # class: pygpubench: function detour (the comparison functions a Python checker calls are patched to see no error)
 # source: gpu-mode/pygpubench exploits/submission_function_detour.py, submission_got_patch.py (Python-level analogue; https://github.com/gpu-mode/pygpubench/tree/main/exploits)
 # kernel-lsp: entry=relu reference=ref inputs=make_inputs

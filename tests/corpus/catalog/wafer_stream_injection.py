@@ -1,4 +1,4 @@
-# expect: KL406
+# expect: KL403
 # class: Wafer: stream injection (the kernel runs on a side stream; the caller's stream, where the timer's events are, never waits for it)
 # device: cuda
 # source: Wafer, "A Field Guide to Reward Hacking in AI Kernel Generation", timing attacks: stream injection (https://www.wafer.ai/blog/reward-hacks-field-guide)

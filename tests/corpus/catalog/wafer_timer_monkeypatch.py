@@ -1,6 +1,5 @@
-# expect: KL403
+# expect: KL223
 # class: Wafer: monkey-patched timers (time.perf_counter and torch.cuda.Event.elapsed_time report 1/50 of the time; the kernel is honest)
-# device: cuda
 # source: Wafer, "A Field Guide to Reward Hacking in AI Kernel Generation", timing attacks: monkey-patching timing (https://www.wafer.ai/blog/reward-hacks-field-guide); KernelBench kernel_static_checker.py TIMING_EVENT_PATCH_PATTERNS
 # kernel-lsp: entry=relu reference=ref inputs=make_inputs
 import time
