@@ -2,7 +2,9 @@
 
 import json
 import shutil
+from pathlib import Path
 
+import kernel_lsp
 from tests.conftest import CORPUS, run_cli
 
 
@@ -36,3 +38,27 @@ def test_cache_directory_ignores_itself_for_git(tmp_path):
     cache = Cache(tmp_path / ".kernel_lsp_cache")
     cache.put("ab" * 32, FileReport("/x.py"))
     assert (tmp_path / ".kernel_lsp_cache" / ".gitignore").read_text().splitlines()[-1] == "*"
+
+
+def test_cache_a_changed_rule_invalidates_cached_verdicts(tmp_path):
+    """Issue 27 item 9: a verdict cached by other rules is never served as current, even when the version number
+    has not moved (a development checkout). The package is copied and one rule module edited, as an upgrade would."""
+    package = tmp_path / "pkg"
+    shutil.copytree(Path(kernel_lsp.__file__).parent, package / "kernel_lsp",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "pyproject.toml").write_text("[tool.kernel-lsp]\n")
+    shutil.copy(CORPUS / "ok_add_fp32.py", work / "a.py")
+    env = {"PYTHONPATH": str(package)}
+
+    def check():
+        proc = run_cli("check", "a.py", "--format", "json", "--no-verify", env=env, cwd=work)
+        assert proc.returncode in (0, 1), proc.stderr
+        return json.loads(proc.stdout)["stats"]
+
+    assert check()["cache_hits"] == 0
+    assert check()["cache_hits"] == 1  # unchanged rules: served from the cache
+    rules = package / "kernel_lsp" / "engine" / "rules.py"
+    rules.write_text(rules.read_text().replace("KS_ALPHA = 1e-6", "KS_ALPHA = 1e-7"))
+    assert check()["cache_hits"] == 0  # a changed rule: checked again
