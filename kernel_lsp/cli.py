@@ -18,7 +18,7 @@ from pathlib import Path
 
 from . import __version__
 from .cache import Cache
-from .config import ConfigError, Settings, apply_overrides, find_pyproject, load_pyproject
+from .config import ConfigError, Settings, apply_overrides, find_git_root, find_pyproject, load_pyproject
 from .device import DEVICES, gpu_present
 from .model import FileReport, Severity
 from .render.report import ReportError
@@ -88,7 +88,9 @@ def _settings_for(args: argparse.Namespace) -> tuple[Settings, Path]:
         origin = "--device cuda" if args.device == "cuda" else "device = \"cuda\" in [tool.kernel-lsp]"
         raise UsageError(f"{origin}, but this machine has no CUDA GPU: use --device cpu (Triton's interpreter) "
                          "or --runner to check on a machine that has one")
-    return settings, (root or Path.cwd()).resolve()
+    # Without a pyproject.toml, the project is the git checkout the path is in; failing both, the current directory
+    # (whose cache then goes to the user's cache directory unless it is itself a project: config.cache_path).
+    return settings, (root or find_git_root(start) or Path.cwd()).resolve()
 
 
 def _output_path(option: str | None) -> Path | None:
@@ -332,8 +334,8 @@ def build_parser() -> argparse.ArgumentParser:
                        "define kernels, and for any .py file that does not parse.",
                        epilog="exit codes: 0 no error or warning; 1 an error or warning, no kernel file found, or "
                        "(with --require-reference) a kernel not verified; 2 usage or configuration error; "
-                       "130 interrupted. Results are cached in .kernel_lsp_cache/ at the project root "
-                       "(--no-cache to bypass).")
+                       "130 interrupted. Results are cached in .kernel_lsp_cache/ at the project root (the nearest "
+                       "pyproject.toml or git checkout), else in ~/.cache/kernel-lsp (--no-cache to bypass).")
     c.add_argument("paths", nargs="+", help="files or directories")
     c.add_argument("--reference", help="reference file (KernelBench problem) for every checked file")
     c.add_argument("--target", help="comma-separated GPU targets, e.g. sm_80,sm_90 (default sm_90)")
