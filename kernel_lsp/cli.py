@@ -36,12 +36,13 @@ class UsageError(Exception):
 
 def iter_python_files(paths: list[Path]) -> list[Path]:
     """Explicit files as given; directories walked (sorted) for .py files that define Triton kernels, and for every
-    .py file that cannot be read or parsed (as ruff reports them): a broken kernel file must never be skipped."""
+    .py file that cannot be read or parsed (as ruff reports them): a broken kernel file must never be skipped.
+    A file named twice (`f.py ./f.py`, or also found in a named directory) is checked once."""
     from .check import decode_source
     from .engine.discover import discover_source
-    out: list[Path] = []
+    out = _Unique()
     for p in paths:
-        if p.is_file():
+        if p.is_file() or (p.is_symlink() and not p.exists()):  # a dangling link: reported as unreadable
             out.append(p)
             continue
         for dirpath, dirnames, filenames in os.walk(p):
@@ -64,7 +65,21 @@ def iter_python_files(paths: list[Path]) -> list[Path]:
                     continue
                 if found.syntax_error is not None or found.kernels:
                     out.append(f)
-    return out
+    return list(out)
+
+
+class _Unique(list):
+    """A list of paths that keeps the first of those naming the same file."""
+
+    def __init__(self):
+        super().__init__()
+        self.seen: set[str] = set()
+
+    def append(self, p: Path) -> None:
+        key = os.path.realpath(p) if p.exists() else os.path.abspath(p)
+        if key not in self.seen:
+            self.seen.add(key)
+            super().append(p)
 
 
 def _settings_for(args: argparse.Namespace) -> tuple[Settings, Path]:
@@ -248,8 +263,13 @@ def cmd_check(args: argparse.Namespace) -> int:
         sys.stdout.write(text)
     worst = [f for r in reports for f in r.findings if f.severity <= Severity.WARNING]
     c = coverage(reports)
-    if args.require_reference and (c["unlinked"] or c["unverified"]):
-        sys.stderr.write(f"kernel-lsp: {c['unlinked'] + c['unverified']} kernel(s) not verified against a reference "
+    if not c["kernels"] and not any(r.findings for r in reports):
+        # As for a directory without kernel files: a file named directly that defines no kernel is no pass.
+        sys.stderr.write(f"kernel-lsp: no Triton kernel in {', '.join(args.paths)}: nothing was checked\n")
+        return EXIT_FINDINGS
+    unverified = c["unlinked"] + c["unverified"] + c["compile_failed"]
+    if args.require_reference and unverified:
+        sys.stderr.write(f"kernel-lsp: {unverified} kernel(s) not verified against a reference "
                          "(--require-reference)\n")
         return EXIT_FINDINGS
     return EXIT_FINDINGS if worst else EXIT_CLEAN

@@ -17,21 +17,28 @@ def _plural(n: int, word: str) -> str:
     return f"{n} {word}{'' if n == 1 else 's'}"
 
 
+NO_REFERENCE = ("KL002", "KL003", "KL004", "KL007")  # codes that leave a file without a usable reference
+
+
 def coverage(reports: list[FileReport]) -> dict[str, int]:
-    """What was and was not checked: files, kernels (helpers aside), verified, without a reference, not verified."""
-    kernels = verified = unlinked = 0
+    """What was and was not checked: files, kernels (helpers aside), verified, failed to compile (KL100: never
+    "verified", whatever the interpreter made of them), without a reference, not verified."""
+    kernels = verified = unlinked = compile_failed = 0
     for r in reports:
-        no_reference = any(f.code in ("KL004", "KL002", "KL003") for f in r.findings)
-        for k in r.kernels.values():
+        no_reference = any(f.code in NO_REFERENCE for f in r.findings)
+        failed = {f.data.get("kernel") for f in r.findings if f.code == "KL100"}
+        for name, k in r.kernels.items():
             if k.helper:
                 continue
             kernels += 1
-            if k.verification is not None:
+            if name in failed or (k.qualname is not None and k.qualname in failed):
+                compile_failed += 1
+            elif k.verification is not None:
                 verified += 1
             elif no_reference:
                 unlinked += 1
     return {"files": len(reports), "kernels": kernels, "verified": verified, "unlinked": unlinked,
-            "unverified": kernels - verified - unlinked}
+            "compile_failed": compile_failed, "unverified": kernels - verified - unlinked - compile_failed}
 
 
 def summary_lines(reports: list[FileReport]) -> list[str]:
@@ -44,6 +51,8 @@ def summary_lines(reports: list[FileReport]) -> list[str]:
     cached = sum(1 for r in reports if r.cached)
     scope = f"{_plural(c['files'], 'file')}, {_plural(c['kernels'], 'kernel')}"
     parts = [f"{c['verified']} verified"]
+    if c["compile_failed"]:
+        parts.append(f"{c['compile_failed']} failed to compile")
     if c["unlinked"]:
         parts.append(f"{c['unlinked']} without a usable reference")
     if c["unverified"]:
@@ -52,7 +61,7 @@ def summary_lines(reports: list[FileReport]) -> list[str]:
     summary = (f"Checked {scope} ({', '.join(parts)}; {cached} from cache): "
                f"{_plural(counts[Severity.ERROR], 'error')}, {_plural(counts[Severity.WARNING], 'warning')}, "
                f"{counts[Severity.INFO] + counts[Severity.HINT]} advice")
-    if not problems and c["kernels"] and not c["unlinked"] and not c["unverified"]:
+    if not problems and c["kernels"] and not c["unlinked"] and not c["unverified"] and not c["compile_failed"]:
         summary += ". All checks passed!"
     elif not problems and c["kernels"]:
         summary += ". No problems found in what was verified."

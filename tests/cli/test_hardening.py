@@ -42,6 +42,37 @@ def test_hardening_nothing_checked_is_not_a_pass(tmp_path):
     assert run_cli("check", str(tmp_path / "empty")).returncode == 1
 
 
+def test_hardening_a_plain_file_named_directly_is_not_a_pass_either(tmp_path):
+    """Issue 27 item 7: a folder without kernels exits 1; the same file named directly did not."""
+    (tmp_path / "plain.py").write_text("x = 1\n")
+    (tmp_path / "notes.txt").write_text("y = 2\n")
+    for name in ("plain.py", "notes.txt"):
+        for extra in ((), ("--require-reference",)):
+            proc = run_cli("check", str(tmp_path / name), *extra)
+            assert proc.returncode == 1 and "nothing was checked" in proc.stderr, (name, extra, proc.stderr)
+            assert "All checks passed" not in proc.stdout
+
+
+def test_hardening_a_file_named_twice_is_checked_once(tmp_path):
+    """Issue 27 item 7: `check f.py f.py ./f.py` checked and printed the same file three times."""
+    shutil.copy(CORPUS / "bug_relu_drops_nan.py", tmp_path / "f.py")
+    proc = run_cli("check", "f.py", "f.py", "./f.py", str(tmp_path / "f.py"), ".", "--no-cache", cwd=tmp_path)
+    assert proc.returncode == 1, proc.stderr
+    assert sum(1 for line in proc.stdout.splitlines() if line.startswith("f.py:")) == 1, proc.stdout
+    assert "Checked 1 file, 1 kernel" in proc.stdout
+
+
+def test_hardening_a_kernel_that_fails_to_compile_is_not_counted_verified(tmp_path):
+    """Issue 27 item 7: the summary called kernels with a compile error (KL100) "verified"."""
+    shutil.copy(FIXTURES / "compile_errors" / "static_assert.py", tmp_path / "k.py")
+    proc = run_cli("check", str(tmp_path / "k.py"), "--no-cache", "--format", "json")
+    stats = json.loads(proc.stdout)["stats"]
+    assert (stats["verified"], stats["compile_failed"], stats["unverified"]) == (0, 1, 0), stats
+    proc = run_cli("check", str(tmp_path / "k.py"), "--no-cache", "--require-reference")
+    assert proc.returncode == 1 and "(0 verified, 1 failed to compile; 0 from cache)" in proc.stdout, proc.stdout
+    assert "1 kernel(s) not verified against a reference" in proc.stderr
+
+
 def test_hardening_summary_says_what_was_and_was_not_verified_and_require_reference_fails(tmp_path):
     shutil.copy(CORPUS / "ok_add_fp32.py", tmp_path / "linked.py")
     write(tmp_path / "unlinked.py", """
