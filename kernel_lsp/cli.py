@@ -108,6 +108,13 @@ def _settings_for(args: argparse.Namespace) -> tuple[Settings, Path]:
     return settings, (root or find_git_root(start) or Path.cwd()).resolve()
 
 
+def _check_reference_option(option: str | None) -> None:
+    if option and Path(option).is_dir():
+        raise UsageError(f"--reference {option}: is a folder; name the reference's Python file")
+    if option and not Path(option).is_file():
+        raise UsageError(f"--reference file does not exist: {option}")
+
+
 def _output_path(option: str | None) -> Path | None:
     """The -o path, checked before the run (a usage error then, not a traceback after minutes of checking)."""
     if not option:
@@ -165,8 +172,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     missing = [p for p in args.paths if not Path(p).exists()]
     if missing:
         raise UsageError(f"path does not exist: {missing[0]}")
-    if args.reference and not Path(args.reference).is_file():
-        raise UsageError(f"--reference file does not exist: {args.reference}")
+    _check_reference_option(args.reference)
     output = _output_path(args.output)
     settings, root = _settings_for(args)
     files = iter_python_files([Path(p) for p in args.paths])
@@ -287,8 +293,7 @@ def cmd_optimize(args: argparse.Namespace) -> int:
     path = Path(args.file)
     if not path.is_file():
         raise UsageError(f"file does not exist: {args.file}")
-    if args.reference and not Path(args.reference).is_file():
-        raise UsageError(f"--reference file does not exist: {args.reference}")
+    _check_reference_option(args.reference)
     if args.candidates is not None and not 1 <= args.candidates <= 64:
         raise UsageError("--candidates: expected 1 to 64")
     if args.rounds is not None and not 1 <= args.rounds <= 10:

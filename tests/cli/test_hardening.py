@@ -53,6 +53,19 @@ def test_hardening_a_plain_file_named_directly_is_not_a_pass_either(tmp_path):
             assert "All checks passed" not in proc.stdout
 
 
+def test_hardening_a_reference_path_with_a_space_links_when_quoted(tmp_path):
+    """Issue 27 item 6: a quoted pragma path with a space (and non-ASCII) links and verifies; a folder given as
+    --reference is called a folder."""
+    case = CORPUS / "kb_softmax_ok"
+    shutil.copy(case / "problem.py", tmp_path / "réf problem.py")
+    impl = (case / "impl.py").read_text().replace("reference=problem.py", 'reference="réf problem.py"')
+    (tmp_path / "impl.py").write_text(impl, encoding="utf-8")
+    proc = run_cli("check", str(tmp_path / "impl.py"), "--no-cache", "--require-reference")
+    assert proc.returncode == 0 and "1 verified" in proc.stdout, proc.stdout + proc.stderr
+    proc = run_cli("check", str(tmp_path / "impl.py"), "--reference", str(tmp_path))
+    assert proc.returncode == 2 and "is a folder" in proc.stderr, proc.stderr
+
+
 def test_hardening_a_file_named_twice_is_checked_once(tmp_path):
     """Issue 27 item 7: `check f.py f.py ./f.py` checked and printed the same file three times."""
     shutil.copy(CORPUS / "bug_relu_drops_nan.py", tmp_path / "f.py")
