@@ -1,16 +1,143 @@
-"""Text output like ruff's: `path:line:col: CODE message`, 1-based, then a summary line."""
+"""Text output like ruff's: a short `path:line:col: CODE [severity] headline` (1-based) per problem, its details
+indented below it, then a summary line.
+
+A problem is one code at one line: the verifier keeps a value failure, a layout failure and a size failure at one
+store as separate findings (JSON and the editor show each), but a reader sees one lead line, the first finding's
+details, and `also on:` with every other input variant the code failed on there. The lead line stays near
+LEAD_WIDTH characters (what is wrong, where, how many elements); nothing of a message is dropped, the rest of it
+follows on wrapped detail lines.
+"""
 
 from __future__ import annotations
 
-from ..model import FileReport, Proposal, Severity
+import re
+import textwrap
+
+from ..model import FileReport, Finding, Proposal, Severity
+
+LEAD_WIDTH = 120  # the lead line's target width; detail lines are wrapped to it
+_INDENT = "    "
+_ALSO_ON = re.compile(r" \(also on: ([^()]*)\)")
+# "How big", moved to the front: 1018 of 1024 elements (99.4%) out of budget; 12 of 64 elements disagree on NaN/inf.
+_COUNT = re.compile(r"^\d+ of \d+ elements( \([^)]*\))? (out of budget|disagree on NaN/inf)$")
+_TRAILING_NOTE = re.compile(r"^(?P<head>.*\S) \((?P<note>[^()]*(\([^()]*\)[^()]*)*)\)$")
+
+
+def problem_groups(report: FileReport) -> list[list[Finding]]:
+    """The report's findings grouped by (line, code), in report order: one problem per group."""
+    groups: dict[tuple[int, str], list[Finding]] = {}
+    for f in report.findings:
+        groups.setdefault((f.span.line, f.code), []).append(f)
+    return list(groups.values())
+
+
+def split_message(message: str) -> tuple[str, list[str], list[str]]:
+    """(headline, detail clauses, variants named in "(also on: ...)"): the headline leads with how many elements
+    are wrong when the message counts them, then the first clause without its trailing parenthesis."""
+    also = [v.strip() for m in _ALSO_ON.finditer(message) for v in m.group(1).split(",") if v.strip()]
+    clauses = [c for c in _clauses(_ALSO_ON.sub("", message)) if c]
+    if not clauses:
+        return "", [], also
+    first, rest = clauses[0], clauses[1:]
+    details: list[str] = []
+    m = _TRAILING_NOTE.match(first)
+    if m and len(first) > 60:
+        first = m["head"]
+        details.append(m["note"])
+    if ", e.g. " in first and len(first) > 60:
+        first, example = first.split(", e.g. ", 1)
+        details.insert(0, f"e.g. {example}")
+    count = next((c for c in rest if _COUNT.match(c)), None)
+    if count is not None:
+        rest.remove(count)
+        first = f"{count}: {first}"
+    return first, details + rest, also
+
+
+def _clauses(text: str) -> list[str]:
+    """The text split at "; " outside parentheses and brackets (a config list inside them stays whole)."""
+    out, depth, start = [], 0, 0
+    for i, ch in enumerate(text):
+        if ch in "([":
+            depth += 1
+        elif ch in ")]":
+            depth = max(0, depth - 1)
+        elif depth == 0 and text.startswith("; ", i):
+            out.append(text[start:i])
+            start = i + 2
+    return out + [text[start:]]
+
+
+def _variants(f: Finding) -> list[str]:
+    named = f.data.get("variants") if isinstance(f.data, dict) else None
+    if isinstance(named, list) and named:
+        return [str(v) for v in named]
+    variant = f.data.get("variant") if isinstance(f.data, dict) else None
+    return [str(variant)] if variant else []
+
+
+def _fit(prefix: str, headline: str) -> tuple[str, str]:
+    """The headline cut at a word so that prefix + headline stays within LEAD_WIDTH (at least 40 characters of
+    it), and the remainder for the detail lines."""
+    room = max(40, LEAD_WIDTH - len(prefix))
+    if len(headline) <= room:
+        return headline, ""
+    for mark in (": ", ", "):
+        clause = headline.rfind(mark, 0, room)
+        if clause > room // 3:  # at a clause's end: the rest reads whole on the next line
+            return headline[:clause], headline[clause + len(mark):]
+    cut = headline.rfind(" ", 0, room - 1)
+    cut = cut if cut > room // 2 else room - 1
+    return headline[:cut].rstrip() + "\u2026", "\u2026" + headline[cut:].lstrip()
+
+
+def _packed(clauses: list[str]) -> list[str]:
+    """Detail lines: whole clauses, joined by "; " while they fit LEAD_WIDTH; a clause is never broken (a search
+    for its words finds it), so one longer than the width has a line of its own."""
+    lines: list[str] = []
+    for clause in clauses:
+        if lines and len(lines[-1]) + 2 + len(clause) <= LEAD_WIDTH:
+            lines[-1] += "; " + clause
+        else:
+            lines.append(_INDENT + clause)
+    return lines
+
+
+def _wrapped(text: str) -> list[str]:
+    return textwrap.wrap(text, LEAD_WIDTH, initial_indent=_INDENT, subsequent_indent=_INDENT,
+                         break_long_words=False, break_on_hyphens=False)
+
+
+def problem_lines(group: list[Finding], path: str) -> list[str]:
+    """One problem: the lead line, then its details and the other variants it was found on."""
+    first = min(group, key=lambda f: f.severity)
+    severity = first.severity
+    headline, details, also = split_message(first.message)
+    prefix = f"{path}:{first.span.line + 1}:{first.span.col + 1}: {first.code} [{severity.label}] "
+    shown, overflow = _fit(prefix, headline)
+    lines = [prefix + shown]
+    if overflow:
+        details.insert(0, overflow)
+    lines += _packed(details)
+    own = _variants(first)[:1]
+    others: list[str] = []
+    for f in group:
+        _, _, named = split_message(f.message) if f is not first else ("", [], also)
+        for v in (_variants(f) if f is not first else _variants(f)[1:]) + named:
+            if v not in others and v not in own:
+                others.append(v)
+    if others:
+        note = f" ({len(group)} findings here in --format json, one per kind of input)" if len(group) > 1 else ""
+        lines += _wrapped(f"also on: {', '.join(others)}{note}")
+    return lines
 
 
 def file_lines(report: FileReport, cwd: str | None = None) -> list[str]:
-    """One file's findings, ruff-like: `path:line:col: CODE [severity] message` (1-based)."""
+    """One file's problems: each a short lead line `path:line:col: CODE [severity] headline` (1-based) and its
+    indented details."""
     import os
     path = os.path.relpath(report.path, cwd) if cwd else report.path
-    return [f"{path}:{f.span.line + 1}:{f.span.col + 1}: {f.code} [{f.severity.label}] {f.message}"
-            for f in report.findings]
+    return [line for group in problem_groups(report) for line in problem_lines(group, path)]
 
 
 def _plural(n: int, word: str) -> str:
@@ -45,8 +172,8 @@ def summary_lines(reports: list[FileReport]) -> list[str]:
     """The closing lines: the performance note (when no GPU ran anything) and the summary."""
     counts = {s: 0 for s in Severity}
     for r in reports:
-        for f in r.findings:
-            counts[f.severity] += 1
+        for group in problem_groups(r):  # as the lines show them: one problem per code and line
+            counts[min(f.severity for f in group)] += 1
     c = coverage(reports)
     cached = sum(1 for r in reports if r.cached)
     scope = f"{_plural(c['files'], 'file')}, {_plural(c['kernels'], 'kernel')}"
