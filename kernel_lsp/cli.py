@@ -27,6 +27,7 @@ from .worker.pool import WarmPool
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 FLAGS = {"targets": "--target", "timeout": "--timeout", "device": "--device", "workers": "--jobs",
          "runner": "--runner"}  # the settings a flag sets: errors name the flag the user typed
+DOCS_URL = "https://github.com/kernel-lsp/kernel-lsp/tree/main/docs"
 _SKIP_DIRS = {"__pycache__", "node_modules", ".git", ".kernel_lsp_cache", ".venv", "venv", "build", "dist"}
 
 
@@ -171,7 +172,8 @@ def cmd_check(args: argparse.Namespace) -> int:
 
     missing = [p for p in args.paths if not Path(p).exists()]
     if missing:
-        raise UsageError(f"path does not exist: {missing[0]}")
+        link = f" (a symbolic link to {os.readlink(missing[0])})" if Path(missing[0]).is_symlink() else ""
+        raise UsageError(f"path does not exist: {missing[0]}{link}")
     _check_reference_option(args.reference)
     output = _output_path(args.output)
     settings, root = _settings_for(args)
@@ -190,7 +192,9 @@ def cmd_check(args: argparse.Namespace) -> int:
     interrupted = threading.Event()  # set on Ctrl-C: a job that starts after it is cancelled at once
 
     def one(path: Path) -> FileReport:
-        req = CheckRequest(path.resolve(), settings, root, reference, cache=cache, pool=warm, persistent=persistent,
+        # A dangling symbolic link is reported under its own name, not its missing target's.
+        where = path.resolve() if path.exists() else path.absolute()
+        req = CheckRequest(where, settings, root, reference, cache=cache, pool=warm, persistent=persistent,
                            cancel=interrupted,
                            timeout_source="--timeout" if args.timeout else "`timeout` in [tool.kernel-lsp]")
         requests.append(req)
@@ -350,7 +354,8 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="kernel-lsp", description="Compile and verify Triton kernels against PyTorch references.")
+    p = _Parser(prog="kernel-lsp", description="Compile and verify Triton kernels against PyTorch references.",
+                epilog=f"Documentation: {DOCS_URL} (docs/ in a clone); `kernel-lsp COMMAND --help` for each command.")
     p.add_argument("--version", action="version", version=f"kernel-lsp {__version__}")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
     c = sub.add_parser("check", help="check files or directories headlessly",
@@ -359,15 +364,16 @@ def build_parser() -> argparse.ArgumentParser:
                        "define kernels, and for any .py file that does not parse.",
                        epilog="exit codes: 0 no error or warning; 1 an error or warning, no kernel file found, or "
                        "(with --require-reference) a kernel not verified; 2 usage or configuration error; "
-                       "130 interrupted. Results are cached in .kernel_lsp_cache/ at the project root (the nearest "
+                       f"130 interrupted. Every code is explained in {DOCS_URL}/diagnostics.md. Results are "
+                       "cached in .kernel_lsp_cache/ at the project root (the nearest "
                        "pyproject.toml or git checkout), else in ~/.cache/kernel-lsp (--no-cache to bypass).")
     c.add_argument("paths", nargs="+", help="files or directories")
     c.add_argument("--reference", help="reference file (KernelBench problem) for every checked file")
     c.add_argument("--target", help="comma-separated GPU targets, e.g. sm_80,sm_90 (default sm_90)")
     c.add_argument("--format", choices=["text", "json", "sarif"], default="text",
-                   help="text: one line per finding, ruff-like, printed as each file is done, then a summary; json: "
-                   "findings and per-kernel facts (schema in kernel_lsp/schemas); sarif: SARIF 2.1.0 for code "
-                   "scanning")
+                   help="text: a short line per problem (ruff-like), its details indented below, printed as each "
+                   "file is done, then a summary; json: every finding and per-kernel facts (schema in "
+                   "kernel_lsp/schemas); sarif: SARIF 2.1.0 for code scanning")
     c.add_argument("--require-reference", action="store_true",
                    help="fail (exit 1) when a kernel is not verified against a reference")
     c.add_argument("--output", "-o", help="write the report to this file instead of stdout")

@@ -187,7 +187,7 @@ def reference_repeat(ref, inputs: list, r_flat: list, updated: list[int]) -> str
             i = int(bad.nonzero()[0])
             index = ", ".join(map(str, unravel(i, tuple(a.shape))))
             name = "output" if len(r_flat) == 1 else f"output {j}"
-            return (f"{name}[{index}] is {x[i].item():.4g} on one call and {y[i].item():.4g} on the next; "
-                    f"{int(bad.sum())} of {a.numel()} elements changed")
+            return (f"{name}[{index}] is {x[i].item():.4g}, then {y[i].item():.4g}, and {int(bad.sum())} of "
+                    f"{a.numel()} elements changed")
     return None
 

@@ -497,9 +497,9 @@ class Verifier:
 
     def report(self, seconds: float) -> None:
         if self.unrepeatable:
-            self.rep.add("KL007", f"the reference is not deterministic: called twice on the same inputs, "
-                         f"{self.unrepeatable}. It draws random numbers it does not seed, so no implementation can "
-                         "match it element by element and no value was judged. For a random op, set "
+            self.rep.add("KL007", f"the reference is not deterministic: two calls on the same inputs differ "
+                         f"({self.unrepeatable}); it draws random numbers it does not seed, so no implementation can "
+                         "match it element by element, and no value was judged; for a random op, set "
                          "`KERNEL_LSP_RANDOM = True` in the reference's module to compare distributions instead "
                          "(docs/verification.md, Random ops); otherwise seed or remove the draws",
                          None, source="kernel-lsp.verify")

@@ -198,6 +198,23 @@ def test_hardening_a_failing_input_factory_blames_the_reference_with_its_line(tm
     assert "implementation" not in d["message"]
 
 
+def test_hardening_a_wrong_arity_get_init_inputs_names_its_line_and_the_constructors(tmp_path):
+    """Issue 27 item 10: the message named the reference but not where the mismatch is."""
+    problem = PROBLEM.format(inputs="torch.randn(8, 8)").replace(
+        "class Model(nn.Module):\n", "class Model(nn.Module):\n    def __init__(self):\n        super().__init__()\n\n"
+    ).replace("def get_init_inputs():\n    return []", "def get_init_inputs():\n    return [3]")
+    write(tmp_path / "problem.py", problem)
+    impl = write(tmp_path / "impl.py", IMPL.format(alloc="torch.empty_like(x)"))
+    lines = (tmp_path / "problem.py").read_text().splitlines()
+    init_line = lines.index("def get_init_inputs():") + 1
+    ctor_line = lines.index("    def __init__(self):") + 1
+    proc = run_cli("check", str(impl), "--no-cache", "--format", "json")
+    (d,) = json.loads(proc.stdout)["diagnostics"]
+    assert d["code"] == "KL003", d
+    assert (f"get_init_inputs (problem.py:{init_line}) gives 1 value, Model.__init__ (problem.py:{ctor_line}) "
+            "takes 0") in d["message"], d["message"]
+
+
 def test_hardening_inputs_of_the_wrong_type_blame_the_reference(tmp_path):
     impl = _case(tmp_path, "'not a tensor'")
     proc = run_cli("check", str(impl), "--no-cache", "--format", "json")
@@ -217,6 +234,36 @@ def test_hardening_check_help_lists_exit_codes_and_formats():
     out = " ".join(run_cli("check", "--help").stdout.split())
     assert "exit codes: 0" in out and "130 interrupted" in out and "sarif: SARIF 2.1.0" in out
     assert ".kernel_lsp_cache" in out
+
+
+def test_hardening_help_points_to_the_docs():
+    """Issue 27 item 10: --help did not say where the documentation is."""
+    top = " ".join(run_cli("--help").stdout.split())
+    assert "Documentation: https://github.com/kernel-lsp/kernel-lsp/tree/main/docs" in top, top
+    check = " ".join(run_cli("check", "--help").stdout.split())
+    assert "/docs/diagnostics.md" in check, check
+
+
+def test_hardening_sarif_uris_are_percent_encoded(tmp_path):
+    """Issue 27 item 10: a path with a space went into SARIF with a raw space (a URI has %20)."""
+    (tmp_path / "pyproject.toml").write_text("[tool.kernel-lsp]\n")
+    shutil.copy(CORPUS / "bug_relu_drops_nan.py", tmp_path / "my kernel.py")
+    proc = run_cli("check", str(tmp_path / "my kernel.py"), "--format", "sarif", "--no-cache")
+    uris = {r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
+            for r in json.loads(proc.stdout)["runs"][0]["results"]}
+    assert uris == {"my%20kernel.py"}, uris
+
+
+def test_hardening_a_dangling_symlink_is_reported_under_its_own_name(tmp_path):
+    """Issue 27 item 10: a dangling link found in a directory was reported under its missing target's name."""
+    shutil.copy(CORPUS / "ok_add_fp32.py", tmp_path / "good.py")
+    (tmp_path / "link.py").symlink_to(tmp_path / "gone.py")
+    proc = run_cli("check", ".", "--no-cache", cwd=tmp_path)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "link.py:1:1: KL001 [error] cannot read file: it is a symbolic link to" in proc.stdout, proc.stdout
+    assert not any(line.startswith("gone.py") for line in proc.stdout.splitlines()), proc.stdout
+    proc = run_cli("check", "link.py", cwd=tmp_path)
+    assert proc.returncode == 2 and "path does not exist: link.py (a symbolic link to" in proc.stderr
 
 
 def test_hardening_ctrl_c_stops_the_workers_at_once(tmp_path):
