@@ -335,6 +335,17 @@ def cmd_optimize(args: argparse.Namespace) -> int:
     return EXIT_CLEAN if proposal.accepted else EXIT_FINDINGS
 
 
+def cmd_init_tasks(args: argparse.Namespace) -> int:
+    """Copy the bundled tasks into DIR, for a user who installed the wheel (a clone has them at tasks/)."""
+    from .bundled import BundleError, copy_tasks
+    try:
+        count = copy_tasks(Path(args.dir))
+    except BundleError as e:
+        raise UsageError(str(e)) from None
+    sys.stdout.write(f"copied {count} files to {args.dir}; check them with: kernel-lsp check {args.dir}\n")
+    return EXIT_CLEAN
+
+
 def cmd_worker(args: argparse.Namespace) -> int:
     from .worker.serve import serve
     return serve(args.device)
@@ -411,6 +422,11 @@ def build_parser() -> argparse.ArgumentParser:
     o.add_argument("--format", choices=["text", "json"], default="text")
     o.add_argument("--quiet", "-q", action="store_true", help="no progress lines on stderr")
     o.set_defaults(func=cmd_optimize, jobs=None, no_verify=False, no_measure=False)
+    t = sub.add_parser("init-tasks", help="copy the bundled tasks (PyTorch references and Triton kernels) into DIR",
+                       description="Copy the workspace of tasks that ships with kernel-lsp (tasks/ in a clone) into "
+                       "DIR, a new or empty folder, so that `kernel-lsp check DIR` runs the main job from a wheel.")
+    t.add_argument("dir", metavar="DIR")
+    t.set_defaults(func=cmd_init_tasks)
     w = sub.add_parser("worker", help="serve worker jobs on stdin/stdout (what a runner command starts)")
     w.add_argument("--device", choices=DEVICES, default=os.environ.get("KERNEL_LSP_DEVICE", "auto"))
     w.set_defaults(func=cmd_worker)
