@@ -15,7 +15,9 @@ import textwrap
 
 from ..model import FileReport, Finding, Proposal, Severity
 
-LEAD_WIDTH = 120  # the lead line's target width; detail lines are wrapped to it
+LEAD_WIDTH = 120  # the lead line's target width; detail lines are packed to it
+MIN_ROOM = 72  # the headline's room however long the path before it
+MIN_CLAUSE = 30  # the shortest headline a cut at a clause may leave
 _INDENT = "    "
 _ALSO_ON = re.compile(r" \(also on: ([^()]*)\)")
 # "How big", moved to the front: 1018 of 1024 elements (99.4%) out of budget; 12 of 64 elements disagree on NaN/inf.
@@ -77,15 +79,16 @@ def _variants(f: Finding) -> list[str]:
 
 
 def _fit(prefix: str, headline: str) -> tuple[str, str]:
-    """The headline cut at a word so that prefix + headline stays within LEAD_WIDTH (at least 40 characters of
-    it), and the remainder for the detail lines."""
-    room = max(40, LEAD_WIDTH - len(prefix))
+    """The headline, cut where a clause or a parenthesis begins so that prefix + headline stays within LEAD_WIDTH
+    (at least MIN_ROOM characters of it, however long the path), and the remainder for the detail lines. Words are
+    cut (with an ellipsis) only where no such place leaves MIN_CLAUSE characters."""
+    room = max(MIN_ROOM, LEAD_WIDTH - len(prefix))
     if len(headline) <= room:
         return headline, ""
-    for mark in (": ", ", "):
-        clause = headline.rfind(mark, 0, room)
-        if clause > room // 3:  # at a clause's end: the rest reads whole on the next line
-            return headline[:clause], headline[clause + len(mark):]
+    for mark, keep in ((": ", 0), (" (", 1), (", ", 0)):
+        at = headline.rfind(mark, 0, room)
+        if at >= MIN_CLAUSE:
+            return headline[:at], headline[at + len(mark) - keep:]
     cut = headline.rfind(" ", 0, room - 1)
     cut = cut if cut > room // 2 else room - 1
     return headline[:cut].rstrip() + "\u2026", "\u2026" + headline[cut:].lstrip()
