@@ -41,10 +41,18 @@ def iter_python_files(paths: list[Path]) -> list[Path]:
     A file named twice (`f.py ./f.py`, or also found in a named directory) is checked once."""
     from .check import decode_source
     from .engine.discover import discover_source
-    out = _Unique()
+    out: list[Path] = []
+    seen: set[str] = set()
+
+    def add(p: Path) -> None:
+        key = os.path.realpath(p) if p.exists() else os.path.abspath(p)
+        if key not in seen:
+            seen.add(key)
+            out.append(p)
+
     for p in paths:
         if p.is_file() or (p.is_symlink() and not p.exists()):  # a dangling link: reported as unreadable
-            out.append(p)
+            add(p)
             continue
         for dirpath, dirnames, filenames in os.walk(p):
             dirnames[:] = sorted(d for d in dirnames if d not in _SKIP_DIRS and not d.startswith("."))
@@ -55,32 +63,18 @@ def iter_python_files(paths: list[Path]) -> list[Path]:
                 try:
                     text = decode_source(f.read_bytes())
                 except (OSError, UnicodeDecodeError, SyntaxError):
-                    out.append(f)  # unreadable: the checker reports it
+                    add(f)  # unreadable: the checker reports it
                     continue
                 found = discover_source(text, str(f)) if "triton" in text else None
                 if found is None:
                     try:
                         compile(text, str(f), "exec", dont_inherit=True, flags=0x400)  # PyCF_ONLY_AST
                     except (SyntaxError, ValueError):
-                        out.append(f)  # does not parse: reported (KL001), whatever it holds
+                        add(f)  # does not parse: reported (KL001), whatever it holds
                     continue
                 if found.syntax_error is not None or found.kernels:
-                    out.append(f)
-    return list(out)
-
-
-class _Unique(list):
-    """A list of paths that keeps the first of those naming the same file."""
-
-    def __init__(self):
-        super().__init__()
-        self.seen: set[str] = set()
-
-    def append(self, p: Path) -> None:
-        key = os.path.realpath(p) if p.exists() else os.path.abspath(p)
-        if key not in self.seen:
-            self.seen.add(key)
-            super().append(p)
+                    add(f)
+    return out
 
 
 def _settings_for(args: argparse.Namespace) -> tuple[Settings, Path]:

@@ -5,7 +5,7 @@ A problem is one code at one line: the verifier keeps a value failure, a layout 
 store as separate findings (JSON and the editor show each), but a reader sees one lead line, the first finding's
 details, and `also on:` with every other input variant the code failed on there. The lead line stays near
 LEAD_WIDTH characters (what is wrong, where, how many elements); nothing of a message is dropped, the rest of it
-follows on wrapped detail lines.
+follows on detail lines, whole clauses packed to the same width.
 """
 
 from __future__ import annotations
@@ -113,24 +113,16 @@ def _wrapped(text: str) -> list[str]:
 
 def problem_lines(group: list[Finding], path: str) -> list[str]:
     """One problem: the lead line, then its details and the other variants it was found on."""
-    first = min(group, key=lambda f: f.severity)
-    severity = first.severity
-    headline, details, also = split_message(first.message)
-    prefix = f"{path}:{first.span.line + 1}:{first.span.col + 1}: {first.code} [{severity.label}] "
+    first = min(group, key=lambda f: f.severity)  # the most severe leads (the first of them, in report order)
+    headline, details, _ = split_message(first.message)
+    prefix = f"{path}:{first.span.line + 1}:{first.span.col + 1}: {first.code} [{first.severity.label}] "
     shown, overflow = _fit(prefix, headline)
-    lines = [prefix + shown]
-    if overflow:
-        details.insert(0, overflow)
-    lines += _packed(details)
+    lines = [prefix + shown] + _packed(([overflow] if overflow else []) + details)
     own = _variants(first)[:1]
-    others: list[str] = []
-    for f in group:
-        _, _, named = split_message(f.message) if f is not first else ("", [], also)
-        for v in (_variants(f) if f is not first else _variants(f)[1:]) + named:
-            if v not in others and v not in own:
-                others.append(v)
+    named = [v for f in group for v in _variants(f) + split_message(f.message)[2]]
+    others = [v for v in dict.fromkeys(named) if v not in own]
     if others:
-        note = f" ({len(group)} findings here in --format json, one per kind of input)" if len(group) > 1 else ""
+        note = f" ({len(group)} findings at this line in --format json)" if len(group) > 1 else ""
         lines += _wrapped(f"also on: {', '.join(others)}{note}")
     return lines
 

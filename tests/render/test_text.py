@@ -18,9 +18,10 @@ def test_text_one_lead_line_per_problem_with_also_on_and_the_json_keeps_every_fi
     assert all(len(line) <= LEAD_WIDTH for line in lines), max(lines, key=len)
     details = "\n".join(lines[1:])
     assert "output[0, 17] = -3.20703, truth -3.2052" in details and "variant seed-1" in details
-    also = " ".join(line.strip() for line in lines if line.startswith("    ") and "also on:" in line or
-                    line.startswith("    (3 findings"))
+    at = next(i for i, line in enumerate(lines) if line.startswith("    also on:"))
+    also = " ".join(line.strip() for line in lines[at:at + 3] if line.startswith("    "))
     assert all(v in also for v in ("seed-2", "transposed", "strided", "odd-size", "larger-size")), also
+    assert "(3 findings at this line in --format json)" in also
     assert "Checked 1 file, 1 kernel (1 verified; 0 from cache): 1 error, 0 warnings" in text
     doc = json.loads(run_cli("check", case, "--format", "json", cwd=CORPUS).stdout)
     assert [d["code"] for d in doc["diagnostics"]] == ["KL200"] * 3  # every row kept

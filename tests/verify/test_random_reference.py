@@ -2,9 +2,12 @@
 instead of blaming a correct implementation with KL200 on every element."""
 
 import json
+import shutil
 
-from tests.conftest import run_cli, write
+from tests.conftest import CORPUS, run_cli, write
 
+# The corpus's softmax problem with noise added to its input: a correct softmax kernel can only match it by
+# drawing the same numbers in the same order.
 PROBLEM = """
 import torch
 import torch.nn as nn
@@ -12,45 +15,21 @@ import torch.nn as nn
 
 class Model(nn.Module):
     def forward(self, x):
-        return x + torch.rand_like(x)
+        return torch.softmax(x + torch.rand_like(x), dim=1)
 
 
 def get_inputs():
-    return [torch.randn(64, 64)]
+    return [torch.rand(16, 256)]
 
 
 def get_init_inputs():
     return []
 """
 
-IMPL = """
-# kernel-lsp: reference=problem.py
-import torch
-import torch.nn as nn
-import triton
-import triton.language as tl
-
-
-@triton.jit
-def _add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
-    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    mask = offs < n
-    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask) + tl.load(y_ptr + offs, mask=mask), mask=mask)
-
-
-class ModelNew(nn.Module):
-    def forward(self, x):
-        x = x.contiguous()
-        noise = torch.rand_like(x)  # the same draws as the reference, but in another order for strided inputs
-        out = torch.empty_like(x)
-        _add_kernel[(triton.cdiv(x.numel(), 256),)](x, noise, out, x.numel(), BLOCK=256)
-        return out
-"""
-
 
 def _check(tmp_path, random: str):
     write(tmp_path / "problem.py", PROBLEM.format(random=random))
-    impl = write(tmp_path / "impl.py", IMPL)
+    impl = shutil.copy(CORPUS / "kb_softmax_ok" / "impl.py", tmp_path / "impl.py")
     proc = run_cli("check", str(impl), "--no-cache", "--format", "json")
     return proc, json.loads(proc.stdout)
 
@@ -61,7 +40,7 @@ def test_random_reference_unseeded_draws_are_reported_on_the_link_not_the_implem
     codes = [d["code"] for d in doc["diagnostics"]]
     assert codes == ["KL007"], doc["diagnostics"]
     (d,) = doc["diagnostics"]
-    assert d["range"]["line"] == 0  # the pragma line that links the reference
+    assert d["range"]["line"] == 2  # the pragma line that links the reference
     assert "not deterministic" in d["message"] and "KERNEL_LSP_RANDOM = True" in d["message"]
     assert "docs/verification.md" in d["message"]
     assert doc["stats"]["verified"] == 0 and doc["stats"]["unlinked"] == 1  # no value was judged
