@@ -1,7 +1,9 @@
 """On-disk cache of file reports, keyed by a content hash of everything that can change a result.
 
 The key covers the implementation's bytes, the reference's and input factory's bytes, the link, the settings
-that affect results, and the versions of kernel-lsp, Triton and torch. Entries are written atomically
+that affect results, the versions of kernel-lsp, Triton and torch, and a digest of the verifier's own rule set
+(the source of the modules that decide verdicts), so a verdict cached by another version of the rules is never
+served as current, even by a development checkout whose version number has not moved. Entries are written atomically
 (temp file + rename), so a reader never sees half a file. Versions are read from package metadata: the
 parent never imports torch or triton.
 """
@@ -21,7 +23,10 @@ from . import __version__
 from .device import gpu_models, gpu_present
 from .model import FileReport
 
-CACHE_FORMAT = 1
+CACHE_FORMAT = 2
+# The modules whose source decides a verdict: every stage of the engine, the codes and their severities, and the
+# records the findings travel in. Relative to the package directory.
+RULE_MODULES = ("engine", "codes.py", "model.py", "jobs.py")
 
 
 @lru_cache(maxsize=None)
@@ -30,6 +35,26 @@ def package_version(name: str) -> str:
         return metadata.version(name)
     except metadata.PackageNotFoundError:
         return "absent"
+
+
+@lru_cache(maxsize=None)
+def rules_digest(package: str | None = None) -> str:
+    """SHA-256 over the source of RULE_MODULES (file names and bytes, in a fixed order), computed once per
+    process: a changed rule, message or threshold invalidates every cached verdict."""
+    base = Path(package or Path(__file__).parent)
+    files: list[Path] = []
+    for name in RULE_MODULES:
+        p = base / name
+        files += sorted(p.rglob("*.py")) if p.is_dir() else [p]
+    h = hashlib.sha256()
+    for f in files:
+        h.update(f.relative_to(base).as_posix().encode() + b"\0")
+        try:
+            h.update(f.read_bytes())
+        except OSError:
+            h.update(b"unreadable")
+        h.update(b"\0")
+    return h.hexdigest()
 
 
 def _file_digest(path: str | Path | None) -> str:
@@ -55,6 +80,7 @@ def cache_key(source: str, link: dict[str, Any] | None, fingerprint: dict[str, A
     parts = {
         "format": CACHE_FORMAT,
         "kernel_lsp": __version__,
+        "rules": rules_digest(),
         "triton": package_version("triton"),
         "torch": package_version("torch"),
         "gpu": gpu_present(),

@@ -62,7 +62,10 @@ def read_source(path: Path) -> tuple[str | None, Finding | None]:
     try:
         data = path.read_bytes()
     except OSError as e:
-        return None, Finding(str(path), Span(0), severity_of("KL001"), "KL001", f"cannot read file: {e.strerror}")
+        why = e.strerror
+        if path.is_symlink() and not path.exists():
+            why = f"it is a symbolic link to {os.readlink(path)}, which does not exist"
+        return None, Finding(str(path), Span(0), severity_of("KL001"), "KL001", f"cannot read file: {why}")
     try:
         return decode_source(data), None
     except UnicodeDecodeError as e:

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from . import __version__
 from .cache import Cache
-from .config import ConfigError, Settings, apply_overrides, find_pyproject, load_pyproject
+from .config import ConfigError, Settings, apply_overrides, find_git_root, find_pyproject, load_pyproject
 from .device import DEVICES, gpu_present
 from .model import FileReport, Severity
 from .render.report import ReportError
@@ -27,6 +27,7 @@ from .worker.executor import check_gpus, executor_for
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 FLAGS = {"targets": "--target", "timeout": "--timeout", "device": "--device", "workers": "--jobs",
          "runner": "--runner", "runners": "--runner", "gpus": "--gpus"}  # the settings a flag sets: errors name the flag the user typed
+DOCS_URL = "https://github.com/kernel-lsp/kernel-lsp/tree/main/docs"
 _SKIP_DIRS = {"__pycache__", "node_modules", ".git", ".kernel_lsp_cache", ".venv", "venv", "build", "dist"}
 
 
@@ -36,13 +37,22 @@ class UsageError(Exception):
 
 def iter_python_files(paths: list[Path]) -> list[Path]:
     """Explicit files as given; directories walked (sorted) for .py files that define Triton kernels, and for every
-    .py file that cannot be read or parsed (as ruff reports them): a broken kernel file must never be skipped."""
+    .py file that cannot be read or parsed (as ruff reports them): a broken kernel file must never be skipped.
+    A file named twice (`f.py ./f.py`, or also found in a named directory) is checked once."""
     from .check import decode_source
     from .engine.discover import discover_source
     out: list[Path] = []
-    for p in paths:
-        if p.is_file():
+    seen: set[str] = set()
+
+    def add(p: Path) -> None:
+        key = os.path.realpath(p) if p.exists() else os.path.abspath(p)
+        if key not in seen:
+            seen.add(key)
             out.append(p)
+
+    for p in paths:
+        if p.is_file() or (p.is_symlink() and not p.exists()):  # a dangling link: reported as unreadable
+            add(p)
             continue
         for dirpath, dirnames, filenames in os.walk(p):
             dirnames[:] = sorted(d for d in dirnames if d not in _SKIP_DIRS and not d.startswith("."))
@@ -53,17 +63,17 @@ def iter_python_files(paths: list[Path]) -> list[Path]:
                 try:
                     text = decode_source(f.read_bytes())
                 except (OSError, UnicodeDecodeError, SyntaxError):
-                    out.append(f)  # unreadable: the checker reports it
+                    add(f)  # unreadable: the checker reports it
                     continue
                 found = discover_source(text, str(f)) if "triton" in text else None
                 if found is None:
                     try:
                         compile(text, str(f), "exec", dont_inherit=True, flags=0x400)  # PyCF_ONLY_AST
                     except (SyntaxError, ValueError):
-                        out.append(f)  # does not parse: reported (KL001), whatever it holds
+                        add(f)  # does not parse: reported (KL001), whatever it holds
                     continue
                 if found.syntax_error is not None or found.kernels:
-                    out.append(f)
+                    add(f)
     return out
 
 
@@ -93,7 +103,16 @@ def _settings_for(args: argparse.Namespace) -> tuple[Settings, Path]:
     problem = check_gpus(settings)
     if problem:
         raise UsageError(problem)
-    return settings, (root or Path.cwd()).resolve()
+    # Without a pyproject.toml, the project is the git checkout the path is in; failing both, the current directory
+    # (whose cache then goes to the user's cache directory unless it is itself a project: config.cache_path).
+    return settings, (root or find_git_root(start) or Path.cwd()).resolve()
+
+
+def _check_reference_option(option: str | None) -> None:
+    if option and Path(option).is_dir():
+        raise UsageError(f"--reference {option}: is a folder; name the reference's Python file")
+    if option and not Path(option).is_file():
+        raise UsageError(f"--reference file does not exist: {option}")
 
 
 def _output_path(option: str | None) -> Path | None:
@@ -152,9 +171,9 @@ def cmd_check(args: argparse.Namespace) -> int:
 
     missing = [p for p in args.paths if not Path(p).exists()]
     if missing:
-        raise UsageError(f"path does not exist: {missing[0]}")
-    if args.reference and not Path(args.reference).is_file():
-        raise UsageError(f"--reference file does not exist: {args.reference}")
+        link = f" (a symbolic link to {os.readlink(missing[0])})" if Path(missing[0]).is_symlink() else ""
+        raise UsageError(f"path does not exist: {missing[0]}{link}")
+    _check_reference_option(args.reference)
     output = _output_path(args.output)
     settings, root = _settings_for(args)
     files = iter_python_files([Path(p) for p in args.paths])
@@ -170,7 +189,9 @@ def cmd_check(args: argparse.Namespace) -> int:
     interrupted = threading.Event()  # set on Ctrl-C: a job that starts after it is cancelled at once
 
     def one(path: Path) -> FileReport:
-        req = CheckRequest(path.resolve(), settings, root, reference, cache=cache, executor=executor,
+        # A dangling symbolic link is reported under its own name, not its missing target's.
+        where = path.resolve() if path.exists() else path.absolute()
+        req = CheckRequest(where, settings, root, reference, cache=cache, executor=executor,
                            cancel=interrupted,
                            timeout_source="--timeout" if args.timeout else "`timeout` in [tool.kernel-lsp]")
         return check_file(req)
@@ -236,8 +257,13 @@ def cmd_check(args: argparse.Namespace) -> int:
         sys.stdout.write(text)
     worst = [f for r in reports for f in r.findings if f.severity <= Severity.WARNING]
     c = coverage(reports)
-    if args.require_reference and (c["unlinked"] or c["unverified"]):
-        sys.stderr.write(f"kernel-lsp: {c['unlinked'] + c['unverified']} kernel(s) not verified against a reference "
+    if not c["kernels"] and not any(r.findings for r in reports):
+        # As for a directory without kernel files: a file named directly that defines no kernel is no pass.
+        sys.stderr.write(f"kernel-lsp: no Triton kernel in {', '.join(args.paths)}: nothing was checked\n")
+        return EXIT_FINDINGS
+    unverified = c["unlinked"] + c["unverified"] + c["compile_failed"]
+    if args.require_reference and unverified:
+        sys.stderr.write(f"kernel-lsp: {unverified} kernel(s) not verified against a reference "
                          "(--require-reference)\n")
         return EXIT_FINDINGS
     return EXIT_FINDINGS if worst else EXIT_CLEAN
@@ -254,8 +280,7 @@ def cmd_optimize(args: argparse.Namespace) -> int:
     path = Path(args.file)
     if not path.is_file():
         raise UsageError(f"file does not exist: {args.file}")
-    if args.reference and not Path(args.reference).is_file():
-        raise UsageError(f"--reference file does not exist: {args.reference}")
+    _check_reference_option(args.reference)
     if args.candidates is not None and not 1 <= args.candidates <= 64:
         raise UsageError("--candidates: expected 1 to 64")
     if args.rounds is not None and not 1 <= args.rounds <= 10:
@@ -291,6 +316,17 @@ def cmd_optimize(args: argparse.Namespace) -> int:
     return EXIT_CLEAN if proposal.accepted else EXIT_FINDINGS
 
 
+def cmd_init_tasks(args: argparse.Namespace) -> int:
+    """Copy the bundled tasks into DIR, for a user who installed the wheel (a clone has them at tasks/)."""
+    from .bundled import BundleError, copy_tasks
+    try:
+        count = copy_tasks(Path(args.dir))
+    except BundleError as e:
+        raise UsageError(str(e)) from None
+    sys.stdout.write(f"copied {count} files to {args.dir}; check them with: kernel-lsp check {args.dir}\n")
+    return EXIT_CLEAN
+
+
 def cmd_worker(args: argparse.Namespace) -> int:
     from .worker.serve import contained
     return contained(["--device", args.device] + (["--sandbox", args.sandbox] if args.sandbox else []))
@@ -310,7 +346,8 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="kernel-lsp", description="Compile and verify Triton kernels against PyTorch references.")
+    p = _Parser(prog="kernel-lsp", description="Compile and verify Triton kernels against PyTorch references.",
+                epilog=f"Documentation: {DOCS_URL} (docs/ in a clone); `kernel-lsp COMMAND --help` for each command.")
     p.add_argument("--version", action="version", version=f"kernel-lsp {__version__}")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
     c = sub.add_parser("check", help="check files or directories headlessly",
@@ -319,15 +356,16 @@ def build_parser() -> argparse.ArgumentParser:
                        "define kernels, and for any .py file that does not parse.",
                        epilog="exit codes: 0 no error or warning; 1 an error or warning, no kernel file found, or "
                        "(with --require-reference) a kernel not verified; 2 usage or configuration error; "
-                       "130 interrupted. Results are cached in .kernel_lsp_cache/ at the project root "
-                       "(--no-cache to bypass).")
+                       f"130 interrupted. Every code is explained in {DOCS_URL}/diagnostics.md. Results are "
+                       "cached in .kernel_lsp_cache/ at the project root (the nearest "
+                       "pyproject.toml or git checkout), else in ~/.cache/kernel-lsp (--no-cache to bypass).")
     c.add_argument("paths", nargs="+", help="files or directories")
     c.add_argument("--reference", help="reference file (KernelBench problem) for every checked file")
     c.add_argument("--target", help="comma-separated GPU targets, e.g. sm_80,sm_90 (default sm_90)")
     c.add_argument("--format", choices=["text", "json", "sarif"], default="text",
-                   help="text: one line per finding, ruff-like, printed as each file is done, then a summary; json: "
-                   "findings and per-kernel facts (schema in kernel_lsp/schemas); sarif: SARIF 2.1.0 for code "
-                   "scanning")
+                   help="text: a short line per problem (ruff-like), its details indented below, printed as each "
+                   "file is done, then a summary; json: every finding and per-kernel facts (schema in "
+                   "kernel_lsp/schemas); sarif: SARIF 2.1.0 for code scanning")
     c.add_argument("--require-reference", action="store_true",
                    help="fail (exit 1) when a kernel is not verified against a reference")
     c.add_argument("--output", "-o", help="write the report to this file instead of stdout")
@@ -367,6 +405,11 @@ def build_parser() -> argparse.ArgumentParser:
     o.add_argument("--format", choices=["text", "json"], default="text")
     o.add_argument("--quiet", "-q", action="store_true", help="no progress lines on stderr")
     o.set_defaults(func=cmd_optimize, jobs=None, no_verify=False, no_measure=False)
+    t = sub.add_parser("init-tasks", help="copy the bundled tasks (PyTorch references and Triton kernels) into DIR",
+                       description="Copy the workspace of tasks that ships with kernel-lsp (tasks/ in a clone) into "
+                       "DIR, a new or empty folder, so that `kernel-lsp check DIR` runs the main job from a wheel.")
+    t.add_argument("dir", metavar="DIR")
+    t.set_defaults(func=cmd_init_tasks)
     w = sub.add_parser("worker", help="serve worker jobs on stdin/stdout (what a runner command starts)")
     w.add_argument("--device", choices=DEVICES, default=os.environ.get("KERNEL_LSP_DEVICE", "auto"))
     w.add_argument("--sandbox", help="the sandbox's options as JSON (the parent passes its settings' options)")

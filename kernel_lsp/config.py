@@ -8,6 +8,7 @@ ends show it and fall back to defaults.
 from __future__ import annotations
 
 import dataclasses
+import os
 import re
 import tomllib
 from dataclasses import dataclass, field
@@ -54,7 +55,7 @@ class Settings:
     workers: int = 2  # warm worker processes in the language server; parallel files in `check`
     device: str = "auto"  # where kernels run: auto (GPU if present), cpu (interpreter), cuda
     references: dict[str, str] = field(default_factory=dict)  # glob (relative to root) -> reference path
-    cache_dir: str | None = None  # default: <root>/.kernel_lsp_cache
+    cache_dir: str | None = None  # default: <root>/.kernel_lsp_cache, or the user's cache directory without a root
     verification: bool = True  # run the numeric verifier after compiling
     isolated_rerun: bool = True  # after a file passes, re-run it where it cannot see the checker (evidence.py)
     seed: int = 0
@@ -112,11 +113,15 @@ class Settings:
             raise ConfigError("references: expected a table of glob = \"reference path\"")
         return self
 
-    def cache_path(self, root: Path | None) -> Path | None:
-        """Where results are cached: `cache-dir`, else .kernel_lsp_cache in the project root (none without one)."""
+    def cache_path(self, root: Path | None) -> Path:
+        """Where results are cached: `cache-dir` (a relative one from the root), else .kernel_lsp_cache in the
+        project root (a directory holding pyproject.toml or .git), else the user's cache directory: never the
+        current directory merely because a check was started there."""
         if self.cache_dir:
-            return Path(self.cache_dir)
-        return root / ".kernel_lsp_cache" if root is not None else None
+            return root / self.cache_dir if root is not None else Path(self.cache_dir)
+        if root is not None and is_project_root(root):
+            return root / ".kernel_lsp_cache"
+        return user_cache_dir() / "results"
 
     def fingerprint(self) -> dict[str, Any]:
         """The settings that change a check's result, for the cache key."""
@@ -265,6 +270,26 @@ def apply_overrides(settings: Settings, overrides: dict[str, Any]) -> Settings:
             continue
         values[key] = _coerce(key, value, values[key])
     return Settings(**values).validate()
+
+
+def is_project_root(directory: Path) -> bool:
+    """A directory that holds pyproject.toml or a git checkout (.git: a directory, or a file in a worktree)."""
+    return (directory / "pyproject.toml").is_file() or (directory / ".git").exists()
+
+
+def find_git_root(start: Path) -> Path | None:
+    """The nearest directory at or above `start` (a file's own directory) that holds .git; None outside git."""
+    start = start.resolve()
+    for d in [start, *start.parents] if start.is_dir() else [start.parent, *start.parent.parents]:
+        if (d / ".git").exists():
+            return d
+    return None
+
+
+def user_cache_dir() -> Path:
+    """kernel-lsp's directory in the user's cache: $XDG_CACHE_HOME/kernel-lsp, by default ~/.cache/kernel-lsp."""
+    base = os.environ.get("XDG_CACHE_HOME") or ""
+    return (Path(base) if os.path.isabs(base) else Path.home() / ".cache") / "kernel-lsp"
 
 
 def find_pyproject(start: Path) -> Path | None:

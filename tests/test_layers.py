@@ -14,6 +14,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "kernel_lsp"
 ALLOWED = {
     "model": set(),
     "device": set(),
+    "bundled": set(),
     "targets": set(),
     "codes": {"model"},
     "jobs": {"model"},
@@ -26,7 +27,7 @@ ALLOWED = {
     "propose": {"check", "engine", "worker", "config", "model", "codes"},
     "lsp": {"check", "engine", "worker", "cache", "config", "jobs", "model", "codes", "device", "render", "propose"},
     "cli": {"check", "engine", "worker", "cache", "config", "jobs", "model", "codes", "device", "render", "lsp",
-            "propose"},
+            "propose", "bundled"},
 }
 
 

@@ -24,7 +24,8 @@ from ..jobs import LinkSpec
 from ..model import Finding, Span
 
 PRAGMA_RE = re.compile(r"#\s*kernel-lsp:\s*(?P<body>.*)$")
-_KV_RE = re.compile(r"(?P<key>[A-Za-z_]+)=(?P<value>\S+)")
+# A value is one word, or a quoted string (either quote) for a path with spaces: reference="my problem.py".
+_KV_RE = re.compile(r"""(?P<key>[A-Za-z_]+)=(?:"(?P<dq>[^"]*)"|'(?P<sq>[^']*)'|(?P<value>[^\s"']\S*))""")
 IGNORE_RE = re.compile(r"#\s*kernel-lsp:\s*ignore\[(?P<codes>[A-Z0-9, ]+)\]")
 KERNELBENCH_NAMES = ("Model", "get_inputs", "get_init_inputs")
 
@@ -57,7 +58,8 @@ def parse_pragmas(source: str) -> list[tuple[int, dict[str, str]]]:
     for i, line in enumerate(source.splitlines()):
         m = PRAGMA_RE.search(line)
         if m and line.lstrip().startswith("#"):
-            kv = {m2["key"]: m2["value"] for m2 in _KV_RE.finditer(m["body"])}
+            kv = {m2["key"]: next(v for v in (m2["dq"], m2["sq"], m2["value"]) if v is not None)
+                  for m2 in _KV_RE.finditer(m["body"])}
             if kv:
                 out.append((i, kv))
     return out
@@ -89,10 +91,27 @@ def _finding(path: Path, anchor: Span, code: str, message: str) -> Finding:
     return Finding(str(path), anchor, severity_of(code), code, message, source="kernel-lsp.link")
 
 
-def _check_names(impl: Path, anchor: Span, ref: Path, names: tuple[str, ...]) -> list[Finding]:
-    """Problems with a reference file: missing, unreadable, unparsable, or lacking the needed names."""
+def _stray_words(source: str, line: int, key: str) -> str | None:
+    """The words after `key=value` on a pragma line that belong to no key: the rest of an unquoted path with
+    spaces (`reference=my problem.py`)."""
+    m = PRAGMA_RE.search(source.splitlines()[line]) if line < len(source.splitlines()) else None
+    if not m:
+        return None
+    body = m["body"]
+    at = next((m2 for m2 in _KV_RE.finditer(body) if m2["key"] == key), None)
+    if at is None or at["value"] is None:
+        return None
+    rest = re.split(r"\s+[A-Za-z_]+=", " " + body[at.end():])[0].strip()
+    return rest or None
+
+
+def _check_names(impl: Path, anchor: Span, ref: Path, names: tuple[str, ...], hint: str = "") -> list[Finding]:
+    """Problems with a reference file: missing, a folder, unreadable, unparsable, or lacking the needed names."""
+    if ref.is_dir():
+        return [_finding(impl, anchor, "KL002", f"reference {ref} is a folder: name the Python file in it that "
+                                                "holds the reference")]
     if not ref.is_file():
-        return [_finding(impl, anchor, "KL002", f"reference file not found: {ref}")]
+        return [_finding(impl, anchor, "KL002", f"reference file not found: {ref}{hint}")]
     try:
         tree = ast.parse(ref.read_text(encoding="utf-8"), filename=str(ref))
     except (OSError, UnicodeDecodeError) as e:
@@ -167,13 +186,16 @@ def link_file(impl: Path, source: str, cli_reference: Path | None = None, root: 
         return LinkResult(Link("native", ref_path, "pragma", anchor, reference_name=ref_name or "",
                                inputs_path=in_path, inputs_name=in_name or "", entry=kv["entry"]))
 
-    ref, origin, anchor = None, None, line1
+    ref, origin, anchor, hint = None, None, line1, ""
     if cli_reference is not None:
         ref, origin = cli_reference.resolve(), "cli"
     elif link_pragma:
         ln, kv = link_pragma
         anchor = Span(ln, 0, ln, len(source.splitlines()[ln]))
         ref, origin = (impl.parent / kv["reference"]).resolve(), "pragma"
+        stray = _stray_words(source, ln, "reference")
+        if stray:
+            hint = (f"; a path with spaces must be quoted: reference=\"{kv['reference']} {stray}\"")
     else:
         mapped = _from_pyproject(impl, root, mapping or {})
         if mapped is not None:
@@ -185,7 +207,7 @@ def link_file(impl: Path, source: str, cli_reference: Path | None = None, root: 
             impl, line1, "KL004",
             "no PyTorch reference is linked: add `# kernel-lsp: reference=problem.py` (KernelBench) or "
             "`# kernel-lsp: entry=fn reference=ref_fn inputs=make_inputs` (see docs/linking.md)")])
-    problems = _check_names(impl, anchor, ref, KERNELBENCH_NAMES)
+    problems = _check_names(impl, anchor, ref, KERNELBENCH_NAMES, hint)
     if "ModelNew" not in tree_names:
         problems.append(_finding(impl, anchor, "KL002", "KernelBench link: this file does not define ModelNew"))
     if problems:

@@ -330,7 +330,9 @@ def load_problem(link: LinkSpec, impl_path: str, seed: int, source: str | None =
                 torch.manual_seed(seed)
                 ref_model = ref.Model(*init)
             except BaseException as e:
-                raise UserCodeError("the reference Model could not be built", e, ref_path, REFERENCE) from e
+                err = UserCodeError("the reference Model could not be built", e, ref_path, REFERENCE)
+                err.args = (str(err) + _arity_note(ref, init, e, ref_path),)
+                raise err from e
             try:
                 torch.manual_seed(seed)
                 impl_model = impl.ModelNew(*init)
@@ -371,6 +373,37 @@ def load_problem(link: LinkSpec, impl_path: str, seed: int, source: str | None =
 
     return Problem(lambda knobs, init: (reference, entry), factory, inputs_mod, _size_knobs(inputs_mod, factory),
                    lambda init: reference, device, **_random_contract(ref), build_other=build_other_entry)
+
+
+def _first_line(fn) -> int | None:
+    """The 0-based line where a Python function is defined, if it is one."""
+    code = getattr(fn, "__code__", None)
+    return code.co_firstlineno - 1 if code is not None else None
+
+
+def _arity_note(ref: types.ModuleType, init, exc: BaseException, ref_path: str) -> str:
+    """When Model(*get_init_inputs()) fails on the number of arguments (a TypeError raised by the call itself, so no
+    frame of the reference's file says where), where the two sides of the mismatch are: `get_init_inputs`
+    (problem.py:19) gives 1 value; Model.__init__ (problem.py:8) takes 0."""
+    import inspect
+    if not isinstance(exc, TypeError) or init is None or deepest_line(exc, ref_path) is not None:
+        return ""
+    name = Path(ref_path).name
+    where = _first_line(getattr(ref, "get_init_inputs", None))
+    gives = f"get_init_inputs ({name}:{where + 1})" if where is not None else "get_init_inputs"
+    note = f"; {gives} gives {len(init)} value{'' if len(init) == 1 else 's'}"
+    init_fn = getattr(getattr(ref, "Model", None), "__init__", None)
+    try:
+        params = [p for p in list(inspect.signature(init_fn).parameters.values())[1:]
+                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        code = getattr(init_fn, "__code__", None)
+        if code is not None and Path(code.co_filename).resolve() == Path(ref_path).resolve():
+            note += f", Model.__init__ ({name}:{code.co_firstlineno}) takes {len(params)}"
+        else:
+            note += f", Model takes {len(params)}"
+    except (TypeError, ValueError):
+        pass
+    return note
 
 
 def _random_contract(ref: types.ModuleType) -> dict[str, Any]:

@@ -4,6 +4,8 @@
 - `reference_spread`: without a float64 truth, how far the reference's output moves when its inputs move by one
   ulp (the budget that stands in for PyTorch's own error, compare.py).
 - `only_input`: a layout transform applied to one input, to find whose layout a failing variant depends on.
+- `reference_repeat`: the reference called again on the same inputs, its random state left as the first call
+  left it: a reference whose output then changes cannot be matched element by element (KL007).
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from __future__ import annotations
 import os
 from typing import Callable
 
-from .compare import UNIT_ROUNDOFF, flatten_outputs
+from .compare import UNIT_ROUNDOFF, flatten_outputs, unravel
 from .loader import raise_device_fault
 from .variants import clone_inputs
 
@@ -150,3 +152,42 @@ def rng_state() -> list:
     if torch.cuda.is_available() and torch.cuda.is_initialized():
         states.append(torch.cuda.get_rng_state())
     return [s.tolist() for s in states]
+
+
+# Two calls of a deterministic reference may differ by rounding (a GPU's atomics sum in another order); a reference
+# that draws random numbers differs by the values' own size.
+REPEAT_TOLERANCE = 1e-3
+
+
+def reference_repeat(ref, inputs: list, r_flat: list, updated: list[int]) -> str | None:
+    """Call the reference once more on fresh copies of the same inputs, without seeding again (torch's random
+    state goes on from where the first call left it, as it would in a user's program). None when the output is the
+    same (within REPEAT_TOLERANCE of its scale, NaN equal to NaN); else where it changed, for the message."""
+    import torch
+    again = clone_inputs(inputs)
+    try:
+        r2 = flatten_outputs(no_grad_call(ref, again)) + [again[i] for i in updated]
+    except Exception as e:
+        raise_device_fault(e)
+        return None  # the reference's own failures are reported where it first runs
+    for j, (a, b) in enumerate(zip(r_flat, r2)):
+        if not (isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor)) or a.shape != b.shape:
+            continue
+        if a.is_floating_point() or a.is_complex():
+            x, y = a.detach().double().reshape(-1), b.detach().double().reshape(-1)
+            both = torch.isnan(x) & torch.isnan(y)
+            diff = torch.where(both, 0.0, (x - y).abs().nan_to_num(nan=float("inf")))
+            finite = x[torch.isfinite(x)]
+            scale = float(finite.abs().max()) if finite.numel() else 1.0
+            bad = diff > REPEAT_TOLERANCE * max(scale, 1e-30)
+        else:
+            x, y = a.reshape(-1), b.reshape(-1)
+            bad = x != y
+        if bool(bad.any()):
+            i = int(bad.nonzero()[0])
+            index = ", ".join(map(str, unravel(i, tuple(a.shape))))
+            name = "output" if len(r_flat) == 1 else f"output {j}"
+            return (f"{name}[{index}] is {x[i].item():.4g}, then {y[i].item():.4g}, and {int(bad.sum())} of "
+                    f"{a.numel()} elements changed")
+    return None
+

@@ -29,7 +29,8 @@ from .guards import GuardRegions, MemoryGuard, poisoned_allocations
 from .interpreter import ops as interpreter_ops, ran_tf32_dot
 from .loader import IMPLEMENTATION, UserCodeError, deepest_line, raise_device_fault
 from .positions import api_note, readable
-from .probes import constant_rounding, no_grad_call, only_input, reference_spread, returning_line, rng_state
+from .probes import (constant_rounding, no_grad_call, only_input, reference_repeat, reference_spread, returning_line,
+                     rng_state)
 from .rules import SENTINEL, Evidence, RuleFinding, describe_variant, judge, judge_random, same
 from .shapes import describe_init, int_floor, size_plan
 from .variants import (CPU_ELEMENT_BUDGET, Variant, absolute, aligned_knobs, base_knobs, clone_inputs,
@@ -86,6 +87,9 @@ class Verifier:
         self.outside: dict[str, str] = {}  # variant -> how its inputs leave that distribution
         self.probing = False  # re-runs that explain a finding (probes.py) show nothing live
         self.configs: dict[str, tuple[str, int, int, str]] = {}  # config variant -> (kernel, index, of, config)
+        # The reference called twice on the same inputs (once per check): None until then, "" when it repeated,
+        # else where it changed (KL007: no value is judged against a reference that does not repeat itself).
+        self.unrepeatable: str | None = None
 
     # Placement: the tl.store that wrote the bad element, else the launch site, else the kernel def.
     def launch_line(self) -> int | None:
@@ -134,6 +138,8 @@ class Verifier:
         start = time.monotonic()
         adaptations = 0
         for i, v in enumerate(variants):
+            if self.unrepeatable:
+                break
             t0, cpu0, ops0, runs0 = time.monotonic(), time.process_time(), interpreter_ops(), self.impl_runs
             rows = len(self.state.rows)
             self.rep.w.stage("verify", f"variant {v.name}: {v.description}")
@@ -152,8 +158,9 @@ class Verifier:
                     and per_run > SHRINK_AFTER_OPS and adaptations < 3):
                 variants[i + 1:] = self.adapt_sizes(variants[i + 1:], measure, per_run)
                 adaptations += 1
-        self.run_aligned(measure)
-        verify_configs(self, variants)
+        if not self.unrepeatable:
+            self.run_aligned(measure)
+            verify_configs(self, variants)
         self.report(time.monotonic() - start)
 
     def run_aligned(self, measure) -> None:
@@ -318,6 +325,10 @@ class Verifier:
         updated = [i for i, (a, b) in enumerate(zip(inputs, ref_inputs)) if isinstance(a, torch.Tensor) and not same(a, b)]
         truth_inputs = upcast(clone_inputs(inputs))
         r_flat = flatten_outputs(r) + [ref_inputs[i] for i in updated]
+        if not p.random and self.unrepeatable is None and not self.probing:
+            self.unrepeatable = reference_repeat(ref, inputs, r_flat, updated) or ""
+            if self.unrepeatable:
+                return None  # reported once, on the link (report): no implementation can match it element by element
         try:
             truth = call(self.problem.float64(ref), truth_inputs)
             truth_dtype = "float64"
@@ -485,6 +496,14 @@ class Verifier:
                                           c.ref_max_abs if c else None, kernels=ran))
 
     def report(self, seconds: float) -> None:
+        if self.unrepeatable:
+            self.rep.add("KL007", f"the reference is not deterministic: two calls on the same inputs differ "
+                         f"({self.unrepeatable}); it draws random numbers it does not seed, so no implementation can "
+                         "match it element by element, and no value was judged; for a random op, set "
+                         "`KERNEL_LSP_RANDOM = True` in the reference's module to compare distributions instead "
+                         "(docs/verification.md, Random ops); otherwise seed or remove the draws",
+                         None, source="kernel-lsp.verify")
+            return
         if not self.state.rows and self.skipped:
             # Nothing was judged: saying nothing would read as a clean bill of health.
             name, reason = self.skipped[0]

@@ -31,7 +31,32 @@ def measurement_of(report: FileReport) -> Measurement | None:
     return next((k.measurement for k in report.kernels.values() if k.measurement is not None), None)
 
 
+def ceiling_labels(ceilings: list[tuple[str, float]], apart: float = 1.3) -> list[tuple[float, str]]:
+    """One label per group of flat ceilings whose values lie within a factor `apart` of each other (on a log axis
+    their labels would print over one another: an H200's bf16 and fp16 matmul rates are within 1%), each at the
+    group's highest value: [(value, "matmul bf16 790, matmul fp16 795 TFLOP/s")]."""
+    out: list[tuple[float, str]] = []
+    group: list[tuple[str, float]] = []
+    for name, value in sorted(ceilings, key=lambda c: c[1]) + [("", float("inf"))]:
+        if group and value > group[0][1] * apart:
+            out.append((group[-1][1], ", ".join(f"{n} {v:.0f}" for n, v in group) + " TFLOP/s"))
+            group = []
+        group.append((name, value))
+    return out
+
+
 def roofline_chart(m: Measurement, title: str, out: Path) -> Path:
+    """Draw the roofline chart of one measurement to the PNG `out`."""
+    fig = roofline_figure(m, title)
+    import matplotlib.pyplot as plt
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out)
+    plt.close(fig)
+    return out
+
+
+def roofline_figure(m: Measurement, title: str):
+    """The chart as a matplotlib figure (the caller saves and closes it)."""
     try:
         import matplotlib
         matplotlib.use("Agg")
@@ -47,10 +72,11 @@ def roofline_chart(m: Measurement, title: str, out: Path) -> Path:
         if copy is not None:
             ax.plot(xs, [x * copy.value / 1e3 for x in xs], color="gray", lw=1,
                     label=f"copy {copy.value:.0f} GB/s")
-        for c in (m.device.ceilings if m.device else []):
-            if c.name.startswith("matmul"):
-                ax.axhline(c.value, color="gray", lw=0.8, ls="--")
-                ax.text(xs[0], c.value * 1.05, f"{c.name} {c.value:.0f} TFLOP/s", fontsize=7, color="gray")
+        flat = [(c.name, c.value) for c in (m.device.ceilings if m.device else []) if c.name.startswith("matmul")]
+        for _, value in flat:
+            ax.axhline(value, color="gray", lw=0.8, ls="--")
+        for value, label in ceiling_labels(flat):
+            ax.text(xs[0], value * 1.05, label, fontsize=7, color="gray")
         for side in m.sides:
             ax.scatter([intensity], [r.flops / (side.median_us * 1e-6) / 1e12], color=COLORS.get(side.side, "k"),
                        label=f"{side.side} {side.median_us:.1f} us", zorder=3)
@@ -74,10 +100,7 @@ def roofline_chart(m: Measurement, title: str, out: Path) -> Path:
     fig.text(0.01, 0.01, f"{p.gpu}, driver {p.driver}, torch {p.torch}, triton {p.triton}, {p.cache} L2, {p.date}",
              fontsize=6, color="gray")
     fig.tight_layout(rect=(0, 0.03, 1, 1))
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out)
-    plt.close(fig)
-    return out
+    return fig
 
 
 def write_report(reports: list[FileReport], directory: Path, root: str | None = None) -> Path:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from urllib.parse import quote
 
 from .. import __version__
 from ..codes import CODES
@@ -15,9 +16,10 @@ HELP_URI = "https://github.com/kernel-lsp/kernel-lsp/blob/main/docs/diagnostics.
 
 
 def _uri(path: str, root: str | None) -> str:
+    """A SARIF artifact URI: relative to the root when under it, percent-encoded either way (a space is %20)."""
     if root:
         try:
-            return Path(path).resolve().relative_to(Path(root).resolve()).as_posix()
+            return quote(Path(path).resolve().relative_to(Path(root).resolve()).as_posix())
         except ValueError:
             pass
     return Path(path).resolve().as_uri()

@@ -42,6 +42,50 @@ def test_hardening_nothing_checked_is_not_a_pass(tmp_path):
     assert run_cli("check", str(tmp_path / "empty")).returncode == 1
 
 
+def test_hardening_a_plain_file_named_directly_is_not_a_pass_either(tmp_path):
+    """Issue 27 item 7: a folder without kernels exits 1; the same file named directly did not."""
+    (tmp_path / "plain.py").write_text("x = 1\n")
+    (tmp_path / "notes.txt").write_text("y = 2\n")
+    for name in ("plain.py", "notes.txt"):
+        for extra in ((), ("--require-reference",)):
+            proc = run_cli("check", str(tmp_path / name), *extra)
+            assert proc.returncode == 1 and "nothing was checked" in proc.stderr, (name, extra, proc.stderr)
+            assert "All checks passed" not in proc.stdout
+
+
+def test_hardening_a_reference_path_with_a_space_links_when_quoted(tmp_path):
+    """Issue 27 item 6: a quoted pragma path with a space (and non-ASCII) links and verifies; a folder given as
+    --reference is called a folder."""
+    case = CORPUS / "kb_softmax_ok"
+    shutil.copy(case / "problem.py", tmp_path / "réf problem.py")
+    impl = (case / "impl.py").read_text().replace("reference=problem.py", 'reference="réf problem.py"')
+    (tmp_path / "impl.py").write_text(impl, encoding="utf-8")
+    proc = run_cli("check", str(tmp_path / "impl.py"), "--no-cache", "--require-reference")
+    assert proc.returncode == 0 and "1 verified" in proc.stdout, proc.stdout + proc.stderr
+    proc = run_cli("check", str(tmp_path / "impl.py"), "--reference", str(tmp_path))
+    assert proc.returncode == 2 and "is a folder" in proc.stderr, proc.stderr
+
+
+def test_hardening_a_file_named_twice_is_checked_once(tmp_path):
+    """Issue 27 item 7: `check f.py f.py ./f.py` checked and printed the same file three times."""
+    shutil.copy(CORPUS / "bug_relu_drops_nan.py", tmp_path / "f.py")
+    proc = run_cli("check", "f.py", "f.py", "./f.py", str(tmp_path / "f.py"), ".", "--no-cache", cwd=tmp_path)
+    assert proc.returncode == 1, proc.stderr
+    assert sum(1 for line in proc.stdout.splitlines() if line.startswith("f.py:")) == 1, proc.stdout
+    assert "Checked 1 file, 1 kernel" in proc.stdout
+
+
+def test_hardening_a_kernel_that_fails_to_compile_is_not_counted_verified(tmp_path):
+    """Issue 27 item 7: the summary called kernels with a compile error (KL100) "verified"."""
+    shutil.copy(FIXTURES / "compile_errors" / "static_assert.py", tmp_path / "k.py")
+    proc = run_cli("check", str(tmp_path / "k.py"), "--no-cache", "--format", "json")
+    stats = json.loads(proc.stdout)["stats"]
+    assert (stats["verified"], stats["compile_failed"], stats["unverified"]) == (0, 1, 0), stats
+    proc = run_cli("check", str(tmp_path / "k.py"), "--no-cache", "--require-reference")
+    assert proc.returncode == 1 and "(0 verified, 1 failed to compile; 0 from cache)" in proc.stdout, proc.stdout
+    assert "1 kernel(s) not verified against a reference" in proc.stderr
+
+
 def test_hardening_summary_says_what_was_and_was_not_verified_and_require_reference_fails(tmp_path):
     shutil.copy(CORPUS / "ok_add_fp32.py", tmp_path / "linked.py")
     write(tmp_path / "unlinked.py", """
@@ -154,6 +198,23 @@ def test_hardening_a_failing_input_factory_blames_the_reference_with_its_line(tm
     assert "implementation" not in d["message"]
 
 
+def test_hardening_a_wrong_arity_get_init_inputs_names_its_line_and_the_constructors(tmp_path):
+    """Issue 27 item 10: the message named the reference but not where the mismatch is."""
+    problem = PROBLEM.format(inputs="torch.randn(8, 8)").replace(
+        "class Model(nn.Module):\n", "class Model(nn.Module):\n    def __init__(self):\n        super().__init__()\n\n"
+    ).replace("def get_init_inputs():\n    return []", "def get_init_inputs():\n    return [3]")
+    write(tmp_path / "problem.py", problem)
+    impl = write(tmp_path / "impl.py", IMPL.format(alloc="torch.empty_like(x)"))
+    lines = (tmp_path / "problem.py").read_text().splitlines()
+    init_line = lines.index("def get_init_inputs():") + 1
+    ctor_line = lines.index("    def __init__(self):") + 1
+    proc = run_cli("check", str(impl), "--no-cache", "--format", "json")
+    (d,) = json.loads(proc.stdout)["diagnostics"]
+    assert d["code"] == "KL003", d
+    assert (f"get_init_inputs (problem.py:{init_line}) gives 1 value, Model.__init__ (problem.py:{ctor_line}) "
+            "takes 0") in d["message"], d["message"]
+
+
 def test_hardening_inputs_of_the_wrong_type_blame_the_reference(tmp_path):
     impl = _case(tmp_path, "'not a tensor'")
     proc = run_cli("check", str(impl), "--no-cache", "--format", "json")
@@ -173,6 +234,36 @@ def test_hardening_check_help_lists_exit_codes_and_formats():
     out = " ".join(run_cli("check", "--help").stdout.split())
     assert "exit codes: 0" in out and "130 interrupted" in out and "sarif: SARIF 2.1.0" in out
     assert ".kernel_lsp_cache" in out
+
+
+def test_hardening_help_points_to_the_docs():
+    """Issue 27 item 10: --help did not say where the documentation is."""
+    top = " ".join(run_cli("--help").stdout.split())
+    assert "Documentation: https://github.com/kernel-lsp/kernel-lsp/tree/main/docs" in top, top
+    check = " ".join(run_cli("check", "--help").stdout.split())
+    assert "/docs/diagnostics.md" in check, check
+
+
+def test_hardening_sarif_uris_are_percent_encoded(tmp_path):
+    """Issue 27 item 10: a path with a space went into SARIF with a raw space (a URI has %20)."""
+    (tmp_path / "pyproject.toml").write_text("[tool.kernel-lsp]\n")
+    shutil.copy(CORPUS / "bug_relu_drops_nan.py", tmp_path / "my kernel.py")
+    proc = run_cli("check", str(tmp_path / "my kernel.py"), "--format", "sarif", "--no-cache")
+    uris = {r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
+            for r in json.loads(proc.stdout)["runs"][0]["results"]}
+    assert uris == {"my%20kernel.py"}, uris
+
+
+def test_hardening_a_dangling_symlink_is_reported_under_its_own_name(tmp_path):
+    """Issue 27 item 10: a dangling link found in a directory was reported under its missing target's name."""
+    shutil.copy(CORPUS / "ok_add_fp32.py", tmp_path / "good.py")
+    (tmp_path / "link.py").symlink_to(tmp_path / "gone.py")
+    proc = run_cli("check", ".", "--no-cache", cwd=tmp_path)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "link.py:1:1: KL001 [error] cannot read file: it is a symbolic link to" in proc.stdout, proc.stdout
+    assert not any(line.startswith("gone.py") for line in proc.stdout.splitlines()), proc.stdout
+    proc = run_cli("check", "link.py", cwd=tmp_path)
+    assert proc.returncode == 2 and "path does not exist: link.py (a symbolic link to" in proc.stderr
 
 
 def test_hardening_ctrl_c_stops_the_workers_at_once(tmp_path):

@@ -87,3 +87,22 @@ def test_link_nothing_linked_is_a_hint(tmp_path):
 def test_ignore_pragma_parsing():
     src = "x = 1  # kernel-lsp: ignore[KL200, KL104]\ny = 2\n"
     assert ignored_codes(src) == {0: {"KL200", "KL104"}}
+
+
+def test_link_a_quoted_path_with_spaces(tmp_path):
+    """Issue 27 item 6: `reference=réf problem.py` could not be written, quoted or not."""
+    write(tmp_path / "réf problem.py", KB_PROBLEM)
+    for quoted in ('"réf problem.py"', "'réf problem.py'"):
+        impl = _impl(tmp_path, f"# kernel-lsp: reference={quoted}\n")
+        res = link_file(impl, impl.read_text())
+        assert res.findings == [] and res.link.reference == (tmp_path / "réf problem.py").resolve(), res.findings
+    impl = _impl(tmp_path, "# kernel-lsp: reference=réf problem.py\n")
+    (f,) = link_file(impl, impl.read_text()).findings
+    assert f.code == "KL002" and 'must be quoted: reference="réf problem.py"' in f.message, f.message
+
+
+def test_link_a_folder_is_said_to_be_a_folder(tmp_path):
+    """Issue 27 item 6: `reference=.` said "not found" for a folder that exists."""
+    impl = _impl(tmp_path, "# kernel-lsp: reference=.\n")
+    (f,) = link_file(impl, impl.read_text()).findings
+    assert f.code == "KL002" and "is a folder" in f.message and "not found" not in f.message, f.message

@@ -51,6 +51,24 @@ def test_transport_a_malformed_request_gets_invalid_params(client, tmp_path):
     assert "result" in client.response(rid, timeout=15)  # still answering
 
 
+def test_transport_a_field_of_the_wrong_type_is_invalid_params_naming_the_field(client, tmp_path):
+    """Issue 27 item 10: `uri: 12` was read as the string "12" and hover answered null; the message now names the
+    field and what it got."""
+    _initialize(client, tmp_path)
+    client.notify("initialized", {})
+    rid = client.request("textDocument/hover", {"textDocument": {"uri": 12}, "position": {"line": 0, "character": 0}})
+    error = client.response(rid, timeout=15).get("error")
+    assert error is not None and error["code"] == -32602, error
+    assert "textDocument.uri: expected str, got 12" in error["message"], error
+    rid = client.request("textDocument/hover", {"textDocument": {"uri": "file:///x.py"}, "position": "nope"})
+    assert "position: expected an object, got \"nope\"" in client.response(rid, timeout=15)["error"]["message"]
+    uri = (tmp_path / "k.py").as_uri()
+    client.notify("textDocument/didOpen", {"textDocument": {"uri": uri, "languageId": "python", "version": 1,
+                                                            "text": "x = 1\n"}})
+    rid = client.request("textDocument/hover", {"textDocument": {"uri": uri}, "position": {"line": 0, "character": 0}})
+    assert "error" not in client.response(rid, timeout=15)  # well-formed params are still served
+
+
 def test_transport_a_body_that_is_not_json_is_skipped(client, tmp_path):
     body = b"{not json"
     client.proc.stdin.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)

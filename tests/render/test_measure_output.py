@@ -122,3 +122,26 @@ def test_measure_output_no_gpu_note_in_hover_and_no_number(tmp_path):
 def test_measure_output_roofline_chart_png(tmp_path):
     png = roofline_chart(measurement(), "k.py", tmp_path / "k.png")
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 10_000
+
+
+def test_measure_output_roofline_ceiling_labels_do_not_overlap(tmp_path):
+    """Issue 27 item 10: an H200's bf16 and fp16 matmul ceilings are within 1%, and their labels printed over one
+    another."""
+    import dataclasses
+    import matplotlib.pyplot as plt
+    from kernel_lsp.render.report import roofline_figure
+    m = measurement()
+    m.roofline = dataclasses.replace(m.roofline, flops=4.0e11, flops_source="counted", tflops=1.9, bound="compute",
+                                     ceiling="matmul bf16")
+    m.device.ceilings += [Ceiling("matmul fp16", 795.0, 0.02), Ceiling("matmul tf32", 400.0, 0.02),
+                          Ceiling("matmul fp32", 60.0, 0.02)]
+    fig = roofline_figure(m, "k.py")
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    ax = fig.axes[0]
+    boxes = [(t.get_text(), t.get_window_extent(renderer)) for t in ax.texts]
+    plt.close(fig)
+    assert any("matmul bf16 790" in text and "matmul fp16 795" in text for text, _ in boxes), boxes
+    for i, (a, box_a) in enumerate(boxes):
+        for b, box_b in boxes[i + 1:]:
+            assert not box_a.overlaps(box_b), (a, b)

@@ -1,0 +1,44 @@
+"""Text output a person reads (issue 27 item 4): a short lead line per problem (what, where, how big), the details
+below it, one problem per code and line with `also on:`, while the JSON keeps every finding."""
+
+import json
+
+from kernel_lsp.model import FileReport, Finding, Severity, Span
+from kernel_lsp.render.text import LEAD_WIDTH, render_text
+from tests.conftest import CORPUS, run_cli
+
+
+def test_text_one_lead_line_per_problem_with_also_on_and_the_json_keeps_every_finding():
+    case = "bug_half_sum_and_strides.py"  # three KL200 findings at one store: values, layout, size
+    text = run_cli("check", case, "--no-cache", cwd=CORPUS).stdout
+    lines = text.splitlines()
+    leads = [line for line in lines if line.startswith(f"{case}:19:")]
+    assert len(leads) == 1, text
+    assert leads[0].startswith(f"{case}:19:5: KL200 [error] 1018 of 1024 elements (99.4%) out of budget"), leads[0]
+    assert all(len(line) <= LEAD_WIDTH for line in lines), max(lines, key=len)
+    details = "\n".join(lines[1:])
+    assert "output[0, 17] = -3.20703, truth -3.2052" in details and "variant seed-1" in details
+    at = next(i for i, line in enumerate(lines) if line.startswith("    also on:"))
+    also = " ".join(line.strip() for line in lines[at:at + 3] if line.startswith("    "))
+    assert all(v in also for v in ("seed-2", "transposed", "strided", "odd-size", "larger-size")), also
+    assert "(3 findings at this line in --format json)" in also
+    assert "Checked 1 file, 1 kernel (1 verified; 0 from cache): 1 error, 0 warnings" in text
+    doc = json.loads(run_cli("check", case, "--format", "json", cwd=CORPUS).stdout)
+    assert [d["code"] for d in doc["diagnostics"]] == ["KL200"] * 3  # every row kept
+
+
+def test_text_a_long_message_leads_with_a_short_line_and_loses_nothing(tmp_path):
+    message = ("_conv1d_kernel autotune configs 1, 2, 3 and 4 of 5 (BO=128, BL=64, BC=32, num_warps=4, num_stages=1; "
+               "BO=128, BL=128, BC=32, num_warps=8, num_stages=2) only: output[4, 66, 63] = -2.59547, truth -2.59775 "
+               "(abs error 0.00227, rel 0.000875); PyTorch's own float32 error is at most 2.55e-06; 1954602 of "
+               "1996059 elements (97.9%) out of budget; variant config-1-odd: autotune config 1 of 5 of "
+               "_conv1d_kernel, odd sizes, inputs (31, 63, 511) (also on: config-2-odd, config-3-odd)")
+    path = str(tmp_path / "conv1d_triton.py")
+    f = Finding(path, Span(40, 8), Severity.ERROR, "KL200", message, data={"variants": ["config-1-odd"]})
+    lines = render_text([FileReport(path, [f])], str(tmp_path)).splitlines()
+    assert lines[0].startswith("conv1d_triton.py:41:9: KL200 [error] 1954602 of 1996059 elements (97.9%) out of "
+                               "budget") and len(lines[0]) <= LEAD_WIDTH, lines[0]
+    body = " ".join(lines)
+    for part in ("autotune configs 1, 2, 3 and 4 of 5", "PyTorch's own float32 error is at most 2.55e-06",
+                 "inputs (31, 63, 511)", "also on: config-2-odd, config-3-odd"):
+        assert part in body, (part, lines)

@@ -1,0 +1,52 @@
+"""A reference that draws random numbers it does not seed (issue 27 item 5): said so on the link, with what to do,
+instead of blaming a correct implementation with KL200 on every element."""
+
+import json
+import shutil
+
+from tests.conftest import CORPUS, run_cli, write
+
+# The corpus's softmax problem with noise added to its input: a correct softmax kernel can only match it by
+# drawing the same numbers in the same order.
+PROBLEM = """
+import torch
+import torch.nn as nn
+{random}
+
+class Model(nn.Module):
+    def forward(self, x):
+        return torch.softmax(x + torch.rand_like(x), dim=1)
+
+
+def get_inputs():
+    return [torch.rand(8, 64)]
+
+
+def get_init_inputs():
+    return []
+"""
+
+
+def _check(tmp_path, random: str):
+    write(tmp_path / "problem.py", PROBLEM.format(random=random))
+    impl = shutil.copy(CORPUS / "kb_softmax_ok" / "impl.py", tmp_path / "impl.py")
+    proc = run_cli("check", str(impl), "--no-cache", "--format", "json", "--timeout", "300")
+    return proc, json.loads(proc.stdout)
+
+
+def test_random_reference_unseeded_draws_are_reported_on_the_link_not_the_implementation(tmp_path):
+    proc, doc = _check(tmp_path, "")
+    assert proc.returncode == 1
+    codes = [d["code"] for d in doc["diagnostics"]]
+    assert codes == ["KL007"], doc["diagnostics"]
+    (d,) = doc["diagnostics"]
+    assert d["range"]["line"] == 2  # the pragma line that links the reference
+    assert "not deterministic" in d["message"] and "KERNEL_LSP_RANDOM = True" in d["message"]
+    assert "docs/verification.md" in d["message"]
+    assert doc["stats"]["verified"] == 0 and doc["stats"]["unlinked"] == 1  # no value was judged
+
+
+def test_random_reference_declared_random_is_judged_by_distribution(tmp_path):
+    proc, doc = _check(tmp_path, "KERNEL_LSP_RANDOM = True\n")
+    assert "KL007" not in {d["code"] for d in doc["diagnostics"]}, doc["diagnostics"]
+    assert doc["stats"]["verified"] == 1
