@@ -8,6 +8,7 @@ a worker. It is the one entry point the CLI, the language server, the proposers 
 
 from __future__ import annotations
 
+import os
 import threading
 from dataclasses import dataclass
 from pathlib import Path

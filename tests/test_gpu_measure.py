@@ -90,8 +90,9 @@ def test_gpu_unsynchronized_side_stream_work_escapes_the_events_and_is_caught():
     out = time_sides({"side": on_side, "current": on_current}, clock, min_rounds=20, max_rounds=40)
     empty = time_sides({"e": lambda: None}, clock, min_rounds=20, max_rounds=20)["e"]
     overhead = median([h - e for h, e in zip(empty.host_us, empty.event_us)])
-    assert escaped(out["side"], overhead) and not escaped(out["current"], overhead)
-    honest, timer = honest_times(out["side"], overhead)
+    tail = median(empty.tail_us)
+    assert escaped(out["side"], tail) and not escaped(out["current"], tail)
+    honest, timer = honest_times(out["side"], overhead, tail)
     assert timer == "host clock" and median(honest) > 0.7 * median(out["current"].event_us)
 
 
@@ -182,3 +183,51 @@ def test_gpu_a_cold_check_waits_for_its_compile_warmer_and_still_times_torch_com
                   env={**env, "KERNEL_LSP_COMPILE_WARMER": "0"}, timeout=900)
     assert "waiting for the compile warmer" not in off.stdout + off.stderr
     assert any(s["side"] == "torch.compile" for s in measurement(json.loads(off.stdout))["sides"])
+
+
+def test_gpu_back_to_back_agrees_with_do_bench_on_five_tasks(tmp_path):
+    """kernel-lsp's back-to-back time per call against triton.testing.do_bench (median, L2 flushed between calls)
+    on five tasks whose host launch the GPU time hides (benchmarks/do_bench_compare.py; the recorded run is
+    benchmarks/results/do_bench_agreement.json): within 10% on every side."""
+    out = tmp_path / "agreement.json"
+    proc = run_cli("--version")  # the CLI imports; the script runs the checks itself
+    import subprocess
+    import sys
+    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "do_bench_compare.py"), "--json", str(out)],
+                          capture_output=True, text=True, timeout=900, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    rows = [r for r in json.loads(out.read_text())["rows"] if "ratio" in r]
+    assert len({r["task"] for r in rows}) == 5, proc.stdout
+    off = [r for r in rows if not 0.9 <= r["ratio"] <= 1.1]
+    assert not off, off
+
+
+CLEAN_GPU = ["ok_add_fp32.py", "ok_softmax_fp32.py", "ok_matmul_fp16.py", "ok_row_sum_bf16.py", "ok_dropout.py",
+             "ok_sgd_momentum_inplace.py", "ok_index_add_no_float64.py", "ok_float_scalar_method.py",
+             "ok_rows_stride.py", "ok_adam_fp32_constants.py", "ok_sigmoid_mean_serial.py", "ok_rank_argument.py"]
+
+
+def test_gpu_eight_checks_at_once_warn_no_more_than_one_alone(tmp_path):
+    """Eight `kernel-lsp check --device cuda` processes at once on one GPU (a language server, CLI runs and CI jobs
+    on one machine): no warning or error that the same check alone does not give. They time one at a time (the
+    GPU's lease), and a check that waited says so in its progress."""
+    import subprocess
+    import sys
+    from tests.conftest import CORPUS
+    files = [str(CORPUS / n) for n in CLEAN_GPU]
+    cmd = [sys.executable, "-m", "kernel_lsp.cli", "check", *files, "--device", "cuda", "--format", "json",
+           "--no-cache", "-j", "1"]
+    alone = json.loads(subprocess.run(cmd, capture_output=True, text=True, timeout=900).stdout)
+    procs = [subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(8)]
+    docs = [json.loads(p.communicate(timeout=1800)[0]) for p in procs]
+
+    def bad(doc):
+        return {f["path"]: {d["code"] for d in f["findings"] if d["severity"] in ("error", "warning")}
+                for f in doc["files"]}
+    baseline = bad(alone)
+    for doc in docs:
+        for path, found in bad(doc).items():
+            assert found <= baseline[path], (path, found, baseline[path])
+    stages = [stage for doc in docs for f in doc["files"] for _, stage, detail in f["stats"].get("timeline", [])
+              if "waiting for GPU" in detail]
+    assert stages, "no check ever waited for the GPU's lease"
