@@ -12,9 +12,9 @@ Failures (the screen's words, compile errors, the verifier's findings) go into t
 
 Before round 1 the contract is frozen (contract.py): the link and the reference texts every check of the request
 uses, and what a candidate may not change. A reply becomes a candidate in steps: parsed (edits.py), refused when
-it touches the contract or bloats the file, reduced to its changes inside the implementation (region.py),
-screened (screen.py); only then does a worker run it. The proposer works on the file with `\n` line endings; an
-accepted text gets the file's own endings back (edits.restyle).
+it touches the contract or bloats the file, screened (screen.py), reduced to its changes inside the implementation
+(region.py, whose result holds nothing the screen did not see); only then does a worker run it. The proposer
+works on the file with `\n` line endings; an accepted text gets the file's own endings back (edits.restyle).
 """
 
 from __future__ import annotations
@@ -173,6 +173,12 @@ class Proposer:
             if refused:
                 failed(Candidate(origin, "blocked", "refused before it ran: it " + "; it ".join(refused)))
                 continue
+            # The whole reply is screened: what it tried outside the implementation is left out below, but a
+            # model that asks for a subprocess anywhere is told so.
+            blocked = screen.screen(req.text, text)
+            if blocked:
+                failed(Candidate(origin, "blocked", "the static screen refused it: " + "; ".join(blocked)))
+                continue
             try:
                 reduced = region.reduce(self.contract, text)
             except region.Unreducible as e:
@@ -186,10 +192,6 @@ class Proposer:
             if reduced.text == req.text:
                 failed(Candidate(origin, "rejected", "the reply changes nothing" +
                                  (" inside the implementation" if reduced.left_out else "")))
-                continue
-            blocked = screen.screen(req.text, reduced.text)
-            if blocked:
-                failed(Candidate(origin, "blocked", "the static screen refused it: " + "; ".join(blocked)))
                 continue
             out.append((origin, reduced.text))
         return out

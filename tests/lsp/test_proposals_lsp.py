@@ -169,10 +169,10 @@ def test_fix_of_a_crlf_document_is_offered_with_crlf_line_endings(tmp_path):
             assert change["textDocument"]["version"] == 1
             lines = crlf.splitlines(keepends=True)
             for e in sorted(change["edits"], key=lambda e: e["range"]["start"]["line"], reverse=True):
-                start, end = e["range"]["start"], e["range"]["end"]
-                assert start["character"] == end["character"] == 0
+                first, last = e["range"]["start"], e["range"]["end"]
+                assert first["character"] == last["character"] == 0
                 assert e["newText"].count("\n") == e["newText"].count("\r\n")
-                lines[start["line"]: end["line"]] = e["newText"].splitlines(keepends=True)
+                lines[first["line"]: last["line"]] = e["newText"].splitlines(keepends=True)
             assert "".join(lines) == crlf.replace("* factor, mask=mask)", "* 2.0, mask=mask)")
             reply(client, apply, {"applied": True})
         finally:
