@@ -19,7 +19,7 @@ from .codes import severity_of
 from .config import Settings
 from .engine.deps import dependencies
 from .engine.discover import discover_source
-from .engine.link import ignored_codes, link_file, parse_pragmas
+from .engine.link import Link, LinkResult, ignored_codes, link_file, parse_pragmas
 from .jobs import CheckJob, Device, FindingEvent, KernelEvent, KernelRef, MeasureOptions, Preview, Stage, Stat
 from .model import FileReport, Finding, KernelFacts, KernelInfo, Severity, Span
 from .worker.executor import Executor, LocalExecutor
@@ -41,6 +41,11 @@ class CheckRequest:
     refresh: bool = False  # run the worker even on a cache hit ("Verify again now"), then store the result
     quick: bool = False  # discovery and linking only (the language server's at-once stage): no cache, no worker
     measure_against: str | None = None  # another version of the file, raced against this one (the proposers)
+    # A link fixed beforehand, used instead of linking the source: the proposers pin the link of the user's file for
+    # every candidate, with the texts of its reference files as they were then (path -> text, run instead of the
+    # files on disk; propose/contract.py).
+    link: Link | None = None
+    pinned: dict[str, str] | None = None
     timeout_source: str = "`timeout` in [tool.kernel-lsp]"  # how the user set it, for the timeout's message
 
 
@@ -109,13 +114,16 @@ def check_file(req: CheckRequest) -> FileReport:
         return report
     report.kernels = {k.name: KernelFacts(def_line=k.def_span.line, qualname=k.qualname, helper=k.is_helper or None)
                       for k in found.kernels}
-    linked = link_file(path, source, cli_reference=req.cli_reference, root=req.root,
-                       mapping=req.settings.references)
+    linked = LinkResult(req.link) if req.link is not None else link_file(
+        path, source, cli_reference=req.cli_reference, root=req.root, mapping=req.settings.references)
     report.findings.extend(linked.findings)
     if linked.link is None or req.quick:
         return _finish(report, source)
 
     link_spec = linked.link.to_spec()
+    if req.pinned:
+        link_spec.reference_text = req.pinned.get(link_spec.reference)
+        link_spec.inputs_text = req.pinned.get(link_spec.inputs_path)
     extra = [linked.link.reference] + ([linked.link.inputs_path] if linked.link.inputs_path else [])
     report.dependencies = [str(p) for p in dependencies(source, path, req.root, extra)]
     key = cache_key(source, link_spec.to_dict(), req.settings.fingerprint(), report.dependencies)
@@ -160,8 +168,12 @@ def measure_options(settings: Settings, source: str) -> MeasureOptions:
 
 def shipped_files(source: str, job: CheckJob, dependencies: list[str]) -> dict[str, str]:
     """The texts a worker on another machine needs: the kernel file (as the editor holds it), the reference, the
-    input factory, and every workspace module they import. No shared file system is assumed."""
+    input factory (their pinned texts, when the link pins them), and every workspace module they import. No shared
+    file system is assumed."""
     files = {job.path: source}
+    for p, text in ((job.link.reference, job.link.reference_text), (job.link.inputs_path, job.link.inputs_text)):
+        if p and text is not None:
+            files.setdefault(p, text)
     for p in [job.link.reference, job.link.inputs_path, *dependencies]:
         if p and p not in files:
             try:

@@ -274,6 +274,7 @@ def cmd_optimize(args: argparse.Namespace) -> int:
     import json
     import threading
 
+    from .propose.apply import ApplyError, read_source_file, write_back
     from .propose.loop import Cancelled, ProposeRequest, propose
     from .render.text import render_proposal
 
@@ -290,11 +291,14 @@ def cmd_optimize(args: argparse.Namespace) -> int:
     if args.mode in ("fix", "optimize") and not settings.llm.get("endpoint"):
         raise UsageError(f"--mode {args.mode} needs an LLM: set [tool.kernel-lsp.llm] endpoint (and model), "
                          "see docs/code-actions.md; --mode tune needs none")
-    text = path.read_text(encoding="utf-8")
+    try:
+        source = read_source_file(path)  # the bytes an --apply may replace, and only those
+    except ApplyError as e:
+        raise UsageError(str(e)) from None
     executor = executor_for(settings)
     cancel = threading.Event()
-    req = ProposeRequest(args.mode, path.resolve(), text, settings, root, args.kernel, args.candidates, args.rounds,
-                         Path(args.reference).resolve() if args.reference else None, executor, cancel,
+    req = ProposeRequest(args.mode, path.resolve(), source.text, settings, root, args.kernel, args.candidates,
+                         args.rounds, Path(args.reference).resolve() if args.reference else None, executor, cancel,
                          progress=lambda m: sys.stderr.write(f"kernel-lsp: {m}\n") if not args.quiet else None)
     try:
         proposal = propose(req)
@@ -303,17 +307,21 @@ def cmd_optimize(args: argparse.Namespace) -> int:
         return 130
     finally:
         executor.close()
+    applied = True
     if args.apply and proposal.accepted and proposal.new_text is not None:
-        if path.read_text(encoding="utf-8") != text:
-            sys.stderr.write("kernel-lsp: the file changed while the proposal was being made; not applied\n")
-            return EXIT_FINDINGS
-        write_atomically(path, proposal.new_text)
-        proposal.notes.append(f"applied to {path}")
+        try:
+            write_back(source, proposal.new_text)
+            proposal.notes.append(f"applied to {path}")
+        except ApplyError as e:
+            # The verified edit is still printed below: nothing is lost, and the user can apply it by hand.
+            applied = False
+            sys.stderr.write(f"kernel-lsp: {e}\n")
+            proposal.notes.append(str(e))
     if args.format == "json":
         sys.stdout.write(json.dumps(proposal.to_dict(), indent=2) + "\n")
     else:
         sys.stdout.write(render_proposal(proposal))
-    return EXIT_CLEAN if proposal.accepted else EXIT_FINDINGS
+    return EXIT_CLEAN if proposal.accepted and applied else EXIT_FINDINGS
 
 
 def cmd_init_tasks(args: argparse.Namespace) -> int:

@@ -27,6 +27,10 @@ class LinkSpec(Record):
     inputs_path: str = ""
     inputs_name: str = "get_inputs"
     entry: str = "ModelNew"
+    # The texts of the reference and input-factory files, when pinned (the proposers freeze them before round 1):
+    # the worker runs these instead of the files' bytes, as `CheckJob.source_override` does for the kernel file.
+    reference_text: str | None = None
+    inputs_text: str | None = None
 
 
 @dataclass

@@ -311,7 +311,8 @@ def load_problem(link: LinkSpec, impl_path: str, seed: int, source: str | None =
         raise UserCodeError("the implementation failed to import", e, impl_path, IMPLEMENTATION) from e
     ref_path = link.reference
     try:
-        ref = impl if Path(ref_path).resolve() == Path(impl_path).resolve() else import_path(ref_path, "ref")
+        ref = (impl if Path(ref_path).resolve() == Path(impl_path).resolve()
+               else import_path(ref_path, "ref", link.reference_text))
     except BaseException as e:
         raise UserCodeError("the reference failed to import", e, ref_path, REFERENCE) from e
     inputs_path = link.inputs_path or ref_path
@@ -319,7 +320,7 @@ def load_problem(link: LinkSpec, impl_path: str, seed: int, source: str | None =
         str(Path(inputs_path).resolve()))
     if inputs_mod is None:
         try:
-            inputs_mod = import_path(inputs_path, "inputs")
+            inputs_mod = import_path(inputs_path, "inputs", link.inputs_text)
         except BaseException as e:
             raise UserCodeError("the input factory failed to import", e, inputs_path, INPUTS) from e
 

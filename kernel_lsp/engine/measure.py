@@ -50,9 +50,11 @@ _COMPILED: dict[str, tuple[Any, float]] = {}  # reference content -> (torch.comp
 
 def _reference_key(job: CheckJob, knobs: dict) -> str:
     h = hashlib.sha256()
-    for path in dict.fromkeys([job.link.reference, job.link.inputs_path]):
+    link = job.link
+    pinned = {p: t for p, t in ((link.inputs_path, link.inputs_text), (link.reference, link.reference_text)) if t}
+    for path in dict.fromkeys([link.reference, link.inputs_path]):
         try:
-            h.update(Path(path).read_bytes())
+            h.update(pinned[path].encode() if path in pinned else Path(path).read_bytes())
         except OSError:
             h.update(path.encode())
     h.update(repr((sorted(knobs.items()), job.seed, job.link.reference_name)).encode())

@@ -7,7 +7,10 @@ definitions of the file (decorators included) and leaves everything else as it w
 a failed candidate with a reason, never an exception.
 
 Edits are computed line by line against the file the candidate was made from (difflib), so imports, comments
-and unrelated code stay byte for byte as they were, and an editor applies only the changed hunks.
+and unrelated code stay byte for byte as they were, and an editor applies only the changed hunks. Lines end at
+`\r\n`, `\r` or `\n`, as in the Language Server Protocol and Python's tokenizer (not at the form feeds and
+separators `str.splitlines` also breaks at). The proposer works on `\n` endings; `restyle` gives an accepted
+candidate the file's own endings back, unchanged lines byte for byte.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from dataclasses import dataclass
 
 FENCE_RE = re.compile(r"```[ \t]*(?:python|py|python3)?[ \t]*\n(.*?)```", re.S | re.I)
 SEARCH_REPLACE_RE = re.compile(r"<{5,9} SEARCH\n(.*?)\n={5,9}\n(.*?)\n?>{5,9} REPLACE", re.S)
+LINE_RE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")
 
 
 class ReplyError(ValueError):
@@ -34,8 +38,37 @@ class Hunk:
     lines: list[str]
 
 
+def split_lines(text: str) -> list[str]:
+    """The lines of `text`, each with its line ending (the last one may have none)."""
+    return LINE_RE.findall(text)
+
+
+def normalize_newlines(text: str) -> str:
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+def restyle(original: str, candidate: str) -> str:
+    """`candidate`, made from `original` with its line endings normalized to `\n`, with `original`'s line endings:
+    its unchanged lines byte for byte, the others ending as most of `original`'s lines do."""
+    raw = split_lines(original)
+    if "\r" not in original:
+        return candidate
+    ends = [line[len(line.rstrip("\r\n")):] for line in raw]
+    eol = max(("\r\n", "\r", "\n"), key=ends.count)
+    new = split_lines(candidate)
+    out = []
+    matcher = difflib.SequenceMatcher(a=[normalize_newlines(line) for line in raw], b=new, autojunk=False)
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag == "equal":
+            out += raw[i1:i2]
+        else:
+            out += [line[:-1] + eol if line.endswith("\n") else line for line in new[j1:j2]]
+    return "".join(out)
+
+
 def candidate_from_reply(original: str, reply: str) -> str:
-    """The full candidate text a reply proposes for `original`; raises ReplyError."""
+    """The full candidate text a reply proposes for `original` (both with `\n` line endings); raises ReplyError."""
+    reply = normalize_newlines(reply)
     blocks = SEARCH_REPLACE_RE.findall(reply)
     if blocks:
         return apply_search_replace(original, blocks)
@@ -89,8 +122,8 @@ def splice_definitions(original: str, code: str, tree: ast.Module | None = None)
     new_defs = {n.name: n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
     if not new_defs:
         raise ReplyError("the reply's code defines no function or class to put in place")
-    code_lines = code.splitlines(keepends=True)
-    lines = original.splitlines(keepends=True)
+    code_lines = split_lines(code)
+    lines = split_lines(original)
     spans = {n.name: (_start(n), n.end_lineno) for n in orig_tree.body
              if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
     replaced = [name for name in new_defs if name in spans]
@@ -144,7 +177,7 @@ def apply_search_replace(original: str, blocks: list[tuple[str, str]]) -> str:
 
 def hunks(original: str, candidate: str) -> list[Hunk]:
     """The changed line ranges, smallest first-to-last set that turns `original` into `candidate`."""
-    a, b = original.splitlines(keepends=True), candidate.splitlines(keepends=True)
+    a, b = split_lines(original), split_lines(candidate)
     out = []
     for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(a=a, b=b, autojunk=False).get_opcodes():
         if tag != "equal":
@@ -153,12 +186,12 @@ def hunks(original: str, candidate: str) -> list[Hunk]:
 
 
 def unified_diff(original: str, candidate: str, path: str) -> str:
-    return "".join(difflib.unified_diff(original.splitlines(keepends=True), candidate.splitlines(keepends=True),
-                                        fromfile=f"a/{path}", tofile=f"b/{path}"))
+    return "".join(difflib.unified_diff(split_lines(original), split_lines(candidate), fromfile=f"a/{path}",
+                                        tofile=f"b/{path}"))
 
 
 def apply_hunks(original: str, changes: list[Hunk]) -> str:
-    lines = original.splitlines(keepends=True)
+    lines = split_lines(original)
     for h in sorted(changes, key=lambda h: h.start, reverse=True):
         lines[h.start: h.end] = h.lines
     return "".join(lines)

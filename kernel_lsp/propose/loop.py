@@ -9,10 +9,17 @@ the same `check_file` as any user file, several at once. Each step is a function
   measurement: it is accepted only when the whole 95% interval of that speedup lies above 1 (the best of several
   noisy timings is biased up; the race is fresh). Without a GPU nothing is timed, so nothing is accepted.
 Failures (the screen's words, compile errors, the verifier's findings) go into the next round's prompt.
+
+Before round 1 the contract is frozen (contract.py): the link and the reference texts every check of the request
+uses, and what a candidate may not change. A reply becomes a candidate in steps: parsed (edits.py), refused when
+it touches the contract or bloats the file, screened (screen.py), reduced to its changes inside the implementation
+(region.py, whose result holds nothing the screen did not see); only then does a worker run it. The proposer
+works on the file with `\n` line endings; an accepted text gets the file's own endings back (edits.restyle).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 from collections import Counter
@@ -25,8 +32,8 @@ from ..check import CheckRequest, check_file
 from ..config import Settings, apply_overrides
 from ..model import Candidate, FileReport, Measurement, Proposal, Severity
 from ..worker.executor import Executor
-from . import edits, prompt, screen, tune
-from .llm import LLM, Budget, LLMError
+from . import contract, edits, prompt, region, screen, tune
+from .llm import LLM, Budget, LLMError, MalformedReply
 
 MODES = ("fix", "optimize", "tune")
 
@@ -74,7 +81,9 @@ class Proposer:
     def __init__(self, req: ProposeRequest):
         if req.mode not in MODES:
             raise ValueError(f"mode must be one of {', '.join(MODES)}")
-        self.req = req
+        self.original = req.text  # as the editor or the disk has it; the accepted text gets its line endings
+        self.req = req = dataclasses.replace(req, text=edits.normalize_newlines(req.text))
+        self.contract = contract.freeze_file(req.path, req.text, req.reference, req.root, req.settings.references)
         self.started = time.monotonic()
         llm = req.settings.llm
         self.budget = Budget(llm["max_tokens"], llm["max_seconds"])
@@ -102,8 +111,10 @@ class Proposer:
         if compile_only and executor is not None:
             executor = executor.local()  # compiling for a target needs no GPU
         # The request's cancel event is the check's: setting it kills every candidate's worker at once.
+        # Every check runs against the link and the reference texts frozen before round 1, whatever is on disk now.
         report = check_file(CheckRequest(self.req.path, settings, self.req.root, self.req.reference, source=text,
-                                         cancel=self.req.cancel, executor=executor, measure_against=against))
+                                         cancel=self.req.cancel, executor=executor, measure_against=against,
+                                         link=self.contract.link, pinned=self.contract.pinned))
         self._checkpoint()
         return report
 
@@ -136,8 +147,13 @@ class Proposer:
              llm: LLM) -> list[tuple[str, str]]:
         """Candidates of one round as (origin, text); unparsable and blocked ones go to `proposal` and `failures`."""
         req = self.req
-        reference = _reference_text(req, baseline)
+        reference = self.contract.reference_text
         out = []
+
+        def failed(c: Candidate) -> None:
+            proposal.candidates.append(c)
+            failures.append(c)
+
         for i in range(self.per_round):
             self._checkpoint()
             why = self.budget.spent()
@@ -146,27 +162,38 @@ class Proposer:
                 break
             origin = f"llm round {round_no} #{i + 1}"
             req.progress(f"round {round_no}: asking {llm.describe()} for candidate {i + 1} of {self.per_round}")
-            reply = llm.complete(prompt.messages(req.mode, req.path.name, req.text, reference, baseline, failures,
-                                                 req.kernel), self.budget)
             try:
+                reply = llm.complete(prompt.messages(req.mode, req.path.name, req.text, reference, baseline,
+                                                     failures, req.kernel), self.budget)
                 text = edits.candidate_from_reply(req.text, reply.text)
-            except edits.ReplyError as e:
-                c = Candidate(origin, "unparsable", str(e))
-                proposal.candidates.append(c)
-                failures.append(c)
+            except (MalformedReply, edits.ReplyError) as e:
+                failed(Candidate(origin, "unparsable", str(e)))
                 continue
-            if text == req.text:
-                c = Candidate(origin, "rejected", "the reply changes nothing")
-                proposal.candidates.append(c)
-                failures.append(c)
+            refused = self.contract.refusals(text)
+            if refused:
+                failed(Candidate(origin, "blocked", "refused before it ran: it " + "; it ".join(refused)))
                 continue
+            # The whole reply is screened: what it tried outside the implementation is left out below, but a
+            # model that asks for a subprocess anywhere is told so.
             blocked = screen.screen(req.text, text)
             if blocked:
-                c = Candidate(origin, "blocked", "the static screen refused it: " + "; ".join(blocked))
-                proposal.candidates.append(c)
-                failures.append(c)
+                failed(Candidate(origin, "blocked", "the static screen refused it: " + "; ".join(blocked)))
                 continue
-            out.append((origin, text))
+            try:
+                reduced = region.reduce(self.contract, text)
+            except region.Unreducible as e:
+                failed(Candidate(origin, "blocked", f"its changes to the implementation cannot be told apart from "
+                                                    f"the rest: {e}"))
+                continue
+            if reduced.left_out:
+                proposal.notes.append(f"{origin}: {reduced.left_out} changed line(s) of the reply outside the "
+                                      "implementation (comments, docstrings, imports, the reference, other code) "
+                                      "were left as the file has them")
+            if reduced.text == req.text:
+                failed(Candidate(origin, "rejected", "the reply changes nothing" +
+                                 (" inside the implementation" if reduced.left_out else "")))
+                continue
+            out.append((origin, reduced.text))
         return out
 
     def _llm(self) -> LLM:
@@ -201,6 +228,8 @@ class Proposer:
                     c.verdict, c.reason = "rejected", f"still has {', '.join(still)}"
                 elif new:
                     c.verdict, c.reason = "rejected", f"introduces {', '.join(sorted(new))}"
+                elif self.unverified(report):
+                    c.verdict, c.reason = "rejected", self.unverified(report)
                 proposal.candidates.append(c)
                 if c.verdict == "verified":
                     passing.append((c, text, report))
@@ -209,7 +238,7 @@ class Proposer:
             for c, text, report in sorted(passing, key=lambda p: p[0].diff_lines):
                 req.progress("checking the fix once more in a fresh job")
                 again = self.check(text, measure=False)
-                if _bad(again) and any(f.code in target_codes for f in _bad(again)):
+                if (_bad(again) and any(f.code in target_codes for f in _bad(again))) or self.unverified(again):
                     c.verdict, c.reason = "rejected", "a second check of it disagrees (not deterministic)"
                     failures.append(c)
                     continue
@@ -294,6 +323,8 @@ class Proposer:
             impossible = [f for f in report.findings if f.code in ("KL403", "KL405", "KL406")]
             if bad:
                 c.verdict, c.reason = "rejected", "fails verification: " + ", ".join(sorted({f.code for f in bad}))
+            elif self.unverified(report):
+                c.verdict, c.reason = "rejected", self.unverified(report)
             elif impossible:
                 c.verdict, c.reason = "rejected", f"{impossible[0].code}: {impossible[0].message[:200]}"
             elif on_gpu and m is None:
@@ -339,9 +370,15 @@ class Proposer:
         self._accept(proposal, text, race, f"{speed.ratio:.2f}x faster than the current kernel (95% CI "
                                            f"{speed.low:.2f}-{speed.high:.2f}), verified; {m.summary}")
 
+    def unverified(self, report: FileReport) -> str | None:
+        """Why a candidate's clean report proves nothing: verification is on, and not one input variant ran."""
+        if self.req.settings.verification and not _variants(report):
+            return "not verified: no input variant was run (a candidate must be verified against the reference)"
+        return None
+
     def _accept(self, proposal: Proposal, text: str, report: FileReport, summary: str) -> None:
         proposal.accepted = True
-        proposal.new_text = text
+        proposal.new_text = edits.restyle(self.original, text)
         proposal.diff = edits.unified_diff(self.req.text, text, self.req.path.name)
         proposal.after = _measurement(report)
         proposal.variants = list(_variants(report))
@@ -350,18 +387,6 @@ class Proposer:
 
 def _device(report: FileReport) -> str:
     return "the GPU" if report.stats.get("device") == "cuda" else "the CPU"
-
-
-def _reference_text(req: ProposeRequest, baseline: FileReport) -> str | None:
-    from ..engine.link import link_file
-    linked = link_file(req.path, req.text, cli_reference=req.reference, root=req.root,
-                       mapping=req.settings.references).link
-    if linked is None or Path(linked.reference).resolve() == req.path.resolve():
-        return None  # self-contained: the reference is in the file shown already
-    try:
-        return Path(linked.reference).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
-        return None
 
 
 def propose(req: ProposeRequest) -> Proposal:

@@ -3,7 +3,9 @@
 A candidate is blocked before any worker sees it when it adds, compared with the file it was made from:
 - process, network or thread machinery: subprocess, socket, multiprocessing, threading, ctypes, http, urllib,
   requests, importlib, `os.system` / `os.popen` / `os.exec*` / `os.spawn*` / `os.fork` / `os.kill`;
-- file or environment writes: `open(...)` at all, `os.remove` and friends, `shutil`, writes to `os.environ`;
+- file or environment writes: `open(...)` at all, `os.remove` and friends, `shutil`, `tempfile`, pathlib's
+  `write_text` / `write_bytes` / `touch` / `unlink` / `open` and the like (a file written in one round must not
+  become another round's reference), `io.open`, writes to `os.environ`;
 - dynamic code: `eval`, `exec`, `compile`, `__import__`, `globals()` / `setattr` on modules;
 - monkey-patching: assignments to attributes of torch, triton, time, numpy or the kernel-lsp modules, which could
   change what the verifier or the timer sees;
@@ -17,12 +19,14 @@ from __future__ import annotations
 import ast
 
 BLOCKED_MODULES = {"subprocess", "socket", "multiprocessing", "threading", "ctypes", "http", "urllib", "requests",
-                   "importlib", "shutil", "pickle", "marshal", "signal", "pty", "asyncio", "concurrent"}
+                   "importlib", "shutil", "pickle", "marshal", "signal", "pty", "asyncio", "concurrent", "tempfile"}
 BLOCKED_CALLS = {"eval", "exec", "compile", "__import__", "open", "globals", "setattr", "delattr", "breakpoint",
                  "input"}
 BLOCKED_OS = {"system", "popen", "fork", "forkpty", "kill", "killpg", "remove", "unlink", "rmdir", "removedirs",
               "rename", "replace", "putenv", "unsetenv", "chmod", "chown", "symlink", "link", "truncate", "mkdir",
               "makedirs"}
+FILE_METHODS = {"write_text", "write_bytes", "touch", "unlink", "rmdir", "mkdir", "symlink_to", "hardlink_to",
+                "link_to", "open", "chmod", "lchmod"}
 PATCHED_ROOTS = {"torch", "triton", "tl", "time", "np", "numpy", "F", "nn", "kernel_lsp", "os", "sys", "math"}
 STREAMS = {"Stream", "stream", "set_stream", "Event", "ExternalStream"}
 
@@ -63,6 +67,10 @@ def violations(source: str) -> set[str]:
             head, _, tail = name.rpartition(".")
             if head == "os" and (tail in BLOCKED_OS or tail.startswith(("exec", "spawn"))):
                 found.add(f"calls {name}()")
+            if head in ("io", "codecs", "os") and tail == "open":
+                found.add(f"writes files (calls {name}())")
+            elif isinstance(node.func, ast.Attribute) and tail in FILE_METHODS and head not in ("os", "torch", "tl"):
+                found.add(f"writes files (calls .{tail}())")
             if head in ("torch.cuda", "cuda") and tail in STREAMS:
                 found.add(f"uses {name}() (another CUDA stream or event)")
         elif isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Delete)):

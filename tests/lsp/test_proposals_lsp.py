@@ -17,11 +17,13 @@ HANGING = "```python\n" + BROKEN.replace("* factor, mask=mask)", "* 2.0, mask=ma
     "def scale(x):\n", "def scale(x):\n    while True:\n        pass\n") + "```"
 
 
-def start(tmp_path: Path, fake: FakeLLM, annotations: bool) -> tuple[RawClient, str]:
+def start(tmp_path: Path, fake: FakeLLM, annotations: bool, text: str | None = None) -> tuple[RawClient, str]:
     (tmp_path / "pyproject.toml").write_text(
         f'[tool.kernel-lsp]\ntimeout = 120\n\n[tool.kernel-lsp.llm]\nendpoint = "{fake.url}"\nmodel = "scripted"\n'
         'candidates = 1\nrounds = 1\n')
     path = write(tmp_path / "scale.py", BROKEN)
+    if text is not None:
+        path.write_bytes(text.encode())
     client = RawClient(tmp_path)
     edit_caps = {"documentChanges": True}
     if annotations:
@@ -31,7 +33,7 @@ def start(tmp_path: Path, fake: FakeLLM, annotations: bool) -> tuple[RawClient, 
         "workspace": {"configuration": True, "workspaceEdit": edit_caps, "applyEdit": True}}})
     client.response(rid, timeout=30)
     client.notify("initialized", {})
-    uri = client.open(path)
+    uri = client.open(path, text)
     return client, uri
 
 
@@ -152,5 +154,26 @@ def test_cancelling_a_fix_mid_round_kills_its_workers(tmp_path):
             assert end["params"]["value"]["message"] == "cancelled"
             assert wait_gone(jobs, timeout=10), "the cancelled candidate's worker is still alive"
             assert client.proc.poll() is None
+        finally:
+            stop(client)
+
+
+def test_fix_of_a_crlf_document_is_offered_with_crlf_line_endings(tmp_path):
+    crlf = BROKEN.lstrip("\n").replace("\n", "\r\n")
+    with FakeLLM([FIXED_KERNEL]) as fake:
+        client, uri = start(tmp_path, fake, annotations=True, text=crlf)
+        try:
+            execute(client, fix_action(client, uri))
+            apply = client.wait(lambda m: m.get("method") == "workspace/applyEdit", timeout=180)
+            (change,) = apply["params"]["edit"]["documentChanges"]
+            assert change["textDocument"]["version"] == 1
+            lines = crlf.splitlines(keepends=True)
+            for e in sorted(change["edits"], key=lambda e: e["range"]["start"]["line"], reverse=True):
+                first, last = e["range"]["start"], e["range"]["end"]
+                assert first["character"] == last["character"] == 0
+                assert e["newText"].count("\n") == e["newText"].count("\r\n")
+                lines[first["line"]: last["line"]] = e["newText"].splitlines(keepends=True)
+            assert "".join(lines) == crlf.replace("* factor, mask=mask)", "* 2.0, mask=mask)")
+            reply(client, apply, {"applied": True})
         finally:
             stop(client)

@@ -1,7 +1,9 @@
 """An OpenAI-compatible chat endpoint on 127.0.0.1 that replays scripted replies and records every request.
 
 Driven through the real `openai` client by the code under test; no model is involved. Replies are taken in
-order; when they run out, the last one repeats.
+order; when they run out, the last one repeats. A reply is the assistant's text, or a `Raw` body sent as it is (a
+malformed endpoint). `on_request(i)` runs as request i arrives, before it is answered (something changing files
+while a proposal is being made).
 """
 
 from __future__ import annotations
@@ -9,14 +11,27 @@ from __future__ import annotations
 import json
 import threading
 import time
+from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Callable
+
+
+@dataclass
+class Raw:
+    """A response body sent as it is, with status 200 unless told."""
+
+    body: bytes
+    status: int = 200
+    content_type: str = "application/json"
 
 
 class FakeLLM:
-    def __init__(self, replies: list[str], tokens_per_reply: int = 500, delay: float = 0.0):
+    def __init__(self, replies: list[str | Raw], tokens_per_reply: int = 500, delay: float = 0.0,
+                 on_request: Callable[[int], None] | None = None):
         self.replies = list(replies)
         self.tokens = tokens_per_reply
         self.delay = delay
+        self.on_request = on_request
         self.requests: list[dict] = []  # {"path", "headers" (lower-case names), "body"}
         fake = self
 
@@ -33,8 +48,17 @@ class FakeLLM:
                 if not self.path.endswith("/chat/completions"):
                     self.send_error(404)
                     return
+                if fake.on_request is not None:
+                    fake.on_request(len(fake.requests) - 1)
                 index = min(len(fake.requests) - 1, len(fake.replies) - 1)
                 content = fake.replies[index] if fake.replies else ""
+                if isinstance(content, Raw):
+                    self.send_response(content.status)
+                    self.send_header("Content-Type", content.content_type)
+                    self.send_header("Content-Length", str(len(content.body)))
+                    self.end_headers()
+                    self.wfile.write(content.body)
+                    return
                 payload = json.dumps({
                     "id": f"chatcmpl-{len(fake.requests)}", "object": "chat.completion", "created": int(time.time()),
                     "model": body.get("model", "scripted"),

@@ -62,8 +62,11 @@ SYNTAX_ERROR = "```python\ndef _scale_kernel(x_ptr, out_ptr, n, BLOCK: tl.conste
 
 
 def fallback_reply() -> str:
+    # The launch is still there to be seen (a candidate without one is refused unread), but it never runs.
     return "```python\n" + BROKEN.replace("* factor, mask=mask)", "* 2.0, mask=mask)").replace(
         "    _scale_kernel[(triton.cdiv(x.numel(), 256),)](x, out, x.numel(), BLOCK=256)\n    return out",
+        "    if x.numel() < 0:\n"
+        "        _scale_kernel[(triton.cdiv(x.numel(), 256),)](x, out, x.numel(), BLOCK=256)\n"
         "    return x * 2.0  # PyTorch does it") + "```"
 
 
