@@ -106,6 +106,9 @@ def roofline(nbytes: int, bytes_source: str, flops: float | None, flops_source: 
                     l2_resident=nbytes < L2_FACTOR * ceilings.l2_bytes)
 
 
+LIBRARY_MARGIN = 0.10  # how far a kernel may beat the library's measured matmul rate before it is impossible
+
+
 def impossible(roof: Roofline, slowest_plausible_us: float, dtype: str, ceilings: Ceilings,
                cache: str = "cold") -> str | None:
     """Why a measured time is faster than the device allows, or None.
@@ -130,8 +133,10 @@ def impossible(roof: Roofline, slowest_plausible_us: float, dtype: str, ceilings
         fastest = ceilings.get(FASTEST_CEILING.get(dtype, ""))
         if fastest is not None:
             tflops = roof.flops / seconds / 1e12
-            limit = fastest.value * (1 + fastest.spread)
+            # The rate is cuBLAS's at 8192^3: a kernel may beat it by a few percent at its own shape (the H200's
+            # bf16 and fp16 matmul tasks ran at 103-104% of it), a skipped or cached result by many times.
+            limit = fastest.value * (1 + fastest.spread) * (1 + LIBRARY_MARGIN)
             if tflops > limit:
                 return (f"{tflops:.1f} TFLOP/s, above the measured {fastest.name} rate of {fastest.value:.1f} "
-                        f"TFLOP/s (+{100 * fastest.spread:.1f}% spread)")
+                        f"TFLOP/s by over {100 * LIBRARY_MARGIN:.0f}% (+{100 * fastest.spread:.1f}% spread)")
     return None

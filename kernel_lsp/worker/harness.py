@@ -12,9 +12,9 @@ Calls, each recorded as `runs[name] = {"outputs": [...], "launches": n, "error":
   the `D`, then the `B` values again, passed again each time;
 - "tail": the `C` inputs (fresh tensors);
 - "watched": the `A` inputs again, each launch classified by what it did to its tensors (Launches);
-- "skipped": the `A` inputs again, with every kernel launch replaced by filling the tensors it was given (except
-  the call's own inputs and a model's parameters) with a poison value: what the outputs hold then did not come
-  from any launch.
+- "skipped", "skipped-2": the `A` inputs again, with every kernel launch replaced by filling the tensors it was
+  given (except the call's own inputs and a model's parameters) with a poison value (another one the second
+  time): what the outputs hold then did not come from any launch.
 """
 
 from __future__ import annotations
@@ -65,6 +65,7 @@ class Launches:
     def __init__(self):
         self.count = 0
         self.skip = False
+        self.second = False  # the second poison (finite, other bits) for the second skipped run
         self.watch = False
         self.kinds: list[str] = []
         self.protected: list = []  # the call's own input tensors: never poisoned
@@ -129,15 +130,50 @@ class Launches:
                 continue
             if any(_shares(v, p) for p in self.protected):
                 continue
-            with torch.no_grad():
-                if v.is_floating_point():
-                    v.fill_(float("nan"))
-                elif v.dtype == torch.bool:
-                    v.fill_(True)
-                elif v.is_complex():
-                    v.fill_(complex(float("nan"), float("nan")))
-                else:
-                    v.fill_(torch.iinfo(v.dtype).min + 7)
+            _fill(v, self.second)
+
+
+def _fill(v, second: bool = False) -> None:
+    """Fill with a value no computation is likely to produce: NaN (or, the second time, -1234.5 in floats), the
+    dtype's minimum + 7 (or its maximum - 3) in integers."""
+    import torch
+    with torch.no_grad():
+        if v.is_floating_point():
+            v.fill_(-1234.5 if second else float("nan"))
+        elif v.dtype == torch.bool:
+            v.fill_(not second)
+        elif v.is_complex():
+            v.fill_(complex(float("nan"), float("nan")))
+        else:
+            info = torch.iinfo(v.dtype)
+            v.fill_(info.max - 3 if second else info.min + 7)
+
+
+class Poisoned:
+    """While active, what torch.empty and its kin return is filled (_fill) first, so that a kernel writing into a
+    fresh buffer changes it even when the caching allocator hands back memory that already held the same values."""
+
+    NAMES = ("empty", "empty_like", "empty_strided")
+
+    def __enter__(self):
+        import torch
+        self.saved = [(torch, n, getattr(torch, n)) for n in self.NAMES]
+        self.saved.append((torch.Tensor, "new_empty", torch.Tensor.new_empty))
+
+        def wrap(original):
+            def make(*args, **kwargs):
+                out = original(*args, **kwargs)
+                if isinstance(out, torch.Tensor) and out.numel():
+                    _fill(out)
+                return out
+            return make
+        for owner, name, original in self.saved:
+            setattr(owner, name, wrap(original))
+        return self
+
+    def __exit__(self, *exc):
+        for owner, name, original in self.saved:
+            setattr(owner, name, original)
 
 
 def _same(a, b) -> bool:
@@ -220,13 +256,17 @@ def run_request(spec: dict) -> dict:
         call = getattr(module, spec["entry"])
     runs: dict = {}
 
-    def attempt(name: str, inputs: list, skip: bool = False, watch: bool = False) -> None:
+    def attempt(name: str, inputs: list, skip: bool = False, watch: bool = False, second: bool = False) -> None:
         launches.count = 0
-        launches.skip, launches.watch, launches.kinds = skip, watch, []
+        launches.skip, launches.watch, launches.kinds, launches.second = skip, watch, [], second
         launches.protected = [x for x in inputs if isinstance(x, torch.Tensor)] + state
         try:
             torch.manual_seed(spec["seed"])
-            out = call(*inputs)
+            if watch:
+                with Poisoned():
+                    out = call(*inputs)
+            else:
+                out = call(*inputs)
             if device == "cuda":
                 torch.cuda.synchronize()
             flat = _flatten(out)
@@ -238,7 +278,7 @@ def run_request(spec: dict) -> dict:
             runs[name] = {"outputs": [], "launches": launches.count,
                           "error": f"{type(e).__name__}: {str(e).splitlines()[0][:300] if str(e) else ''}"}
         finally:
-            launches.skip = launches.watch = False
+            launches.skip = launches.watch = launches.second = False
 
     if "large" in saved:
         attempt("large", _on(saved["large"], device))
@@ -256,7 +296,9 @@ def run_request(spec: dict) -> dict:
         attempt(name, plain)
     attempt("tail", _on(saved["C"], device))
     attempt("watched", _on(saved["A"], device), watch=True)
-    attempt("skipped", _on(saved["A"], device), skip=True)  # last: what it poisons is used by no later call
+    # Last: what they poison is used by no later call.
+    attempt("skipped", _on(saved["A"], device), skip=True)
+    attempt("skipped-2", _on(saved["A"], device), skip=True, second=True)
     return runs
 
 
@@ -284,6 +326,11 @@ def child(request: dict) -> int:
         import tempfile
         tempfile.tempdir = os.getcwd()
         isolate.become_subreaper()
+        if spec.get("device") == "cuda":  # the CUDA driver opens what it needs before the rules close it
+            import torch
+            torch.cuda.init()
+            torch.cuda.current_device()
+            import triton  # noqa: F401
         if spec.get("confine", True):
             isolate.restrict([os.getcwd(), out_dir, *spec.get("writable", []), *isolate.device_files()],
                              network=spec.get("network", False))

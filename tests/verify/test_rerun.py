@@ -147,3 +147,24 @@ def test_rerun_nans_the_implementation_computes_are_not_taken_for_the_poison():
     plain[::7] = float("nan")  # log of a negative, say: NaN in both runs, since the poison is NaN too
     skipped = torch.full_like(X, float("nan"))
     assert judged(runs(plain=plain, skipped=skipped), {**TRUTH, "A": ([plain.double()], [plain])}, False) == []
+
+
+def test_rerun_an_int8_output_that_holds_the_poison_by_chance_is_not_a_fallback():
+    """quant_int8 on the H200: 83 of 250342 int8 outputs equal the first poison (-121) by chance; a second skipped
+    run with another poison tells them apart."""
+    plain = torch.randint(-127, 128, (4096,), dtype=torch.int8)
+    plain[::50] = -121
+    refilled = plain.roll(1)
+    first = torch.full_like(plain, -121)
+    second = torch.full_like(plain, 124)
+    found = judged({"plain": {"outputs": [plain], "launches": 1}, "refilled": {"outputs": [refilled], "launches": 1},
+                    "skipped": {"outputs": [first], "launches": 1}, "skipped-2": {"outputs": [second], "launches": 1}},
+                   {"A": ([plain.double()], [plain])}, random=True)
+    assert found == []
+
+
+def test_rerun_an_error_small_at_the_tensors_scale_is_not_gross_even_near_zero():
+    """conv1d's TF32 hi/lo split on the H200: 3.6e-6 off at the tensor's scale, 0.13 off at an element near zero."""
+    truth = torch.linspace(-3, 3, 1001, dtype=torch.float64)
+    y = (truth + 1e-5 * torch.sin(truth * 7)).float()
+    assert judged(runs(plain=y), {**TRUTH, "A": ([truth], [truth.float()])}, False) == []
