@@ -87,8 +87,10 @@ def main(argv: list[str]) -> int:
             job.device = choose_device(job.device)
             w.emit(Device(job.device))
             if job.kind == "check":
+                from ..engine.loader import warm_meta_device
                 from ..engine.pipeline import run_check
                 from .tamper import Snapshot, finding_for
+                warm_meta_device()  # torch._dynamo wraps torch.manual_seed when it loads: before the snapshot
                 pristine = Snapshot()
                 run_check(job, w)
                 tampered = finding_for(pristine.changed(), job.path, job.anchor)
