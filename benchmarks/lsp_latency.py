@@ -1,6 +1,6 @@
 """Latency of `kernel-lsp serve` as an editor feels it, over stdio with raw JSON-RPC.
 
-`python benchmarks/lsp_latency.py [--rounds 5] [--requests 200] [--out docs/results/lsp-latency.json]`
+`python benchmarks/lsp_latency.py [--rounds 5] [--requests 200] [--out benchmarks/results/lsp-latency.json]`
 
 1. Save to compile diagnostics (verify = "off"), warm worker: an edit that changes the file's text (a cache
    miss: the worker compiles) and one that restores text checked before (a cache hit).
@@ -150,7 +150,7 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--requests", type=int, default=200)
-    ap.add_argument("--out", default=str(ROOT / "docs" / "results" / "lsp-latency.json"))
+    ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "lsp-latency.json"))
     args = ap.parse_args()
     results = {"date": time.strftime("%Y-%m-%d"), "cpus": os.cpu_count(), "task": str(TASK.relative_to(ROOT)),
                "warm_workers": os.environ.get("KERNEL_LSP_WARM", "1") != "0"}

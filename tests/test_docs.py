@@ -1,7 +1,8 @@
-"""The docs are true to the code: every diagnostic code, setting and module is documented, and the layer table is
-the import rules."""
+"""The docs are true to the code: every diagnostic code, setting and module is documented, the layer table is the
+import rules, and docs/ holds reference pages that cite one current results file per table."""
 
 import dataclasses
+import json
 import re
 
 from kernel_lsp.codes import CODES
@@ -76,3 +77,55 @@ def test_docs_architecture_layers_are_the_import_rules():
         rows[part.removesuffix(".py").rstrip("/")] = {d.strip("` ").removesuffix(".py").rstrip("/")
                                                       for d in deps.split(",") if d.strip("` ") not in ("", "-")}
     assert rows == ALLOWED
+
+
+# docs/: reference pages, not a folder of runs -----------------------------------------------------------------------
+
+RESULTS = ROOT / "benchmarks" / "results"
+PAGES = sorted((ROOT / "docs").glob("*.md")) + [ROOT / "README.md", ROOT / "CHANGELOG.md"]
+
+
+def test_docs_holds_pages_and_the_images_they_link():
+    text = "\n".join(p.read_text() for p in PAGES)
+    extra = [p.relative_to(ROOT).as_posix() for p in (ROOT / "docs").rglob("*")
+             if not (p.is_file() and p.parent == ROOT / "docs"
+                     and (p.suffix == ".md" or (p.suffix in (".png", ".svg", ".jpg") and p.name in text)))]
+    assert not extra, f"docs/ holds only pages (and images they link): move results to benchmarks/results/ {extra}"
+
+
+def test_docs_cite_one_current_results_file_per_table():
+    """Every results file a page cites exists, and every file in benchmarks/results/ is cited: older runs live in
+    git history, not beside the current one."""
+    text = "\n".join(p.read_text() for p in PAGES)
+    assert "docs/results" not in text
+    cited = set(re.findall(r"benchmarks/results/([\w.-]+)", text))
+    assert cited, "the pages cite no results file"
+    assert not sorted(c for c in cited if not (RESULTS / c).is_file()), "cited results files that do not exist"
+    on_disk = {p.name for p in RESULTS.iterdir()}
+    assert sorted(on_disk - cited) == [], "results files no page cites (an older run? git history keeps it)"
+
+
+def test_docs_pages_tell_no_session_story():
+    for page in PAGES:
+        found = re.findall(r"\b[Ss]ession \d+", page.read_text())
+        assert not found, f"{page.relative_to(ROOT)} narrates work sessions ({found[:3]}): CHANGELOG.md and git log do"
+
+
+def test_docs_benchmarks_table_is_its_results_file():
+    """The tasks table in docs/benchmarks.md is what benchmarks/tasks_table.py makes of the results file the page
+    cites: every task's speedups over eager and torch.compile, with their intervals."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("tasks_table", ROOT / "benchmarks" / "tasks_table.py")
+    table = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(table)
+    text = (ROOT / "docs" / "benchmarks.md").read_text()
+    cited = re.findall(r"benchmarks/results/(tasks-[\w.-]+\.json)", text)
+    assert len(set(cited)) == 1, cited
+    rows = table.rows_of(json.loads((RESULTS / cited[0]).read_text()))
+    results = text[text.index("## Results"):]
+    shown = {m.group(1): (m.group(2), m.group(3)) for m in re.finditer(
+        r"^\| \w+ \| (\w+) \| [^|]+ \| [^|]+ \| [^|]+ \| ([\d.]+x \([^)]*\)) \| ([\d.]+x \([^)]*\)) \|", results, re.M)}
+    expected = {name: tuple(table.fmt_ratio(table.speedup(r["m"], against)) for against in ("eager", "torch.compile"))
+                for name, r in rows.items() if r["m"]}
+    assert shown == expected

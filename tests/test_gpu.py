@@ -1,4 +1,4 @@
-"""GPU tests: run only where torch sees a CUDA device (skipped in CI); results are recorded in docs/."""
+"""GPU tests: run only where torch sees a CUDA device (skipped in CI)."""
 
 import json
 

@@ -1,5 +1,5 @@
-"""The measure stage on a real GPU (marked `gpu`: skipped without CUDA; run on an H200, results recorded in
-docs/results/). Fixtures: tests/fixtures/perf (relu(2x + 1) on 32M fp32 elements, four implementations)."""
+"""The measure stage on a real GPU (marked `gpu`: skipped without CUDA; run on an H200). Fixtures: tests/fixtures/perf
+(relu(2x + 1) on 32M fp32 elements, four implementations)."""
 
 from __future__ import annotations
 
