@@ -546,7 +546,8 @@ class Verifier:
                 src = inspect.getsource(fn)
             except (OSError, TypeError):
                 continue
-            dtypes = {t for l in self.recorder.launches if l.spec.qualname == qual for t in l.spec.signature.values()}
+            dtypes = {t for l in self.recorder.launches if l.spec.qualname == qual
+                      for t in _flat_types(l.spec.signature.values())}
             yield qual, fn, src, dtypes
 
     def untrusted_kernels(self) -> dict[str, str]:
@@ -606,6 +607,14 @@ def _merged_severity(failures: list[Failure]) -> Severity | None:
     if any(level is None for level in levels):
         return None
     return Severity.WARNING if Severity.WARNING in levels else Severity.INFO
+
+
+def _flat_types(types) -> list[str]:
+    """Triton type names, a tuple argument's (`x.shape`: ("i32", "i32")) unpacked: strings only."""
+    out: list[str] = []
+    for t in types:
+        out += _flat_types(t) if isinstance(t, (tuple, list)) else [str(t)]
+    return out
 
 
 def _core(cause: str) -> str:
