@@ -257,6 +257,8 @@ def build_spec(fn: Callable, qualname: str, args: tuple, kwargs: dict) -> tuple[
     bound.apply_defaults()
     signature, constexprs, attrs, tensors = {}, {}, {}, []
     for name, p in sig.parameters.items():
+        if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+            continue  # no kernel parameter (the compiler refuses such a kernel: its compile says so)
         value = bound.arguments.get(name)
         if hasattr(value, "value") and type(value).__name__ == "constexpr":
             value = value.value

@@ -116,8 +116,12 @@ def compile_mode(functions: list[Any]):
         seen.add(id(namespace))
         for name, value in list(namespace.items()):
             if isinstance(value, InterpretedFunction):
+                try:
+                    jit = jit_of(value)
+                except Exception:
+                    continue  # not a valid @triton.jit function (**kwargs): its own compile reports why (KL100)
                 swapped.append((namespace, name, value))
-                namespace[name] = jit_of(value)
+                namespace[name] = jit
                 visit(getattr(value.fn, "__globals__", None))
 
     for mod_name, mod in list(_sys.modules.items()):
@@ -160,7 +164,12 @@ def _compile_all(rep, recorder, targets, failed, errors, launched_keys, to_jit) 
         facts = []
         for target in targets:
             rep.w.stage("compile", f"{spec.qualname} for {target.name} ({spec.describe()})")
-            result = compile_spec(to_jit(fn), spec, target)
+            try:
+                jit = to_jit(fn)
+            except Exception as e:  # the compiler's own decorator refuses it (a **kwargs parameter)
+                result = CompileResult(target.name, spec, False, error=e)
+            else:
+                result = compile_spec(jit, spec, target)
             rep.w.stat("compiles")
             if not result.ok:
                 failed.add(spec.qualname)
