@@ -158,6 +158,7 @@ def compile_stage(rep: Reporter, recorder: LaunchRecorder, targets: list[Target]
 
 
 def _compile_all(rep, recorder, targets, failed, errors, launched_keys, to_jit) -> None:
+    compiled: list[tuple[Spec, Target, CompileResult]] = []
     for spec in recorder.specs.values():
         fn = recorder.functions[spec.qualname]
         kernel = rep.kernel(spec.qualname)
@@ -176,8 +177,22 @@ def _compile_all(rep, recorder, targets, failed, errors, launched_keys, to_jit) 
                 _collect_error(rep, errors, kernel, spec, target, result)
                 continue
             facts.append(result.facts())
-            _judge_resources(rep, spec, target, result, from_config_only=spec.key() not in launched_keys)
+            compiled.append((spec, target, result))
         rep.w.kernel(spec.qualname.rsplit(".", 1)[-1], KernelFacts(compile=facts))
+    for spec, target, result in compiled:
+        # An autotune config the target cannot run is skipped there, when another config of the kernel fits: the
+        # one the CPU's autotuner picks (the first) included.
+        skipped = spec.qualname in recorder.autotuners and any(
+            s.qualname == spec.qualname and t is target and s.key() != spec.key() and _fits(r, t)
+            for s, t, r in compiled)
+        _judge_resources(rep, spec, target, result, from_config_only=spec.key() not in launched_keys or skipped)
+
+
+def _fits(r: CompileResult, target: Target) -> bool:
+    """The compiled kernel launches on the target: shared memory and registers per block within its limits."""
+    threads = r.spec.num_warps * target.warp_size
+    return r.shared <= target.max_shared_per_block and (r.registers is None
+                                                       or r.registers * threads <= target.registers_per_block)
 
 
 def _collect_error(rep, errors, kernel, spec: Spec, target: Target, result: CompileResult) -> None:
