@@ -27,7 +27,7 @@ from .autotune_configs import configs_prefix, verify_configs
 from .compare import Comparison, flatten_outputs, same_draws, same_finiteness
 from .guards import GuardRegions, MemoryGuard, poisoned_allocations
 from .interpreter import ops as interpreter_ops, ran_tf32_dot
-from .loader import IMPLEMENTATION, UserCodeError, deepest_line, raise_device_fault
+from .loader import IMPLEMENTATION, UserCodeError, deepest_line, raise_device_fault, resizes_out
 from .positions import api_note, readable
 from .probes import constant_rounding, no_grad_call, only_input, reference_spread, returning_line, rng_state
 from .rules import SENTINEL, Evidence, RuleFinding, describe_variant, judge, judge_random, same
@@ -305,8 +305,13 @@ class Verifier:
         try:
             torch.manual_seed(v.seed)
             rng = rng_state()
-            r = no_grad_call(ref, ref_inputs)
+            with resizes_out() as resized:
+                r = no_grad_call(ref, ref_inputs)
             draws = not p.random and rng_state() != rng
+            if resized:
+                self.skipped.append((v.name, f"the reference accepts {shapes} only by resizing a mis-sized out= "
+                                             "tensor, which PyTorch deprecates"))
+                return None
         except Exception as e:
             raise_device_fault(e)
             where = deepest_line(e, self.problem_reference_file())
