@@ -282,7 +282,9 @@ def _run_stages(job: CheckJob, w: Sink, rep: Reporter, recorder: LaunchRecorder,
     if interpreted:
         recorder.interpret_autotune_without_benchmarks()
         from .interpreter import count_ops, faithful_scalars, watch_dots
+        from .interpreter_gaps import close_gaps
         faithful_scalars()
+        close_gaps()
         count_ops()
         watch_dots()
     targets = parse_targets(job.targets)

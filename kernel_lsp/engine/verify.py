@@ -27,6 +27,7 @@ from .autotune_configs import configs_prefix, verify_configs
 from .compare import Comparison, flatten_outputs, same_draws, same_finiteness
 from .guards import GuardRegions, MemoryGuard, poisoned_allocations
 from .interpreter import ops as interpreter_ops, ran_tf32_dot
+from .interpreter_gaps import interpreter_limit
 from .loader import IMPLEMENTATION, UserCodeError, deepest_line, raise_device_fault, resizes_out
 from .positions import api_note, readable
 from .probes import constant_rounding, no_grad_call, only_input, reference_spread, returning_line, rng_state
@@ -86,6 +87,7 @@ class Verifier:
         self.outside: dict[str, str] = {}  # variant -> how its inputs leave that distribution
         self.probing = False  # re-runs that explain a finding (probes.py) show nothing live
         self.configs: dict[str, tuple[str, int, int, str]] = {}  # config variant -> (kernel, index, of, config)
+        self.limits: dict[str, list[str]] = {}  # the interpreter's limit -> the variants it stopped
 
     # Placement: the tl.store that wrote the bad element, else the launch site, else the kernel def.
     def launch_line(self) -> int | None:
@@ -382,6 +384,12 @@ class Verifier:
                 y1 = impl_call(impl, impl_inputs)
         except Exception as e:
             raise_device_fault(e)
+            self.collect_oob(v)  # accesses before the failure are findings of their own
+            limit = interpreter_limit(e) if self.interpreted else None
+            if limit is not None:  # the interpreter's gap, not the kernel's bug: reported once (interpreter_limits)
+                self.limits.setdefault(readable(limit), []).append(v.name)
+                self.row(v, shapes, "cpu-limit", None)
+                return None
             line = deepest_line(e, self.job.path)
             raised = f"{type(e).__name__}: {api_note(readable(str(e)))[:400]}"
             if v.kind == "layout":
@@ -574,6 +582,14 @@ class Verifier:
     def interpreter_limits(self) -> None:
         if not self.interpreted:
             return
+        judged = [r for r in self.state.rows if r.verdict not in ("raised", "cpu-limit")]
+        for limit, names in self.limits.items():
+            # Not the kernel's failure: a warning when it left nothing judged (as KL106), else a note.
+            self.rep.add("KL210", f"cannot be verified on the CPU: {limit}; Triton's interpreter stopped on "
+                         f"{len(names)} variant(s) ({', '.join(names[:4])}{', ...' if len(names) > 4 else ''}): "
+                         "verify it on a GPU (--device cuda or a runner)", self.rep.launch_span(self.recorder),
+                         source="kernel-lsp.verify", severity=Severity.INFO if judged else Severity.WARNING,
+                         variants=names)
         untrusted, verified = self.untrusted_kernels(), self.ran_kernels()
         for qual, fn, src, dtypes in self.launched_sources():
             span = self.rep.kernel_span(qual)
