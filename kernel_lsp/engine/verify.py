@@ -24,6 +24,7 @@ from typing import Any
 
 from ..model import KernelFacts, Severity, SkippedVariant, Span, VariantRow, Verification
 from .autotune_configs import configs_prefix, verify_configs
+from .blocks import block_variants
 from .compare import Comparison, flatten_outputs, same_draws, same_finiteness
 from .guards import GuardRegions, MemoryGuard, poisoned_allocations
 from .interpreter import ops as interpreter_ops, ran_tf32_dot
@@ -155,6 +156,8 @@ class Verifier:
                 variants[i + 1:] = self.adapt_sizes(variants[i + 1:], measure, per_run)
                 adaptations += 1
         self.run_aligned(measure)
+        self.rep.w.stage("verify", "planning sizes past the kernels' block constants")
+        self.run_extra(block_variants(self, variants, measure))
         verify_configs(self, variants)
         self.report(time.monotonic() - start)
 
@@ -180,6 +183,15 @@ class Verifier:
             self.run_variant(v)
         except UserCodeError as e:
             self.skipped.append((v.name, str(e)))
+
+    def run_extra(self, extra: list[Variant]) -> None:
+        """Variants planned from what the others showed (blocks.py), run after them."""
+        for v in extra:
+            self.rep.w.stage("verify", f"variant {v.name}: {v.description}")
+            try:
+                self.run_variant(v)
+            except UserCodeError as e:
+                self.skipped.append((v.name, str(e)))
 
     def adapt_sizes(self, rest: list[Variant], measure, ops_per_run: int) -> list[Variant]:
         """The interpreter's cost grows with the operations it runs (programs times their work), not with
