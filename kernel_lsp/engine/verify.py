@@ -35,7 +35,7 @@ from .probes import constant_rounding, no_grad_call, only_input, reference_sprea
 from .rules import SENTINEL, Evidence, RuleFinding, describe_variant, judge, judge_random, same
 from .shapes import describe_init, int_floor, size_plan
 from .variants import (CPU_ELEMENT_BUDGET, Variant, absolute, aligned_knobs, base_knobs, clone_inputs,
-                       describe_inputs, input_dtype, outside_profile, plan, shrink_knobs, sign_profile,
+                       describe_inputs, has_integers, input_dtype, outside_profile, plan, shrink_knobs, sign_profile,
                        special_values, upcast)
 
 # Interpreter operations (interpreter.py counts them) one variant should take, about a second here. Operations,
@@ -310,6 +310,8 @@ class Verifier:
                 self.outside[v.name] = ood
         if v.name == "transposed" and not any(isinstance(x, torch.Tensor) and x.dim() >= 2 for x in inputs):
             return None  # for 1-D inputs this is the same as the strided variant
+        if v.name.startswith("int-") and not has_integers(inputs):
+            return None  # no integer input: the same as seed-1
         shapes = describe_inputs(inputs) + describe_init(p.init(v.knobs, v.setting), v.setting)
         ref_inputs = clone_inputs(inputs)
 
@@ -328,6 +330,8 @@ class Verifier:
                 return None
         except Exception as e:
             raise_device_fault(e)
+            if v.name.startswith("int-"):
+                return None  # integers the reference has no use for (negative indices, labels): nothing to say
             where = deepest_line(e, self.problem_reference_file())
             at = f" (at {os.path.basename(self.problem_reference_file())}:{where + 1})" if where is not None else ""
             self.skipped.append((v.name, f"the reference rejects {shapes}: {type(e).__name__}: "
