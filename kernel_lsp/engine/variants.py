@@ -59,6 +59,27 @@ def scaled(factor_by_dtype: dict[str, float]) -> Callable[[list], list]:
                                                         * factor_by_dtype.get(str(x.dtype), 1.0)).to(x.dtype))
 
 
+def keep_signs(transform: Callable[[list], list], profile: list | None) -> Callable[[list], list]:
+    """A magnitude variant (large, tiny) that keeps each float input's sign where the problem always gives it one
+    (sign_profile): its point is the magnitudes, and a precision lost on a whole range the problem draws from (small
+    positive inputs of a log1p) is then an error, not a note about the distribution. The `signed` and
+    `heavy-tailed` variants still leave the problem's signs (cancellation between outliers of both signs is theirs
+    to show)."""
+    import torch
+
+    def apply(inputs: list) -> list:
+        out = transform(inputs)
+        for i, (x, sign) in enumerate(zip(out, profile or [])):
+            if sign is None or not isinstance(x, torch.Tensor) or not x.is_floating_point():
+                continue
+            a = x.abs()
+            if sign == "positive":
+                a = torch.where(a == 0, torch.finfo(x.dtype).tiny, a).to(x.dtype)
+            out[i] = a if sign in ("positive", "nonnegative") else -a
+        return out
+    return apply
+
+
 GRID_LEVELS = 254  # multiples of a power of two q up to 254 q: absmax / 127 is then exactly 2 q
 
 

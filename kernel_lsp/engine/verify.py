@@ -35,8 +35,8 @@ from .probes import constant_rounding, no_grad_call, only_input, reference_sprea
 from .rules import SENTINEL, Evidence, RuleFinding, describe_variant, judge, judge_random, same
 from .shapes import describe_init, int_floor, size_plan
 from .variants import (CPU_ELEMENT_BUDGET, Variant, absolute, aligned_knobs, base_knobs, clone_inputs,
-                       describe_inputs, has_integers, input_dtype, outside_profile, plan, shrink_knobs, sign_profile,
-                       special_values, upcast)
+                       describe_inputs, has_integers, input_dtype, keep_signs, outside_profile, plan, shrink_knobs,
+                       sign_profile, special_values, upcast)
 
 # Interpreter operations (interpreter.py counts them) one variant should take, about a second here. Operations,
 # not time: a verdict must not depend on the machine's speed or load (CPU time once shrank a reduction under load
@@ -134,6 +134,8 @@ class Verifier:
         for v in variants:
             if v.name == "special":
                 v.transform = functools.partial(special_values, profile=self.profile)
+            elif v.name in ("large", "tiny"):
+                v.transform = keep_signs(v.transform, self.profile)
         start = time.monotonic()
         adaptations = 0
         for i, v in enumerate(variants):

@@ -56,3 +56,16 @@ def test_integer_inputs_get_both_signs_zero_and_the_dtypes_limits():
         assert bool((extremes == value).any()), value
     assert outside_profile(signed, sign_profile(own)) == ("input 0 has negative values, the problem's are never "
                                                           "negative")
+
+
+def test_magnitude_variants_keep_the_signs_the_problem_gives():
+    """Tiny and large values of an always-positive input stay positive: precision lost on small positive inputs
+    (log1p as log(1 + x)) is then judged as an error inside the problem's distribution, not only as a warning about
+    negative values the problem never draws (issue 30 item 8)."""
+    from kernel_lsp.engine.variants import TINY, keep_signs, outside_profile, scaled, sign_profile
+    torch.manual_seed(0)
+    own = [torch.rand(64, 64) + 1e-3, torch.randn(64)]
+    profile = sign_profile(own)
+    tiny = keep_signs(scaled(TINY), profile)(own)
+    assert bool((tiny[0] > 0).all()) and float(tiny[0].abs().max()) < 1e-2 and bool((tiny[1] < 0).any())
+    assert outside_profile(tiny, profile) is None
