@@ -295,6 +295,8 @@ def plan(knobs: dict[str, int], base: dict[str, int], measure: Callable[[dict[st
         Variant("signed", "values", 3, base, signed, "signed normal values", at),
         Variant("grid", "values", 13, base, dyadic_grid, "values on a coarse dyadic grid: exact ties, zeros and "
                 "repeats", at),
+        Variant("ties", "values", 16, base, None, "rounding ties where the reference rounds (its scale made a power "
+                "of two)", at),
         Variant("heavy-tailed", "values", 4, base, heavy_tailed, "Student-t (2 d.o.f.) values", at),
         Variant("large", "values", 5, base, scaled(LARGE), "large magnitudes", at),
         Variant("tiny", "values", 6, base, scaled(TINY), "tiny magnitudes", at),

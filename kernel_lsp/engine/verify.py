@@ -34,6 +34,7 @@ from .positions import api_note, readable
 from .probes import constant_rounding, no_grad_call, only_input, reference_spread, returning_line, rng_state
 from .rules import SENTINEL, Evidence, RuleFinding, describe_variant, judge, judge_random, same
 from .shapes import describe_init, int_floor, size_plan
+from .ties import NotApplicable, tie_inputs
 from .variants import (CPU_ELEMENT_BUDGET, Variant, absolute, aligned_knobs, base_knobs, clone_inputs,
                        describe_inputs, has_integers, input_dtype, keep_signs, outside_profile, plan, shrink_knobs,
                        sign_profile, special_values, upcast)
@@ -136,6 +137,8 @@ class Verifier:
                 v.transform = functools.partial(special_values, profile=self.profile)
             elif v.name in ("large", "tiny"):
                 v.transform = keep_signs(v.transform, self.profile)
+            elif v.name == "ties":
+                v.transform = functools.partial(self.ties, v)
         start = time.monotonic()
         adaptations = 0
         for i, v in enumerate(variants):
@@ -162,6 +165,13 @@ class Verifier:
         self.run_extra(block_variants(self, variants, measure))
         verify_configs(self, variants)
         self.report(time.monotonic() - start)
+
+    def ties(self, v: Variant, inputs: list) -> list:
+        """The ties variant's inputs (ties.py); NotApplicable for a random op or a reference that does not round."""
+        if self.problem.random:
+            raise NotApplicable
+        ref, _ = self.problem.callables(v.knobs, v.setting)
+        return tie_inputs(ref, self.problem.float64(ref), inputs)
 
     def run_aligned(self, measure) -> None:
         """On the CPU, when the problem's own inputs launched a kernel that no variant ran (the shrunk, odd sizes
@@ -302,6 +312,8 @@ class Verifier:
             if v.transform is not None:
                 torch.manual_seed(v.seed)
                 inputs = v.transform(inputs)
+        except NotApplicable:
+            return None
         except Exception as e:
             raise_device_fault(e)
             self.skipped.append((v.name, f"the input factory rejects these sizes ({type(e).__name__})"))
