@@ -53,14 +53,14 @@ class Evidence:
     # appended after the returned outputs in `outputs`, `rerun`, `reference`, `truth` and `abs_terms`)
     spread: list | None = None  # no float64 truth: per output, how far the reference moves under 1-ulp inputs
     terms: list | None = None  # per output, input elements per output element (a reduction's length)
-    constants: list | None = None  # per output, how far the truth moves with its float constants in fp32
+    constants: list | None = None  # per output, how far the truth moves, per element, with its float constants in fp32
     inputs_before: list = field(default_factory=list)  # the inputs as drawn (before any call)
 
     def budget_args(self, j: int) -> dict:
         """compare_tensor's extra arguments for output j."""
         return {"spread": self.spread[j] if self.spread and j < len(self.spread) else None,
                 "terms": self.terms[j] if self.terms and j < len(self.terms) else 1.0,
-                "constants": (self.constants[j] or 0.0) if self.constants and j < len(self.constants) else 0.0}
+                "constants": self.constants[j] if self.constants and j < len(self.constants) else None}
 
     def name(self, j: int) -> str:
         """How a message names output j: a returned output, or an input the reference updates in place."""

@@ -367,8 +367,9 @@ class Verifier:
             truth, truth_dtype, truth_inputs = r, str(input_dtype(inputs)), ref_inputs
         spread = reference_spread(ref, inputs, r_flat, updated, call) if truth_dtype != "float64" else None
         t_flat = flatten_outputs(truth) + [truth_inputs[i] for i in updated]
+        # The allowance for float constants is for kernels that receive them as fp32 scalars, and only for them.
         constants = (constant_rounding(self.problem.float64(ref), upcast(clone_inputs(inputs)), t_flat, updated,
-                                       call) if truth_dtype == "float64" else None)
+                                       call) if truth_dtype == "float64" and self.takes_float_scalars() else None)
         fed = sum(x.numel() for x in inputs if isinstance(x, torch.Tensor) and x.is_floating_point())
         terms = [fed / out.numel() if isinstance(out, torch.Tensor) and out.numel() else 1.0 for out in r_flat]
         abs_inputs = absolute(upcast(clone_inputs(inputs)))
@@ -577,6 +578,12 @@ class Verifier:
                                    dict(self.base), self.guard.available, round(self.first_cpu_seconds, 3),
                                    self.first_ops)
             self.rep.w.kernel(name, KernelFacts(verification=summary))
+
+    def takes_float_scalars(self) -> bool:
+        """Some launched kernel takes a float scalar argument (an fp32 in its signature), the way a Python float
+        reaches a compiled kernel."""
+        return any(t == "fp32" for launch in self.recorder.launches
+                   for t in _flat_types(launch.spec.signature.values()))
 
     def ran_kernels(self) -> set[str]:
         """The names of the kernels launched on some variant so far."""
