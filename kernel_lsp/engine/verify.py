@@ -90,6 +90,7 @@ class Verifier:
         self.probing = False  # re-runs that explain a finding (probes.py) show nothing live
         self.configs: dict[str, tuple[str, int, int, str]] = {}  # config variant -> (kernel, index, of, config)
         self.limits: dict[str, list[str]] = {}  # the interpreter's limit -> the variants it stopped
+        self.fresh_draws: bool | None = None  # random ops: the reference draws new numbers on every call
 
     # Placement: the tl.store that wrote the bad element, else the launch site, else the kernel def.
     def launch_line(self) -> int | None:
@@ -351,6 +352,13 @@ class Verifier:
             self.skipped.append((v.name, f"the reference rejects {shapes}: {type(e).__name__}: "
                                          f"{readable(str(e))[:200]}{at}"))
             return None
+        if p.random and self.fresh_draws is None:
+            # Called again without a new seed: a reference with no seed among its inputs draws new numbers.
+            try:
+                again = flatten_outputs(no_grad_call(ref, clone_inputs(inputs)))
+                self.fresh_draws = not all(same(a, b) for a, b in zip(flatten_outputs(r), again))
+            except Exception as e:
+                raise_device_fault(e)
         # Inputs the reference updates in place (an optimizer step, `out=`, running statistics) are outputs too.
         updated = [i for i, (a, b) in enumerate(zip(inputs, ref_inputs)) if isinstance(a, torch.Tensor) and not same(a, b)]
         truth_inputs = upcast(clone_inputs(inputs))
@@ -467,7 +475,8 @@ class Verifier:
             sample_message = p.sample_check(inputs, y1_flat[0] if len(y1_flat) == 1 else y1_flat)
         return Evidence(v.name, v.kind, v.description, shapes, y1_flat, y2_flat, r_flat, t_flat, a_flat, truth_dtype,
                         launches, impl_inputs, ref_inputs, self.state.outputs, untrusted,
-                        sample_message, result_line, updated, spread, terms, constants, inputs)
+                        sample_message, result_line, updated, spread, terms, constants, inputs,
+                        bool(self.fresh_draws))
 
     def place(self, f: RuleFinding, e: Evidence) -> int | None:
         """The line a rule's finding belongs on: the store that wrote the bad element, else the launch site."""
