@@ -10,8 +10,8 @@ other size small: a knob, or for a problem without knobs a group of equal sizes 
 
 Block constants are the power-of-two int constexprs that kept one value on every launch of a kernel whatever the
 sizes; a BLOCK = next_power_of_2(n) follows the size, and no loop walks it. A candidate is kept when the reference
-accepts it (on the meta device), its inputs stay within the element limit, and a dry run of the implementation
-(launches recorded, not executed) counts at most MAX_PROGRAMS programs per call.
+accepts it (on the meta device), its inputs stay within the element limit, and (on the CPU) a dry run of the
+implementation (launches recorded, not executed) counts at most MAX_PROGRAMS programs per call.
 """
 
 from __future__ import annotations
@@ -132,7 +132,10 @@ def _literal_plans(problem, base: dict, blocks: dict[int, list[str]], done: list
 
 def programs(verifier, v: Variant) -> int | None:
     """Programs one call of the implementation launches at this variant's sizes, from a dry run (launches recorded,
-    not executed, then forgotten); None where that cannot be told (a grid not readable, a glue that fails dry)."""
+    not executed, then forgotten); None where that cannot be told (a grid not readable, a glue that fails dry), and
+    on a GPU, where programs cost little and an autotuner would time a dry launch and keep its pick."""
+    if not verifier.interpreted:
+        return None
     p, recorder = verifier.problem, verifier.recorder
     mark, count = len(recorder.launches), recorder.count
     recorder.dry = True
