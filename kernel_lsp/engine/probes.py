@@ -67,8 +67,8 @@ def reference_spread(ref, inputs: list, r_flat: list, updated: list[int], call: 
             if not (isinstance(x, torch.Tensor) and x.is_floating_point()):
                 return x
             u = UNIT_ROUNDOFF.get(str(x.dtype), 2.0**-24)
-            sign = torch.randint(0, 2, x.shape, generator=gen).to(x.device) * 2 - 1
-            return (x.double() * (1 + 2 * u * sign)).to(x.dtype)
+            sign = (torch.randint(0, 2, x.shape, generator=gen) * 2 - 1).to(x.device, torch.float64)
+            return (x.double() * (1 + 2 * u * sign)).to(x.dtype)  # in float64: a float64 input moves too
         moved = [nudge(x) for x in clone_inputs(inputs)]
         try:
             r2 = flatten_outputs(call(ref, moved)) + [moved[i] for i in updated]

@@ -373,13 +373,24 @@ class Verifier:
         except Exception as e:
             raise_device_fault(e)
             truth, truth_dtype, truth_inputs = r, str(input_dtype(inputs)), ref_inputs
-        spread = reference_spread(ref, inputs, r_flat, updated, call) if truth_dtype != "float64" else None
+        # A float64 problem's reference is its own float64 truth, so PyTorch's own error there is 0 by construction:
+        # as without a float64 truth, how far it moves when its inputs move by one ulp stands in for it.
+        floats = [o for o in r_flat if isinstance(o, torch.Tensor) and o.is_floating_point()]
+        own_truth = bool(floats) and all(o.dtype == torch.float64 for o in floats)
+        spread = (reference_spread(ref, inputs, r_flat, updated, call) if truth_dtype != "float64" or own_truth
+                  else None)
         t_flat = flatten_outputs(truth) + [truth_inputs[i] for i in updated]
         # The allowance for float constants is for kernels that receive them as fp32 scalars, and only for them.
         constants = (constant_rounding(self.problem.float64(ref), upcast(clone_inputs(inputs)), t_flat, updated,
                                        call) if truth_dtype == "float64" and self.takes_float_scalars() else None)
         fed = sum(x.numel() for x in inputs if isinstance(x, torch.Tensor) and x.is_floating_point())
         terms = [fed / out.numel() if isinstance(out, torch.Tensor) and out.numel() else 1.0 for out in r_flat]
+        # A float64 output's floor has float64's roundoff (compare.py), where fed / out undercounts a reduction that
+        # feeds every element (a softmax's row sum): its length is taken as the longest input dimension there.
+        longest = max((max(x.shape) for x in inputs if isinstance(x, torch.Tensor) and x.is_floating_point()
+                       and x.dim()), default=1)
+        terms = [max(n, longest) if getattr(out, "dtype", None) == torch.float64 else n
+                 for n, out in zip(terms, r_flat)]
         abs_inputs = absolute(upcast(clone_inputs(inputs)))
         try:  # the reference on absolute values: the accumulation floor of the budget (compare.py)
             a_flat = flatten_outputs(call(self.problem.float64(ref, absolute=True), abs_inputs))

@@ -122,3 +122,12 @@ def test_compare_adds_the_constants_allowance_per_element_once():
     y[1] += 2e-7  # 2e-4 relative on a small element: well within 3 x the largest move, far beyond its own
     c = compare_tensor(y.float(), t.float(), t, constants=moved)
     assert not c.ok and c.worst_index == (1,) and "float constants rounded to fp32" in c.message
+
+
+def test_compare_a_float64_reference_moves_when_its_inputs_move_by_one_ulp():
+    """The spread that stands in for PyTorch's own error where it is 0 by construction (a float64 problem's
+    reference is its own truth): the one-ulp nudge was computed in float32, so float64 inputs never moved."""
+    from kernel_lsp.engine.probes import reference_spread
+    x = torch.randn(32, 200, dtype=torch.float64, generator=torch.Generator().manual_seed(2))
+    (spread,) = reference_spread(lambda x: torch.softmax(x, dim=-1), [x], [torch.softmax(x, dim=-1)], [])
+    assert 0 < spread < 1e-14
