@@ -40,8 +40,8 @@ def fixed_blocks(launches) -> dict[int, list[str]]:
         for name, value in launch.spec.constexprs.items():
             seen.setdefault((launch.spec.name, name), set()).add(value)
     out: dict[int, list[str]] = {}
-    for (kernel, name), values in seen.items():
-        (value,) = values if len(values) == 1 else (None,)
+    for (_, name), values in seen.items():
+        value = next(iter(values)) if len(values) == 1 else None
         if type(value) is int and value >= 2 and value & (value - 1) == 0:
             out.setdefault(value, []).append(name)
     return dict(sorted(out.items(), reverse=True))
