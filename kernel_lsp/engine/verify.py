@@ -201,10 +201,13 @@ class Verifier:
         """Variants planned from what the others showed (blocks.py), run after them."""
         for v in extra:
             self.rep.w.stage("verify", f"variant {v.name}: {v.description}")
+            t0, rows = time.monotonic(), len(self.state.rows)
             try:
                 self.run_variant(v)
             except UserCodeError as e:
                 self.skipped.append((v.name, str(e)))
+            if len(self.state.rows) > rows:
+                self.state.rows[-1].seconds = round(time.monotonic() - t0, 4)
 
     def adapt_sizes(self, rest: list[Variant], measure, ops_per_run: int) -> list[Variant]:
         """The interpreter's cost grows with the operations it runs (programs times their work), not with
