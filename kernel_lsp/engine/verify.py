@@ -143,15 +143,8 @@ class Verifier:
         start = time.monotonic()
         adaptations = 0
         for i, v in enumerate(variants):
-            t0, cpu0, ops0, runs0 = time.monotonic(), time.process_time(), interpreter_ops(), self.impl_runs
-            rows = len(self.state.rows)
-            self.rep.w.stage("verify", f"variant {v.name}: {v.description}")
-            try:
-                self.run_variant(v)
-            except UserCodeError as e:
-                self.skipped.append((v.name, str(e)))
-            if len(self.state.rows) > rows:
-                self.state.rows[-1].seconds = round(time.monotonic() - t0, 4)
+            cpu0, ops0, runs0 = time.process_time(), interpreter_ops(), self.impl_runs
+            self.run_one(v)
             per_run = (interpreter_ops() - ops0) // max(1, self.impl_runs - runs0)
             if i == 0:
                 self.first_cpu_seconds, self.first_ops = time.process_time() - cpu0, per_run
@@ -163,7 +156,8 @@ class Verifier:
                 adaptations += 1
         self.run_aligned(measure)
         self.rep.w.stage("verify", "planning sizes past the kernels' block constants")
-        self.run_extra(block_variants(self, variants, measure))
+        for v in block_variants(self, variants, measure):
+            self.run_one(v)
         verify_configs(self, variants)
         self.report(time.monotonic() - start)
 
@@ -189,25 +183,19 @@ class Verifier:
         setting = {} if knobs else self.sizes.aligned  # sizes read from the inputs, for literal sizes
         if not knobs and not setting:
             return
-        v = Variant("aligned-size", "size", 40, knobs or self.base, None, "sizes rounded to multiples of a power "
-                    "of two the problem's own sizes share (the path aligned sizes take)", setting)
+        self.run_one(Variant("aligned-size", "size", 40, knobs or self.base, None, "sizes rounded to multiples of a "
+                             "power of two the problem's own sizes share (the path aligned sizes take)", setting))
+
+    def run_one(self, v: Variant) -> None:
+        """Run one variant: its stage event, the reason it was skipped, and its row's seconds."""
+        t0, rows = time.monotonic(), len(self.state.rows)
         self.rep.w.stage("verify", f"variant {v.name}: {v.description}")
         try:
             self.run_variant(v)
         except UserCodeError as e:
             self.skipped.append((v.name, str(e)))
-
-    def run_extra(self, extra: list[Variant]) -> None:
-        """Variants planned from what the others showed (blocks.py), run after them."""
-        for v in extra:
-            self.rep.w.stage("verify", f"variant {v.name}: {v.description}")
-            t0, rows = time.monotonic(), len(self.state.rows)
-            try:
-                self.run_variant(v)
-            except UserCodeError as e:
-                self.skipped.append((v.name, str(e)))
-            if len(self.state.rows) > rows:
-                self.state.rows[-1].seconds = round(time.monotonic() - t0, 4)
+        if len(self.state.rows) > rows:
+            self.state.rows[-1].seconds = round(time.monotonic() - t0, 4)
 
     def adapt_sizes(self, rest: list[Variant], measure, ops_per_run: int) -> list[Variant]:
         """The interpreter's cost grows with the operations it runs (programs times their work), not with
