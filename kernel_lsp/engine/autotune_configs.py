@@ -6,7 +6,6 @@ runs are named `config-N` and `config-N-odd`."""
 from __future__ import annotations
 
 from .capture import describe_config
-from .loader import UserCodeError
 from .variants import Variant
 
 MAX_CONFIGS = 16  # autotune configs verified per kernel (the first ones of a longer list)
@@ -40,10 +39,6 @@ def verify_configs(verifier, variants: list[Variant]) -> None:
                                 None, f"autotune config {i + 1} of {len(configs)} of {name}, {b.description}",
                                 b.setting)
                     verifier.configs[v.name] = (name, i, len(configs), describe_config(config))
-                    verifier.rep.w.stage("verify", f"variant {v.name}: {v.description}")
-                    try:
-                        verifier.run_variant(v)
-                    except UserCodeError as e:
-                        verifier.skipped.append((v.name, str(e)))
+                    verifier.run_one(v)
             finally:
                 verifier.recorder.forced = {}

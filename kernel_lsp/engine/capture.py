@@ -45,6 +45,7 @@ class Spec:
 class Launch:
     fn: Callable  # the undecorated Python function
     spec: Spec
+    programs: int | None = None  # the grid's size (programs launched); None where the grid could not be read
 
 
 @dataclass
@@ -138,12 +139,12 @@ class LaunchRecorder:
         self.functions[qual] = fn
         self.current = qual
         try:
-            spec, tensors = build_spec(fn, qual, args, kwargs)
+            spec, tensors, bound = build_spec(fn, qual, args, kwargs, with_arguments=True)
         except Exception:
             if self.dry:
                 raise  # nothing executes a dry launch, so nothing else would say its arguments are wrong
             return  # a bad launch: Triton itself raises for it next
-        launch = Launch(fn, spec)
+        launch = Launch(fn, spec, grid_programs(kwargs.get("grid"), bound))
         self.launches.append(launch)
         self.specs.setdefault(spec.key(), spec)
         for config in getattr(self._local, "configs", []) or []:
@@ -249,7 +250,22 @@ def _type_and_attrs(value: Any) -> tuple[str, list]:
     return ty, attrs
 
 
-def build_spec(fn: Callable, qualname: str, args: tuple, kwargs: dict) -> tuple[Spec, list]:
+def grid_programs(grid: Any, arguments: dict) -> int | None:
+    """How many programs a launch runs: the product of its grid (a callable grid is given the launch's arguments by
+    name, as the JIT gives them); None where the grid cannot be read."""
+    try:
+        if callable(grid):
+            grid = grid(dict(arguments))
+        n = 1
+        for g in tuple(grid):
+            n *= int(g)
+        return n
+    except Exception:
+        return None
+
+
+def build_spec(fn: Callable, qualname: str, args: tuple, kwargs: dict, with_arguments: bool = False) -> tuple:
+    """The launch's Spec and the tensors passed to it (and, `with_arguments`, every argument by name)."""
     import torch
     sig = inspect.signature(fn)
     params = {k: v for k, v in kwargs.items() if k not in LAUNCH_OPTIONS}
@@ -257,6 +273,8 @@ def build_spec(fn: Callable, qualname: str, args: tuple, kwargs: dict) -> tuple[
     bound.apply_defaults()
     signature, constexprs, attrs, tensors = {}, {}, {}, []
     for name, p in sig.parameters.items():
+        if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+            continue  # no kernel parameter (the compiler refuses such a kernel: its compile says so)
         value = bound.arguments.get(name)
         if hasattr(value, "value") and type(value).__name__ == "constexpr":
             value = value.value
@@ -276,6 +294,8 @@ def build_spec(fn: Callable, qualname: str, args: tuple, kwargs: dict) -> tuple[
                 attrs[name] = a
     spec = Spec(qualname, fn.__name__, signature, constexprs, attrs,
                 num_warps=int(kwargs.get("num_warps") or 4), num_stages=int(kwargs.get("num_stages") or 3))
+    if with_arguments:
+        return spec, tensors, {**bound.arguments, **{k: v for k, v in kwargs.items() if k not in bound.arguments}}
     return spec, tensors
 
 

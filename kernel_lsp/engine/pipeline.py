@@ -117,8 +117,12 @@ def compile_mode(functions: list[Any]):
         seen.add(id(namespace))
         for name, value in list(namespace.items()):
             if isinstance(value, InterpretedFunction):
+                try:
+                    jit = jit_of(value)
+                except Exception:
+                    continue  # not a valid @triton.jit function (**kwargs): its own compile reports why (KL100)
                 swapped.append((namespace, name, value))
-                namespace[name] = jit_of(value)
+                namespace[name] = jit
                 visit(getattr(value.fn, "__globals__", None))
 
     for mod_name, mod in list(_sys.modules.items()):
@@ -155,21 +159,41 @@ def compile_stage(rep: Reporter, recorder: LaunchRecorder, targets: list[Target]
 
 
 def _compile_all(rep, recorder, targets, failed, errors, launched_keys, to_jit) -> None:
+    compiled: list[tuple[Spec, Target, CompileResult]] = []
     for spec in recorder.specs.values():
         fn = recorder.functions[spec.qualname]
         kernel = rep.kernel(spec.qualname)
         facts = []
         for target in targets:
             rep.w.stage("compile", f"{spec.qualname} for {target.name} ({spec.describe()})")
-            result = compile_spec(to_jit(fn), spec, target)
+            try:
+                jit = to_jit(fn)
+            except Exception as e:  # the compiler's own decorator refuses it (a **kwargs parameter)
+                result = CompileResult(target.name, spec, False, error=e)
+            else:
+                result = compile_spec(jit, spec, target)
             rep.w.stat("compiles")
             if not result.ok:
                 failed.add(spec.qualname)
                 _collect_error(rep, errors, kernel, spec, target, result)
                 continue
             facts.append(result.facts())
-            _judge_resources(rep, spec, target, result, from_config_only=spec.key() not in launched_keys)
+            compiled.append((spec, target, result))
         rep.w.kernel(spec.qualname.rsplit(".", 1)[-1], KernelFacts(compile=facts))
+    for spec, target, result in compiled:
+        # An autotune config the target cannot run is skipped there, when another config of the kernel fits: the
+        # one the CPU's autotuner picks (the first) included.
+        skipped = spec.qualname in recorder.autotuners and any(
+            s.qualname == spec.qualname and t is target and s.key() != spec.key() and _fits(r, t)
+            for s, t, r in compiled)
+        _judge_resources(rep, spec, target, result, from_config_only=spec.key() not in launched_keys or skipped)
+
+
+def _fits(r: CompileResult, target: Target) -> bool:
+    """The compiled kernel launches on the target: shared memory and registers per block within its limits."""
+    threads = r.spec.num_warps * target.warp_size
+    return r.shared <= target.max_shared_per_block and (r.registers is None
+                                                       or r.registers * threads <= target.registers_per_block)
 
 
 def _collect_error(rep, errors, kernel, spec: Spec, target: Target, result: CompileResult) -> None:
@@ -259,7 +283,9 @@ def _run_stages(job: CheckJob, w: Sink, rep: Reporter, recorder: LaunchRecorder,
     if interpreted:
         recorder.interpret_autotune_without_benchmarks()
         from .interpreter import count_ops, faithful_scalars, watch_dots
+        from .interpreter_gaps import close_gaps
         faithful_scalars()
+        close_gaps()
         count_ops()
         watch_dots()
     targets = parse_targets(job.targets)

@@ -69,8 +69,8 @@ def reference_spread(ref, inputs: list, r_flat: list, updated: list[int], call: 
             if not (isinstance(x, torch.Tensor) and x.is_floating_point()):
                 return x
             u = UNIT_ROUNDOFF.get(str(x.dtype), 2.0**-24)
-            sign = torch.randint(0, 2, x.shape, generator=gen).to(x.device) * 2 - 1
-            return (x.double() * (1 + 2 * u * sign)).to(x.dtype)
+            sign = (torch.randint(0, 2, x.shape, generator=gen) * 2 - 1).to(x.device, torch.float64)
+            return (x.double() * (1 + 2 * u * sign)).to(x.dtype)  # in float64: a float64 input moves too
         moved = [nudge(x) for x in clone_inputs(inputs)]
         try:
             r2 = flatten_outputs(call(ref, moved)) + [moved[i] for i in updated]
@@ -95,12 +95,18 @@ def only_input(transform: Callable[[list], list], index: int) -> Callable[[list]
     return apply
 
 
+MAX_CONSTANTS = 8  # float constants whose effects are measured one by one (beyond: all moved together)
+
+
 def constant_rounding(float64_ref, inputs64: list, truth_flat: list, updated: list[int],
                       call: Callable = no_grad_call) -> list | None:
-    """Per output, how far the float64 reference moves when its float constants (a Model's float attributes,
-    the module-level floats its code reads: `beta2 = 0.999`, `eps = 1e-5`) are rounded to fp32, as a compiled
-    kernel receives them. `1 - beta2` is then 1.3e-5 off relative, in the reference as in any kernel given
-    beta2; PyTorch's float32 optimizers make the same rounding. None when there is no such constant."""
+    """Per output and element, how far the float64 reference can move when its float constants (a Model's float
+    attributes, the module-level floats its code reads: `beta2 = 0.999`, `eps = 1e-5`) are rounded to fp32, as a
+    compiled kernel receives them. `1 - beta2` is then 1.3e-5 off relative, in the reference as in any kernel given
+    beta2; PyTorch's float32 optimizers make the same rounding. Each constant is moved by fp32's unit roundoff
+    (relative 2^-24, the most one rounding moves it or any value proportional to it, such as 1 / c) and the moves
+    of the output are summed: a bound for kernels given the constant, or a multiple of it, as an fp32 scalar. None
+    when there is no such constant (one that fp32 holds exactly is passed exactly)."""
     import numpy as np
     import torch
     targets: list[tuple[dict, str, float]] = []
@@ -123,25 +129,25 @@ def constant_rounding(float64_ref, inputs64: list, truth_flat: list, updated: li
             consider(space, name)
     if not targets:
         return None
-    moved = clone_inputs(inputs64)
-    for space, name, v in targets:
-        space[name] = float(np.float32(v))
-    try:
-        out = flatten_outputs(call(float64_ref, moved)) + [moved[i] for i in updated]
-    except Exception as e:
-        raise_device_fault(e)
-        return None
-    finally:
-        for space, name, v in targets:
-            space[name] = v
-    result: list = []
-    for a, t in zip(out, truth_flat):
-        if isinstance(a, torch.Tensor) and isinstance(t, torch.Tensor) and a.shape == t.shape and a.is_floating_point():
-            d = (a.double() - t.double()).abs()
-            d = d[torch.isfinite(d)]
-            result.append(float(d.max()) if d.numel() else 0.0)
-        else:
-            result.append(None)
+    groups = [[t] for t in targets] if len(targets) <= MAX_CONSTANTS else [targets]
+    result: list = [None] * len(truth_flat)
+    for group in groups:
+        moved = clone_inputs(inputs64)
+        for space, name, v in group:
+            space[name] = v * (1 + 2.0**-24)
+        try:
+            out = flatten_outputs(call(float64_ref, moved)) + [moved[i] for i in updated]
+        except Exception as e:
+            raise_device_fault(e)
+            return None
+        finally:
+            for space, name, v in group:
+                space[name] = v
+        for j, (a, t) in enumerate(zip(out, truth_flat)):
+            if isinstance(a, torch.Tensor) and isinstance(t, torch.Tensor) and a.shape == t.shape \
+                    and a.is_floating_point():
+                d = torch.nan_to_num((a.double() - t.double()).abs(), nan=0.0, posinf=0.0)
+                result[j] = d if result[j] is None else result[j] + d
     return result
 
 

@@ -12,8 +12,9 @@ The rules, in the order `judge` applies them:
 - KL206 a wrong output identical to an earlier call's output on other inputs (a cached result);
 - KL207 a second run on the same inputs that leaves the budget where the first stayed inside (a race);
 - KL205 no kernel launched while producing the result.
-Random ops are judged by `judge_random` instead: repeatability, distribution (Kolmogorov-Smirnov) and the
-reference's per-sample invariant.
+Random ops are judged by `judge_random` instead: repeatability for a fixed seed, or, where the reference draws new
+numbers on every call, draws that change between calls; distribution (Kolmogorov-Smirnov) and the reference's
+per-sample invariant.
 """
 
 from __future__ import annotations
@@ -53,14 +54,15 @@ class Evidence:
     # appended after the returned outputs in `outputs`, `rerun`, `reference`, `truth` and `abs_terms`)
     spread: list | None = None  # no float64 truth: per output, how far the reference moves under 1-ulp inputs
     terms: list | None = None  # per output, input elements per output element (a reduction's length)
-    constants: list | None = None  # per output, how far the truth moves with its float constants in fp32
+    constants: list | None = None  # per output, how far the truth moves, per element, with its float constants in fp32
     inputs_before: list = field(default_factory=list)  # the inputs as drawn (before any call)
+    fresh_draws: bool = False  # random ops: the reference draws new numbers on every call (no seed among its inputs)
 
     def budget_args(self, j: int) -> dict:
         """compare_tensor's extra arguments for output j."""
         return {"spread": self.spread[j] if self.spread and j < len(self.spread) else None,
                 "terms": self.terms[j] if self.terms and j < len(self.terms) else 1.0,
-                "constants": (self.constants[j] or 0.0) if self.constants and j < len(self.constants) else 0.0}
+                "constants": self.constants[j] if self.constants and j < len(self.constants) else None}
 
     def name(self, j: int) -> str:
         """How a message names output j: a returned output, or an input the reference updates in place."""
@@ -320,7 +322,14 @@ def judge_random(e: Evidence) -> Judgement:
                                                            f"{rr.dtype} {tuple(rr.shape)}")))
             verdict = "KL202"
             continue
-        if isinstance(b, torch.Tensor) and not same(a, b):
+        if e.fresh_draws and isinstance(b, torch.Tensor) and same(a, b) and informative(a):
+            # The reference's second call draws new numbers; an implementation whose draws never change (a
+            # constant seed) has the right distribution per call and the wrong one across calls.
+            findings.append(RuleFinding("KL200", located(e, f"two calls give the same {name}, bit for bit, where the "
+                                                           "reference draws new numbers on every call: the "
+                                                           "implementation's draws never change (a constant seed?)")))
+            verdict = "KL200"
+        elif not e.fresh_draws and isinstance(b, torch.Tensor) and not same(a, b):
             findings.append(RuleFinding("KL207", located(e, f"two runs with the same inputs and seed give different "
                                                            f"{name}: a fixed seed must give a repeatable result")))
             verdict = "KL207"

@@ -4,8 +4,9 @@ Value variants keep the problem's shapes and change the numbers: fresh seeds of 
 distribution, signed normal, a coarse dyadic grid (rounding ties, exact zeros, repeats), heavy-tailed (Student t,
 2 degrees of freedom), large and tiny magnitudes, and special values (NaN, +-inf, -0.0). Size variants change the module-level size knobs (`batch_size = 16`) to
 odd values that are not multiples of any block size. Layout variants keep the values and change the strides
-(transposed storage, every second element). Only floating-point tensors are changed; integer inputs (indices,
-labels) keep the problem's own values, since their valid range is the problem's business.
+(transposed storage, every second element). Value variants change floating-point tensors, except the integer ones
+(`int-signed`, `int-extremes`), which change only integer tensors: where the reference rejects such values
+(indices, labels) the variant is skipped.
 """
 
 from __future__ import annotations
@@ -56,6 +57,27 @@ def scaled(factor_by_dtype: dict[str, float]) -> Callable[[list], list]:
     import torch
     return lambda inputs: _floats(inputs, lambda i, x: (torch.randn(x.shape, dtype=torch.float32, device=x.device)
                                                         * factor_by_dtype.get(str(x.dtype), 1.0)).to(x.dtype))
+
+
+def keep_signs(transform: Callable[[list], list], profile: list | None) -> Callable[[list], list]:
+    """A magnitude variant (large, tiny) that keeps each float input's sign where the problem always gives it one
+    (sign_profile): its point is the magnitudes, and a precision lost on a whole range the problem draws from (small
+    positive inputs of a log1p) is then an error, not a note about the distribution. The `signed` and
+    `heavy-tailed` variants still leave the problem's signs (cancellation between outliers of both signs is theirs
+    to show)."""
+    import torch
+
+    def apply(inputs: list) -> list:
+        out = transform(inputs)
+        for i, (x, sign) in enumerate(zip(out, profile or [])):
+            if sign is None or not isinstance(x, torch.Tensor) or not x.is_floating_point():
+                continue
+            a = x.abs()
+            if sign == "positive":
+                a = torch.where(a == 0, torch.finfo(x.dtype).tiny, a).to(x.dtype)
+            out[i] = a if sign in ("positive", "nonnegative") else -a
+        return out
+    return apply
 
 
 GRID_LEVELS = 254  # multiples of a power of two q up to 254 q: absmax / 127 is then exactly 2 q
@@ -119,6 +141,51 @@ def special_values(inputs: list, profile: list | None = None) -> list:
             flat[p] = v
         return flat.view(x.shape) if y.is_contiguous() else flat.reshape(x.shape)
     return _floats(inputs, inject)
+
+
+def _integers(inputs: list, fn: Callable) -> list:
+    """fn applied to the integer tensors (not bool) among the inputs."""
+    import torch
+    return [fn(i, x) if isinstance(x, torch.Tensor) and not x.is_floating_point() and not x.is_complex()
+            and x.dtype != torch.bool and x.numel() else x for i, x in enumerate(inputs)]
+
+
+def has_integers(inputs: list) -> bool:
+    import torch
+    return any(isinstance(x, torch.Tensor) and not x.is_floating_point() and not x.is_complex()
+               and x.dtype != torch.bool and x.numel() for x in inputs)
+
+
+def integer_signed(inputs: list) -> list:
+    """Signed integer tensors get both signs, no zeros, at the problem's own magnitudes: where truncation and
+    floor, C and Python remainders, arithmetic and logical shifts differ (a problem that draws only non-negative
+    integers never shows a kernel that truncates where the reference floors)."""
+    import torch
+
+    def draw(i, x):
+        if not x.dtype.is_signed:
+            return x
+        top = max(2, int(x.abs().max()))
+        magnitude = torch.randint(1, top + 1, x.shape, device=x.device)
+        sign = torch.randint(0, 2, x.shape, device=x.device) * 2 - 1
+        return (magnitude * sign).to(x.dtype)
+    return _integers(inputs, draw)
+
+
+def integer_extremes(inputs: list) -> list:
+    """Integer tensors with the dtype's minimum and maximum, zeros and +-1 among signed values spanning the
+    dtype: overflow, wrapping against saturating casts, and signs at their limits."""
+    import torch
+
+    def draw(i, x):
+        info = torch.iinfo(x.dtype)
+        values = torch.randint(info.min, info.max, x.shape, dtype=torch.int64, device=x.device)
+        special = torch.tensor([info.min, info.max, 0, 1, -1 if x.dtype.is_signed else 2], dtype=torch.int64,
+                               device=x.device)
+        u = torch.rand(x.shape, device=x.device)
+        pick = torch.randint(0, special.numel(), x.shape, device=x.device)
+        return torch.where(u < 5 / 16, special[pick], values).to(x.dtype)
+    return _integers(inputs, draw)
 
 
 def transposed(inputs: list) -> list:
@@ -228,10 +295,15 @@ def plan(knobs: dict[str, int], base: dict[str, int], measure: Callable[[dict[st
         Variant("signed", "values", 3, base, signed, "signed normal values", at),
         Variant("grid", "values", 13, base, dyadic_grid, "values on a coarse dyadic grid: exact ties, zeros and "
                 "repeats", at),
+        Variant("ties", "values", 16, base, None, "rounding ties where the reference rounds (its scale made a power "
+                "of two)", at),
         Variant("heavy-tailed", "values", 4, base, heavy_tailed, "Student-t (2 d.o.f.) values", at),
         Variant("large", "values", 5, base, scaled(LARGE), "large magnitudes", at),
         Variant("tiny", "values", 6, base, scaled(TINY), "tiny magnitudes", at),
         Variant("special", "values", 7, base, special_values, "NaN, +-inf and -0.0 among the values", at),
+        Variant("int-signed", "values", 14, base, integer_signed, "integer inputs of both signs", at),
+        Variant("int-extremes", "values", 15, base, integer_extremes, "integer inputs at the dtype's limits, zero "
+                "and +-1", at),
     ]
     names = [k for k, v in knobs.items() if v >= 16]
     if names:
@@ -277,11 +349,11 @@ SIGNS = {"positive": "always positive", "nonnegative": "never negative", "negati
 
 
 def sign_profile(inputs: list) -> list[str | None]:
-    """Per input, the sign the problem always gives it (a key of SIGNS), or None (mixed signs, not a float)."""
+    """Per input, the sign the problem always gives it (a key of SIGNS), or None (mixed signs, not a number)."""
     import torch
     out: list[str | None] = []
     for x in inputs:
-        if not (isinstance(x, torch.Tensor) and x.is_floating_point() and x.numel()):
+        if not (isinstance(x, torch.Tensor) and x.numel() and not x.is_complex() and x.dtype != torch.bool):
             out.append(None)
             continue
         lo, hi = float(x.min()), float(x.max())
@@ -295,9 +367,9 @@ def outside_profile(inputs: list, profile: list[str | None]) -> str | None:
     problem's are always positive"), or None. NaN is not a sign: the special-values variant stays in."""
     import torch
     for i, (x, sign) in enumerate(zip(inputs, profile)):
-        if sign is None or not isinstance(x, torch.Tensor) or not x.is_floating_point():
+        if sign is None or not isinstance(x, torch.Tensor) or x.is_complex() or x.dtype == torch.bool:
             continue
-        finite = x[~torch.isnan(x)]
+        finite = x[~torch.isnan(x)] if x.is_floating_point() else x
         if not finite.numel():
             continue
         lo, hi = float(finite.min()), float(finite.max())

@@ -24,18 +24,21 @@ from typing import Any
 
 from ..model import KernelFacts, Severity, SkippedVariant, Span, VariantRow, Verification
 from .autotune_configs import configs_prefix, verify_configs
+from .blocks import block_variants
 from .compare import Comparison, flatten_outputs, same_draws, same_finiteness
 from .guards import GuardRegions, MemoryGuard, poisoned_allocations
 from .interpreter import ops as interpreter_ops, ran_tf32_dot
-from .loader import IMPLEMENTATION, UserCodeError, deepest_line, raise_device_fault
+from .interpreter_gaps import interpreter_limit
+from .loader import IMPLEMENTATION, UserCodeError, deepest_line, raise_device_fault, resizes_out
 from .positions import api_note, readable
 from .probes import (constant_rounding, no_grad_call, only_input, reference_repeat, reference_spread, returning_line,
                      rng_state)
 from .rules import SENTINEL, Evidence, RuleFinding, describe_variant, judge, judge_random, same
 from .shapes import describe_init, int_floor, size_plan
+from .ties import NotApplicable, tie_inputs
 from .variants import (CPU_ELEMENT_BUDGET, Variant, absolute, aligned_knobs, base_knobs, clone_inputs,
-                       describe_inputs, input_dtype, outside_profile, plan, shrink_knobs, sign_profile,
-                       special_values, upcast)
+                       describe_inputs, has_integers, input_dtype, keep_signs, outside_profile, plan, shrink_knobs,
+                       sign_profile, special_values, upcast)
 
 # Interpreter operations (interpreter.py counts them) one variant should take, about a second here. Operations,
 # not time: a verdict must not depend on the machine's speed or load (CPU time once shrank a reduction under load
@@ -90,6 +93,8 @@ class Verifier:
         # The reference called twice on the same inputs (once per check): None until then, "" when it repeated,
         # else where it changed (KL007: no value is judged against a reference that does not repeat itself).
         self.unrepeatable: str | None = None
+        self.limits: dict[str, list[str]] = {}  # the interpreter's limit -> the variants it stopped
+        self.fresh_draws: bool | None = None  # random ops: the reference draws new numbers on every call
 
     # Placement: the tl.store that wrote the bad element, else the launch site, else the kernel def.
     def launch_line(self) -> int | None:
@@ -135,20 +140,17 @@ class Verifier:
         for v in variants:
             if v.name == "special":
                 v.transform = functools.partial(special_values, profile=self.profile)
+            elif v.name in ("large", "tiny"):
+                v.transform = keep_signs(v.transform, self.profile)
+            elif v.name == "ties":
+                v.transform = functools.partial(self.ties, v)
         start = time.monotonic()
         adaptations = 0
         for i, v in enumerate(variants):
             if self.unrepeatable:
                 break
-            t0, cpu0, ops0, runs0 = time.monotonic(), time.process_time(), interpreter_ops(), self.impl_runs
-            rows = len(self.state.rows)
-            self.rep.w.stage("verify", f"variant {v.name}: {v.description}")
-            try:
-                self.run_variant(v)
-            except UserCodeError as e:
-                self.skipped.append((v.name, str(e)))
-            if len(self.state.rows) > rows:
-                self.state.rows[-1].seconds = round(time.monotonic() - t0, 4)
+            cpu0, ops0, runs0 = time.process_time(), interpreter_ops(), self.impl_runs
+            self.run_one(v)
             per_run = (interpreter_ops() - ops0) // max(1, self.impl_runs - runs0)
             if i == 0:
                 self.first_cpu_seconds, self.first_ops = time.process_time() - cpu0, per_run
@@ -160,8 +162,18 @@ class Verifier:
                 adaptations += 1
         if not self.unrepeatable:
             self.run_aligned(measure)
+            self.rep.w.stage("verify", "planning sizes past the kernels' block constants")
+            for v in block_variants(self, variants, measure):
+                self.run_one(v)
             verify_configs(self, variants)
         self.report(time.monotonic() - start)
+
+    def ties(self, v: Variant, inputs: list) -> list:
+        """The ties variant's inputs (ties.py); NotApplicable for a random op or a reference that does not round."""
+        if self.problem.random:
+            raise NotApplicable
+        ref, _ = self.problem.callables(v.knobs, v.setting)
+        return tie_inputs(ref, self.problem.float64(ref), inputs)
 
     def run_aligned(self, measure) -> None:
         """On the CPU, when the problem's own inputs launched a kernel that no variant ran (the shrunk, odd sizes
@@ -178,13 +190,19 @@ class Verifier:
         setting = {} if knobs else self.sizes.aligned  # sizes read from the inputs, for literal sizes
         if not knobs and not setting:
             return
-        v = Variant("aligned-size", "size", 40, knobs or self.base, None, "sizes rounded to multiples of a power "
-                    "of two the problem's own sizes share (the path aligned sizes take)", setting)
+        self.run_one(Variant("aligned-size", "size", 40, knobs or self.base, None, "sizes rounded to multiples of a "
+                             "power of two the problem's own sizes share (the path aligned sizes take)", setting))
+
+    def run_one(self, v: Variant) -> None:
+        """Run one variant: its stage event, the reason it was skipped, and its row's seconds."""
+        t0, rows = time.monotonic(), len(self.state.rows)
         self.rep.w.stage("verify", f"variant {v.name}: {v.description}")
         try:
             self.run_variant(v)
         except UserCodeError as e:
             self.skipped.append((v.name, str(e)))
+        if len(self.state.rows) > rows:
+            self.state.rows[-1].seconds = round(time.monotonic() - t0, 4)
 
     def adapt_sizes(self, rest: list[Variant], measure, ops_per_run: int) -> list[Variant]:
         """The interpreter's cost grows with the operations it runs (programs times their work), not with
@@ -293,6 +311,8 @@ class Verifier:
             if v.transform is not None:
                 torch.manual_seed(v.seed)
                 inputs = v.transform(inputs)
+        except NotApplicable:
+            return None
         except Exception as e:
             raise_device_fault(e)
             self.skipped.append((v.name, f"the input factory rejects these sizes ({type(e).__name__})"))
@@ -303,6 +323,8 @@ class Verifier:
                 self.outside[v.name] = ood
         if v.name == "transposed" and not any(isinstance(x, torch.Tensor) and x.dim() >= 2 for x in inputs):
             return None  # for 1-D inputs this is the same as the strided variant
+        if v.name.startswith("int-") and not has_integers(inputs):
+            return None  # no integer input: the same as seed-1
         shapes = describe_inputs(inputs) + describe_init(p.init(v.knobs, v.setting), v.setting)
         ref_inputs = clone_inputs(inputs)
 
@@ -312,15 +334,29 @@ class Verifier:
         try:
             torch.manual_seed(v.seed)
             rng = rng_state()
-            r = no_grad_call(ref, ref_inputs)
+            with resizes_out() as resized:
+                r = no_grad_call(ref, ref_inputs)
             draws = not p.random and rng_state() != rng
+            if resized:
+                self.skipped.append((v.name, f"the reference accepts {shapes} only by resizing a mis-sized out= "
+                                             "tensor, which PyTorch deprecates"))
+                return None
         except Exception as e:
             raise_device_fault(e)
+            if v.name.startswith("int-"):
+                return None  # integers the reference has no use for (negative indices, labels): nothing to say
             where = deepest_line(e, self.problem_reference_file())
             at = f" (at {os.path.basename(self.problem_reference_file())}:{where + 1})" if where is not None else ""
             self.skipped.append((v.name, f"the reference rejects {shapes}: {type(e).__name__}: "
                                          f"{readable(str(e))[:200]}{at}"))
             return None
+        if p.random and self.fresh_draws is None:
+            # Called again without a new seed: a reference with no seed among its inputs draws new numbers.
+            try:
+                again = flatten_outputs(no_grad_call(ref, clone_inputs(inputs)))
+                self.fresh_draws = not all(same(a, b) for a, b in zip(flatten_outputs(r), again))
+            except Exception as e:
+                raise_device_fault(e)
         # Inputs the reference updates in place (an optimizer step, `out=`, running statistics) are outputs too.
         updated = [i for i, (a, b) in enumerate(zip(inputs, ref_inputs)) if isinstance(a, torch.Tensor) and not same(a, b)]
         truth_inputs = upcast(clone_inputs(inputs))
@@ -339,12 +375,24 @@ class Verifier:
         except Exception as e:
             raise_device_fault(e)
             truth, truth_dtype, truth_inputs = r, str(input_dtype(inputs)), ref_inputs
-        spread = reference_spread(ref, inputs, r_flat, updated, call) if truth_dtype != "float64" else None
+        # A float64 problem's reference is its own float64 truth, so PyTorch's own error there is 0 by construction:
+        # as without a float64 truth, how far it moves when its inputs move by one ulp stands in for it.
+        floats = [o for o in r_flat if isinstance(o, torch.Tensor) and o.is_floating_point()]
+        own_truth = bool(floats) and all(o.dtype == torch.float64 for o in floats)
+        spread = (reference_spread(ref, inputs, r_flat, updated, call) if truth_dtype != "float64" or own_truth
+                  else None)
         t_flat = flatten_outputs(truth) + [truth_inputs[i] for i in updated]
+        # The allowance for float constants is for kernels that receive them as fp32 scalars, and only for them.
         constants = (constant_rounding(self.problem.float64(ref), upcast(clone_inputs(inputs)), t_flat, updated,
-                                       call) if truth_dtype == "float64" else None)
+                                       call) if truth_dtype == "float64" and self.takes_float_scalars() else None)
         fed = sum(x.numel() for x in inputs if isinstance(x, torch.Tensor) and x.is_floating_point())
         terms = [fed / out.numel() if isinstance(out, torch.Tensor) and out.numel() else 1.0 for out in r_flat]
+        # A float64 output's floor has float64's roundoff (compare.py), where fed / out undercounts a reduction that
+        # feeds every element (a softmax's row sum): its length is taken as the longest input dimension there.
+        longest = max((max(x.shape) for x in inputs if isinstance(x, torch.Tensor) and x.is_floating_point()
+                       and x.dim()), default=1)
+        terms = [max(n, longest) if getattr(out, "dtype", None) == torch.float64 else n
+                 for n, out in zip(terms, r_flat)]
         abs_inputs = absolute(upcast(clone_inputs(inputs)))
         try:  # the reference on absolute values: the accumulation floor of the budget (compare.py)
             a_flat = flatten_outputs(call(self.problem.float64(ref, absolute=True), abs_inputs))
@@ -388,6 +436,12 @@ class Verifier:
                 y1 = impl_call(impl, impl_inputs)
         except Exception as e:
             raise_device_fault(e)
+            self.collect_oob(v)  # accesses before the failure are findings of their own
+            limit = interpreter_limit(e) if self.interpreted else None
+            if limit is not None:  # the interpreter's gap, not the kernel's bug: reported once (interpreter_limits)
+                self.limits.setdefault(readable(limit), []).append(v.name)
+                self.row(v, shapes, "cpu-limit", None)
+                return None
             line = deepest_line(e, self.job.path)
             raised = f"{type(e).__name__}: {api_note(readable(str(e)))[:400]}"
             if v.kind == "layout":
@@ -434,7 +488,8 @@ class Verifier:
             sample_message = p.sample_check(inputs, y1_flat[0] if len(y1_flat) == 1 else y1_flat)
         return Evidence(v.name, v.kind, v.description, shapes, y1_flat, y2_flat, r_flat, t_flat, a_flat, truth_dtype,
                         launches, impl_inputs, ref_inputs, self.state.outputs, untrusted,
-                        sample_message, result_line, updated, spread, terms, constants, inputs)
+                        sample_message, result_line, updated, spread, terms, constants, inputs,
+                        bool(self.fresh_draws))
 
     def place(self, f: RuleFinding, e: Evidence) -> int | None:
         """The line a rule's finding belongs on: the store that wrote the bad element, else the launch site."""
@@ -554,6 +609,12 @@ class Verifier:
                                    self.first_ops)
             self.rep.w.kernel(name, KernelFacts(verification=summary))
 
+    def takes_float_scalars(self) -> bool:
+        """Some launched kernel takes a float scalar argument (an fp32 in its signature), the way a Python float
+        reaches a compiled kernel."""
+        return any(t == "fp32" for launch in self.recorder.launches
+                   for t in _flat_types(launch.spec.signature.values()))
+
     def ran_kernels(self) -> set[str]:
         """The names of the kernels launched on some variant so far."""
         return {k for r in self.state.rows for k in r.kernels}
@@ -565,7 +626,8 @@ class Verifier:
                 src = inspect.getsource(fn)
             except (OSError, TypeError):
                 continue
-            dtypes = {t for l in self.recorder.launches if l.spec.qualname == qual for t in l.spec.signature.values()}
+            dtypes = {t for l in self.recorder.launches if l.spec.qualname == qual
+                      for t in _flat_types(l.spec.signature.values())}
             yield qual, fn, src, dtypes
 
     def untrusted_kernels(self) -> dict[str, str]:
@@ -587,6 +649,14 @@ class Verifier:
     def interpreter_limits(self) -> None:
         if not self.interpreted:
             return
+        judged = [r for r in self.state.rows if r.verdict not in ("raised", "cpu-limit")]
+        for limit, names in self.limits.items():
+            # Not the kernel's failure: a warning when it left nothing judged (as KL106), else a note.
+            self.rep.add("KL210", f"cannot be verified on the CPU: {limit}; Triton's interpreter stopped on "
+                         f"{len(names)} variant(s) ({', '.join(names[:4])}{', ...' if len(names) > 4 else ''}): "
+                         "verify it on a GPU (--device cuda or a runner)", self.rep.launch_span(self.recorder),
+                         source="kernel-lsp.verify", severity=Severity.INFO if judged else Severity.WARNING,
+                         variants=names)
         untrusted, verified = self.untrusted_kernels(), self.ran_kernels()
         for qual, fn, src, dtypes in self.launched_sources():
             span = self.rep.kernel_span(qual)
@@ -625,6 +695,14 @@ def _merged_severity(failures: list[Failure]) -> Severity | None:
     if any(level is None for level in levels):
         return None
     return Severity.WARNING if Severity.WARNING in levels else Severity.INFO
+
+
+def _flat_types(types) -> list[str]:
+    """Triton type names, a tuple argument's (`x.shape`: ("i32", "i32")) unpacked: strings only."""
+    out: list[str] = []
+    for t in types:
+        out += _flat_types(t) if isinstance(t, (tuple, list)) else [str(t)]
+    return out
 
 
 def _core(cause: str) -> str:

@@ -67,3 +67,34 @@ def test_the_compile_stage_compiles_exactly_what_a_launch_compiles():
         _, signature, constexprs, attrs = copy._pack_args(backend, kwargs, bound, specialization, options)
         spec, _ = build_spec(copy.fn, "copy", args, kwargs)
         assert ast_source(copy, spec).hash() == ASTSource(copy, signature, constexprs, attrs).hash(), args
+
+
+GRIDS = textwrap.dedent('''
+    import os
+    os.environ["TRITON_INTERPRET"] = "1"
+    import torch, triton, triton.language as tl
+    from kernel_lsp.engine.capture import LaunchRecorder
+
+    @triton.jit
+    def _fill(out_ptr, n, BLOCK: tl.constexpr):
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        tl.store(out_ptr + offs, 1.0, mask=offs < n)
+
+    recorder = LaunchRecorder()
+    recorder.install()
+    recorder.dry = True
+    out = torch.empty(1000)
+    _fill[(3, 2)](out, 1000, BLOCK=128)
+    _fill[lambda meta: (triton.cdiv(1000, meta["BLOCK"]),)](out, 1000, BLOCK=128)
+    _fill[lambda meta: [triton.cdiv(meta["n"], 256)]](out, 1000, BLOCK=128)
+    recorder.uninstall()
+    print([launch.programs for launch in recorder.launches])
+''')
+
+
+def test_the_recorder_counts_each_launchs_programs_without_running_it():
+    """A dry launch (nothing executes) still says how many programs it would run: a grid tuple, or a callable given
+    the launch's arguments by name (the block-size planner reads it, kernel_lsp/engine/blocks.py)."""
+    proc = subprocess.run([sys.executable, "-c", GRIDS], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["[6,", "8,", "4]"], proc.stdout

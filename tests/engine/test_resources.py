@@ -33,3 +33,18 @@ def test_resources_reported_for_clean_kernel(tmp_path):
     facts = doc["files"][0]["kernels"]["_add_kernel"]["compile"]
     assert [f["target"] for f in facts] == ["sm_80", "sm_90", "sm_100"]
     assert all(f["ok"] and f["registers"] and f["spill_bytes"] == 0 for f in facts)
+
+
+def test_an_autotune_config_over_the_limit_is_advice_when_another_fits(tmp_path):
+    """The CPU's autotuner runs the first config, which needs 384 KiB on sm_90; the autotuner there skips it and runs
+    the next, so it is information, not a KL101 error (issue 30 item 10). With no config that fits it stays an
+    error."""
+    shutil.copy(CORPUS / "ok_autotune_first_config_too_big.py", tmp_path / "mm.py")
+    code, doc = check_json(tmp_path / "mm.py", extra=("--no-cache", "--no-verify"))
+    (d,) = [d for d in doc["diagnostics"] if d["code"] == "KL101"]
+    assert code == 0 and d["severity"] == "info" and "the autotuner will skip this config" in d["message"], d
+    text = (tmp_path / "mm.py").read_text().replace('{"BM": 64, "BN": 64, "BK": 32}, num_warps=4, num_stages=2',
+                                                    '{"BM": 256, "BN": 256, "BK": 64}, num_warps=8, num_stages=4')
+    (tmp_path / "mm.py").write_text(text)
+    code, doc = check_json(tmp_path / "mm.py", extra=("--no-cache", "--no-verify"))
+    assert code == 1 and "error" in {d["severity"] for d in doc["diagnostics"] if d["code"] == "KL101"}

@@ -100,3 +100,34 @@ def test_compare_judges_the_same_with_and_without_nonfinite_elements():
     slow = compare_tensor(y2, r2, t2)
     assert not fast.ok and not slow.ok and fast.code == slow.code == "KL200"
     assert (fast.worst_index, fast.bad_count, fast.max_abs) == (slow.worst_index, slow.bad_count, slow.max_abs)
+
+
+def test_compare_judges_a_float64_output_at_float64():
+    """The accumulation floor uses the output's own roundoff where it is finer than fp32: a float64 result rounded
+    to float32 (about 1e-7 relative) was inside 8 * 2^-24 * A and passed (issue 30 item 4)."""
+    t = torch.rand(4096, dtype=torch.float64, generator=torch.Generator().manual_seed(1)) + 0.5
+    assert compare_tensor(t.clone(), t.clone(), t, abs_terms=t.clone()).ok
+    c = compare_tensor(t.float().double(), t.clone(), t, abs_terms=t.clone())
+    assert not c.ok and c.code == "KL200" and c.bad_fraction > 0.5
+
+
+def test_compare_adds_the_constants_allowance_per_element_once():
+    """How far the truth moves with its float constants in fp32 is added to each element's own budget, not three
+    times the tensor's largest move to every element (which let a small element be off by that much)."""
+    t = torch.tensor([1.0, 1e-3] * 512, dtype=torch.float64)
+    moved = 1e-7 * t  # the constants move each element by 1e-7 relative
+    y = t * (1 + 1e-7)
+    assert compare_tensor(y.float(), t.float(), t, constants=moved).ok
+    y = t.clone()
+    y[1] += 2e-7  # 2e-4 relative on a small element: well within 3 x the largest move, far beyond its own
+    c = compare_tensor(y.float(), t.float(), t, constants=moved)
+    assert not c.ok and c.worst_index == (1,) and "float constants rounded to fp32" in c.message
+
+
+def test_compare_a_float64_reference_moves_when_its_inputs_move_by_one_ulp():
+    """The spread that stands in for PyTorch's own error where it is 0 by construction (a float64 problem's
+    reference is its own truth): the one-ulp nudge was computed in float32, so float64 inputs never moved."""
+    from kernel_lsp.engine.probes import reference_spread
+    x = torch.randn(32, 200, dtype=torch.float64, generator=torch.Generator().manual_seed(2))
+    (spread,) = reference_spread(lambda x: torch.softmax(x, dim=-1), [x], [torch.softmax(x, dim=-1)], [])
+    assert 0 < spread < 1e-14

@@ -4,7 +4,7 @@ import subprocess
 import sys
 import textwrap
 
-from tests.conftest import CORPUS, run_cli, write
+from tests.conftest import CORPUS, ROOT, run_cli, write
 
 SCRIPT = textwrap.dedent("""
     import os
@@ -138,3 +138,95 @@ def test_interpreter_a_tf32_dot_of_operands_already_rounded_to_tf32_is_judged_on
     proc = run_cli("check", str(tmp_path / "rounded.py"), "--no-cache")
     assert "uses TF32 on the GPU by default" not in proc.stdout, proc.stdout
     assert "KL200" in proc.stdout and proc.returncode == 1, proc.stdout
+
+
+GAPS = textwrap.dedent('''
+    import os
+    os.environ["TRITON_INTERPRET"] = "1"
+    import torch, triton, triton.language as tl
+    from triton.language.extra.cuda import libdevice
+    from kernel_lsp.engine.interpreter_gaps import close_gaps, interpreter_limit
+    LIMIT = tl.constexpr(1 << 30)
+
+    @triton.jit
+    def quoted(x_ptr, out_ptr, n, BLOCK: "tl.constexpr"):
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=offs < n), mask=offs < n)
+
+    @triton.jit
+    def masked(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+        pid = tl.program_id(0)
+        offs = pid * BLOCK + tl.arange(0, BLOCK)
+        mask = (pid < LIMIT) & (offs < n)
+        tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask), mask=mask)
+
+    @triton.jit
+    def extern(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        x = tl.load(x_ptr + offs, mask=offs < n)
+        tl.store(out_ptr + offs, libdevice.erf(x) + tl.extra.libdevice.tanh(x), mask=offs < n)
+
+    @triton.jit
+    def assembly(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        x = tl.load(x_ptr + offs, mask=offs < n)
+        y = tl.inline_asm_elementwise("neg.f32 $0, $1;", "=r,r", [x], dtype=tl.float32, is_pure=True, pack=1)
+        tl.store(out_ptr + offs, y, mask=offs < n)
+
+    x = torch.randn(300)
+    launches = {"quoted": lambda o: quoted[(3,)](x, o, 300, BLOCK=128),
+                "list grid": lambda o: masked[lambda meta: [3]](x, o, 300, BLOCK=128),
+                "extern": lambda o: extern[(3,)](x, o, 300, BLOCK=128)}
+    expected = {"quoted": x, "list grid": x, "extern": torch.erf(x) + torch.tanh(x)}
+
+    def run():
+        out = []
+        for name, launch in launches.items():
+            o = torch.zeros(300)
+            try:
+                launch(o)
+                out.append(f"{name}={float((o - expected[name]).abs().max()) < 1e-6}")
+            except Exception as e:
+                out.append(f"{name}=raised")
+        return out
+    print(*run())
+    assert close_gaps()
+    print(*run())
+    try:
+        assembly[(3,)](x, torch.zeros(300), 300, BLOCK=128)
+    except Exception as e:
+        print(repr(interpreter_limit(e)))
+    try:
+        masked[(3,)](x, torch.zeros(2), 300, BLOCK="x")
+    except Exception as e:
+        print(repr(interpreter_limit(e)))
+''')
+
+
+def test_interpreter_runs_what_the_compiler_accepts(tmp_path):
+    """Kernels that compile for sm_90 failed in the interpreter and were reported as the implementation failing
+    (KL209): a string "tl.constexpr" annotation, a grid callable returning a list, a mask of `(pid < CONST) & block`
+    (the comparison's handle kept int32), libdevice calls. Each runs now, with the right values; what the interpreter
+    still cannot run (inline assembly) is named as its limit, and a kernel's own error is not (issue 30 item 9)."""
+    # From a file: the interpreter rewrites a kernel whose source it can read, which is where the quoted annotation
+    # is lost.
+    script = write(tmp_path / "gaps.py", GAPS)
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300,
+                          env={**__import__("os").environ, "PYTHONPATH": str(ROOT)})
+    assert proc.returncode == 0, proc.stderr
+    before, after, limit, own = proc.stdout.splitlines()
+    assert before.split() == ["quoted=raised", "list", "grid=raised", "extern=raised"], before
+    assert after.split() == ["quoted=True", "list", "grid=True", "extern=True"], after
+    assert limit == "'inline_asm not supported in interpreter mode'" and own == "None", (limit, own)
+
+
+def test_interpreter_limits_are_not_the_kernels_failure(tmp_path):
+    """A kernel the interpreter cannot run is "cannot be verified on the CPU" (a warning when nothing was judged),
+    never a KL209 error; an out-of-bounds read in a kernel that calls libdevice is found (the failure hid it)."""
+    proc = run_cli("check", str(CORPUS / "cpu_limit_inline_asm.py"), str(CORPUS / "bug_oob_read_behind_libdevice.py"),
+                   "--no-cache", "--format", "json")
+    files = {f["path"].rsplit("/", 1)[-1]: f["findings"] for f in __import__("json").loads(proc.stdout)["files"]}
+    (limit,) = files["cpu_limit_inline_asm.py"]
+    assert limit["code"] == "KL210" and limit["severity"] == "warning", limit
+    assert limit["message"].startswith("cannot be verified on the CPU: inline_asm not supported in interpreter mode")
+    assert [f["code"] for f in files["bug_oob_read_behind_libdevice.py"]] == ["KL208"]

@@ -227,3 +227,17 @@ def test_rules_nan_where_pytorch_in_the_task_dtype_has_it_too_is_not_kl201():
     y = r.clone()
     y[0] = float("nan")  # a NaN PyTorch does not have: still KL201
     assert codes(judge(evidence([y], reference=[r], truth=[t]))) == ["KL201"]
+
+
+def test_rules_random_draws_that_never_change_fail_where_the_reference_draws_afresh():
+    """A reference that draws new numbers on every call (no seed among its inputs): two calls of the implementation
+    must differ; bit-identical draws (a constant seed) are a KL200, and different draws are no race (issue 30
+    item 7)."""
+    g = torch.Generator().manual_seed(0)
+    x, x2, r = (torch.rand(4096, generator=g) for _ in range(3))
+    same_twice = judge_random(evidence([x], reference=[r], rerun=[x.clone()], fresh_draws=True))
+    assert codes(same_twice) == ["KL200"] and "never change" in same_twice.findings[0].message
+    assert codes(judge_random(evidence([x], reference=[r], rerun=[x2], fresh_draws=True))) == []
+    # Where the reference takes its seed as an input, the same seed must give the same draws.
+    assert codes(judge_random(evidence([x], reference=[r], rerun=[x2]))) == ["KL207"]
+    assert codes(judge_random(evidence([x], reference=[r], rerun=[x.clone()]))) == []

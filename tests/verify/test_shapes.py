@@ -68,3 +68,17 @@ def test_apply_crops_and_grows_from_the_tensors_own_values():
     grown = y[:, 6:].reshape(-1)
     assert bool((grown.abs() <= x.abs().max() * 1.01).all()) and not bool(torch.isin(grown, x).any())  # jittered
     assert j.shape == (7,) and set(j.tolist()) <= {0, 5, 7} and n == 9  # indices drawn from its own values
+
+
+def test_a_mis_sized_out_tensor_is_no_size_the_reference_accepts():
+    """torch.add(x, y, out=out) resizes an out of another size with a deprecation warning: a split variant that gave
+    `out` its own size made an implementation that refuses it a KL209 error (issue 30 item 10)."""
+    import torch
+
+    from kernel_lsp.engine.loader import Problem
+    ref = lambda x, y, out: torch.add(x, y, out=out)  # noqa: E731
+    inputs = [torch.randn(30), torch.randn(30), torch.empty(30)]
+    problem = Problem(lambda knobs, init: (ref, ref), lambda: inputs, None, make_reference=lambda init: ref)
+    assert problem.accepts({}, {}, inputs)
+    assert not problem.accepts({}, {("tensor", 2, 0): 31}, inputs)
+    assert problem.accepts({}, {("tensor", 0, 0): 31, ("tensor", 1, 0): 31, ("tensor", 2, 0): 31}, inputs)

@@ -37,3 +37,35 @@ def test_aligned_sizes_share_a_power_of_two_with_the_problems_own():
     assert aligned_knobs({"N": 1000}, {"N": 999}) == {"N": 992}  # 1000 = 8 x 125: multiples of 8
     assert aligned_knobs({"N": 1001}, {"N": 999}) == {}  # an odd size has no aligned path to reach
     assert aligned_knobs({"N": 64, "L": 4096}, {"N": 33, "L": 4095}, at_least=32) == {"N": 33, "L": 2048}
+
+
+def test_integer_inputs_get_both_signs_zero_and_the_dtypes_limits():
+    """Integer inputs used to keep the problem's values, so a kernel that truncates where the reference floors never
+    met a negative operand (issue 30 item 2). Floats and bools are left alone; an unsigned tensor has no sign."""
+    from kernel_lsp.engine.variants import integer_extremes, integer_signed, outside_profile, sign_profile
+    torch.manual_seed(0)
+    own = [torch.randint(0, 1000, (4096,), dtype=torch.int32), torch.randn(8), torch.ones(4, dtype=torch.bool),
+           torch.randint(0, 200, (64,), dtype=torch.uint8)]
+    signed = integer_signed(own)
+    assert bool((signed[0] < 0).any()) and bool((signed[0] > 0).any()) and not bool((signed[0] == 0).any())
+    assert int(signed[0].abs().max()) <= 999 and signed[0].dtype == torch.int32
+    assert signed[1] is own[1] and signed[2] is own[2] and torch.equal(signed[3], own[3])
+    extremes = integer_extremes(own)[0]
+    info = torch.iinfo(torch.int32)
+    for value in (info.min, info.max, 0, 1, -1):
+        assert bool((extremes == value).any()), value
+    assert outside_profile(signed, sign_profile(own)) == ("input 0 has negative values, the problem's are never "
+                                                          "negative")
+
+
+def test_magnitude_variants_keep_the_signs_the_problem_gives():
+    """Tiny and large values of an always-positive input stay positive: precision lost on small positive inputs
+    (log1p as log(1 + x)) is then judged as an error inside the problem's distribution, not only as a warning about
+    negative values the problem never draws (issue 30 item 8)."""
+    from kernel_lsp.engine.variants import TINY, keep_signs, outside_profile, scaled, sign_profile
+    torch.manual_seed(0)
+    own = [torch.rand(64, 64) + 1e-3, torch.randn(64)]
+    profile = sign_profile(own)
+    tiny = keep_signs(scaled(TINY), profile)(own)
+    assert bool((tiny[0] > 0).all()) and float(tiny[0].abs().max()) < 1e-2 and bool((tiny[1] < 0).any())
+    assert outside_profile(tiny, profile) is None

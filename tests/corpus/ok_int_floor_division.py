@@ -1,0 +1,35 @@
+# expect: clean
+# class: correct floor division of integers of either sign (the quotient corrected where truncation and floor differ)
+# kernel-lsp: entry=floor_div reference=ref inputs=make_inputs
+import torch
+import triton
+import triton.language as tl
+
+N = 4000
+
+
+@triton.jit
+def _floor_div_kernel(a_ptr, b_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    a = tl.load(a_ptr + offs, mask=mask, other=0)
+    b = tl.load(b_ptr + offs, mask=mask, other=1)
+    q = a // b  # truncates toward zero (C)
+    q = tl.where((a % b != 0) & ((a < 0) != (b < 0)), q - 1, q)  # floor where the signs differ
+    tl.store(out_ptr + offs, q, mask=mask)
+
+
+def floor_div(a, b):
+    a, b = a.contiguous(), b.contiguous()
+    out = torch.empty_like(a)
+    n = a.numel()
+    _floor_div_kernel[(triton.cdiv(n, 1024),)](a, b, out, n, BLOCK=1024)
+    return out
+
+
+def ref(a, b):
+    return torch.div(a, b, rounding_mode="floor")
+
+
+def make_inputs():
+    return [torch.randint(0, 1000, (N,), dtype=torch.int32), torch.randint(1, 50, (N,), dtype=torch.int32)]
