@@ -25,8 +25,9 @@ from .render.report import ReportError
 from .worker.executor import executor_for
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+# The settings a flag sets: errors name the flag the user typed.
 FLAGS = {"targets": "--target", "timeout": "--timeout", "device": "--device", "workers": "--jobs",
-         "runner": "--runner"}  # the settings a flag sets: errors name the flag the user typed
+         "runner": "--runner", "executor": "--executor", "ray_address": "--ray-address"}
 _SKIP_DIRS = {"__pycache__", "node_modules", ".git", ".kernel_lsp_cache", ".venv", "venv", "build", "dist"}
 
 
@@ -72,7 +73,8 @@ def _settings_for(args: argparse.Namespace) -> tuple[Settings, Path]:
     pyproject = Path(args.config) if args.config else find_pyproject(start)
     settings, root = load_pyproject(pyproject)
     flags = {"targets": args.target, "timeout": args.timeout, "device": args.device, "workers": args.jobs,
-             "runner": args.runner}
+             "runner": args.runner, "ray_address": args.ray_address,
+             "executor": args.executor or ("ray" if args.ray_address else None)}  # an address implies Ray
     for key, value in flags.items():  # one at a time, so an error names the flag that caused it
         try:
             settings = apply_overrides(settings, {key: value})
@@ -84,7 +86,7 @@ def _settings_for(args: argparse.Namespace) -> tuple[Settings, Path]:
     if args.no_measure:
         extra["measure"] = {**settings.measure, "mode": "off"}
     settings = apply_overrides(settings, extra)
-    if settings.device == "cuda" and not settings.runner and not gpu_present():
+    if settings.device == "cuda" and not settings.runner and settings.executor == "local" and not gpu_present():
         origin = "--device cuda" if args.device == "cuda" else "device = \"cuda\" in [tool.kernel-lsp]"
         raise UsageError(f"{origin}, but this machine has no CUDA GPU: use --device cpu (Triton's interpreter) "
                          "or --runner to check on a machine that has one")
@@ -335,6 +337,10 @@ def build_parser() -> argparse.ArgumentParser:
                    "(needs matplotlib)")
     c.add_argument("--runner", help="command that starts `kernel-lsp worker` where a GPU is, split as a shell "
                    "splits words, e.g. 'ssh gpu-box kernel-lsp worker'")
+    c.add_argument("--executor", choices=["local", "ray"], help="where files are checked: this machine (default) or a "
+                   "Ray cluster (needs kernel-lsp[ray]; docs/scale-out.md)")
+    c.add_argument("--ray-address", help="the Ray cluster's head, host:port (implies --executor ray; default: start a "
+                   "local cluster)")
     c.add_argument("--no-cache", action="store_true", help="ignore and do not write the cache")
     c.add_argument("--timings", action="store_true", help="print where each file's time went (worker start, "
                    "each stage, Triton's just-in-time compiles) on stderr")
@@ -359,7 +365,7 @@ def build_parser() -> argparse.ArgumentParser:
     o.add_argument("--config", help="pyproject.toml to read [tool.kernel-lsp] from")
     o.add_argument("--format", choices=["text", "json"], default="text")
     o.add_argument("--quiet", "-q", action="store_true", help="no progress lines on stderr")
-    o.set_defaults(func=cmd_optimize, jobs=None, no_verify=False, no_measure=False)
+    o.set_defaults(func=cmd_optimize, jobs=None, no_verify=False, no_measure=False, executor=None, ray_address=None)
     w = sub.add_parser("worker", help="serve worker jobs on stdin/stdout (what a runner command starts)")
     w.add_argument("--device", choices=DEVICES, default=os.environ.get("KERNEL_LSP_DEVICE", "auto"))
     w.add_argument("--sandbox", help="the sandbox's options as JSON (the parent passes its settings' options)")
