@@ -27,6 +27,7 @@ ALLOWED = {
     "lsp": {"check", "engine", "worker", "cache", "config", "jobs", "model", "codes", "device", "render", "propose"},
     "cli": {"check", "engine", "worker", "cache", "config", "jobs", "model", "codes", "device", "render", "lsp",
             "propose"},
+    "api": {"check", "worker", "config", "model", "codes"},
 }
 
 
