@@ -24,6 +24,7 @@ asking for it then is a configuration error that says what to install.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import os
 import queue
@@ -152,7 +153,7 @@ class RayExecutor(Executor):
         self.actors = [self._actor_class.remote(*self._actor_args) for _ in range(actors)]
         self._busy: set[int] = set()
         self._free = threading.Condition()
-        self._ids = iter(range(1, 1 << 62))
+        self._ids = itertools.count(1)
         self._local: LocalExecutor | None = None
         self.capacity = len(self.actors) or max(1, min(self.cpus, max_jobs or self.cpus))
 
@@ -170,10 +171,9 @@ class RayExecutor(Executor):
             if self._on_actor(job):
                 outcome, failure = self._on_device(job, files, timeout, on_event, cancel)
             else:
-                cpu_job = CheckJob.from_dict(job.to_dict())
-                cpu_job.device = "cpu"  # tasks are the CPU path, whatever the node has
-                outcome, failure = self._stream(self._task.remote(cpu_job.to_dict(), files, timeout), None,
-                                                timeout, on_event, cancel)
+                cpu_job = {**job.to_dict(), "device": "cpu"}  # tasks are the CPU path, whatever the node has
+                outcome, failure = self._stream(self._task.remote(cpu_job, files, timeout), None, timeout,
+                                                on_event, cancel)
             if failure is None:
                 assert outcome is not None
                 if lost:
@@ -182,7 +182,8 @@ class RayExecutor(Executor):
                 return outcome
             lost.append(failure)
             if len(lost) > self.retries:
-                return WorkerOutcome(start_failed=f"the Ray worker running it was lost {len(lost)} times "
+                times = f"{len(lost)} time" + ("s" if len(lost) > 1 else "")
+                return WorkerOutcome(start_failed=f"the Ray worker running it was lost {times} "
                                      f"(retries = {self.retries}); the last time: {failure}")
 
     def _on_device(self, job, files, timeout, on_event, cancel) -> tuple[WorkerOutcome | None, str | None]:

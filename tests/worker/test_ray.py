@@ -171,7 +171,7 @@ def test_ray_job_lost_more_often_than_retries_allow_is_one_clear_finding(cluster
         actor = executor.actors[0]
         (report,) = _run_killing_once(executor, [case], lambda: ray.kill(actor, no_restart=False))
     (finding,) = report.findings
-    assert finding.code == "KL303" and "lost 1 times (retries = 0)" in finding.message, finding.message
+    assert finding.code == "KL303" and "lost 1 time (retries = 0)" in finding.message, finding.message
 
 
 def test_ray_address_that_does_not_answer_is_a_usage_error(tmp_path):
