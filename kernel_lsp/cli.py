@@ -25,8 +25,10 @@ from .render.report import ReportError
 from .worker.executor import check_gpus, executor_for
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+# The settings a flag sets: errors name the flag the user typed.
 FLAGS = {"targets": "--target", "timeout": "--timeout", "device": "--device", "workers": "--jobs",
-         "runner": "--runner", "runners": "--runner", "gpus": "--gpus"}  # the settings a flag sets: errors name the flag the user typed
+         "runner": "--runner", "runners": "--runner", "gpus": "--gpus", "executor": "--executor",
+         "ray_address": "--ray-address"}
 DOCS_URL = "https://github.com/kernel-lsp/kernel-lsp/tree/main/docs"
 _SKIP_DIRS = {"__pycache__", "node_modules", ".git", ".kernel_lsp_cache", ".venv", "venv", "build", "dist"}
 
@@ -84,7 +86,8 @@ def _settings_for(args: argparse.Namespace) -> tuple[Settings, Path]:
     runners = list(args.runner or [])
     flags = {"targets": args.target, "timeout": args.timeout, "device": args.device, "workers": args.jobs,
              "runner": runners[0] if len(runners) == 1 else None, "runners": runners if len(runners) > 1 else None,
-             "gpus": getattr(args, "gpus", None)}
+             "gpus": getattr(args, "gpus", None), "ray_address": getattr(args, "ray_address", None),
+             "executor": getattr(args, "executor", None) or ("ray" if getattr(args, "ray_address", None) else None)}
     for key, value in flags.items():  # one at a time, so an error names the flag that caused it
         try:
             settings = apply_overrides(settings, {key: value})
@@ -96,7 +99,8 @@ def _settings_for(args: argparse.Namespace) -> tuple[Settings, Path]:
     if args.no_measure:
         extra["measure"] = {**settings.measure, "mode": "off"}
     settings = apply_overrides(settings, extra)
-    if settings.device == "cuda" and not (settings.runner or settings.runners) and not gpu_present():
+    if (settings.device == "cuda" and not (settings.runner or settings.runners) and settings.executor == "local"
+            and not gpu_present()):
         origin = "--device cuda" if args.device == "cuda" else "device = \"cuda\" in [tool.kernel-lsp]"
         raise UsageError(f"{origin}, but this machine has no CUDA GPU: use --device cpu (Triton's interpreter) "
                          "or --runner to check on a machine that has one")
@@ -388,6 +392,10 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--runner", action="append", help="command that starts `kernel-lsp worker` where a GPU is (again "
                    "for more workers, one per command), split as a shell "
                    "splits words, e.g. 'ssh gpu-box kernel-lsp worker'")
+    c.add_argument("--executor", choices=["local", "ray"], help="where files are checked: this machine (default) or a "
+                   "Ray cluster (needs kernel-lsp[ray]; docs/scale-out.md)")
+    c.add_argument("--ray-address", help="the Ray cluster's head, host:port (implies --executor ray; default: start a "
+                   "local cluster)")
     c.add_argument("--no-cache", action="store_true", help="ignore and do not write the cache")
     c.add_argument("--timings", action="store_true", help="print where each file's time went (worker start, "
                    "each stage, Triton's just-in-time compiles) on stderr")
@@ -412,7 +420,7 @@ def build_parser() -> argparse.ArgumentParser:
     o.add_argument("--config", help="pyproject.toml to read [tool.kernel-lsp] from")
     o.add_argument("--format", choices=["text", "json"], default="text")
     o.add_argument("--quiet", "-q", action="store_true", help="no progress lines on stderr")
-    o.set_defaults(func=cmd_optimize, jobs=None, no_verify=False, no_measure=False)
+    o.set_defaults(func=cmd_optimize, jobs=None, no_verify=False, no_measure=False, executor=None, ray_address=None)
     t = sub.add_parser("init-tasks", help="copy the bundled tasks (PyTorch references and Triton kernels) into DIR",
                        description="Copy the workspace of tasks that ships with kernel-lsp (tasks/ in a clone) into "
                        "DIR, a new or empty folder, so that `kernel-lsp check DIR` runs the main job from a wheel.")

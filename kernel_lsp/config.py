@@ -29,6 +29,7 @@ class ConfigError(ValueError):
 
 
 VERIFY_TRIGGERS = ("save", "change", "off")
+EXECUTORS = ("local", "ray")  # where jobs run: this machine (its CPUs, GPUs or runner), or a Ray cluster
 # The LLM behind the fix and optimize code actions (docs/code-actions.md): where, which model, the *name* of the
 # variable holding its key, and the budget of one request (candidates per round, rounds, tokens, seconds).
 LLM_DEFAULTS: dict[str, Any] = {"endpoint": "", "model": "", "api_key_env": "OPENAI_API_KEY", "temperature": 0.2,
@@ -72,6 +73,12 @@ class Settings:
     gpus: Any = "all"
     sandbox: dict[str, Any] = field(default_factory=lambda: {k: (list(v) if isinstance(v, list) else v)
                                                              for k, v in SANDBOX_DEFAULTS.items()})
+    # Where jobs run (docs/scale-out.md): "local", or "ray" (a Ray cluster at `ray_address`, "host:port" of its head or
+    # "auto"; empty: a local cluster started for the run). A job whose Ray worker or node is lost runs again, at most
+    # `retries` times.
+    executor: str = "local"
+    ray_address: str = ""
+    retries: int = 2
 
     def validate(self) -> "Settings":
         try:
@@ -98,6 +105,14 @@ class Settings:
         _validate_llm_budget(self.llm)
         _validate_measure(self.measure)
         _validate_sandbox(self.sandbox)
+        if self.executor not in EXECUTORS:
+            raise ConfigError(f"executor: expected one of {', '.join(EXECUTORS)}, got {self.executor!r}")
+        if not isinstance(self.ray_address, str) or not re.fullmatch(r"(auto|(ray://)?\[?[\w.:-]+\]?(:\d+)?)?",
+                                                                     self.ray_address):
+            raise ConfigError(f"ray-address: expected the head's host:port, \"auto\" or a ray:// address, "
+                              f"got {self.ray_address!r}")
+        if isinstance(self.retries, bool) or not isinstance(self.retries, int) or not 0 <= self.retries <= 10:
+            raise ConfigError(f"retries: expected an integer from 0 to 10, got {self.retries!r}")
         if not isinstance(self.runner, list) or not all(isinstance(a, str) and a for a in self.runner):
             raise ConfigError("runner: expected a command, as a string or a list of arguments, such as "
                               "\"ssh gpu-box kernel-lsp worker\"")

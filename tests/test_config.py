@@ -85,3 +85,20 @@ def test_measure_precision_is_a_fraction_below_one(precision, ok):
     else:
         with pytest.raises(ConfigError, match="measure.precision"):
             apply_overrides(Settings(), {"measure": {"precision": precision}})
+
+
+@pytest.mark.parametrize("overrides, ok", [
+    ({"executor": "ray", "ray-address": "10.0.0.5:6379", "retries": 0}, True),
+    ({"executor": "ray", "ray_address": "auto"}, True),
+    ({"ray-address": "ray://head:10001"}, True),
+    ({"executor": "slurm"}, False),
+    ({"ray-address": "http://head:6379/path with space"}, False),
+    ({"retries": -1}, False),
+    ({"retries": True}, False),
+])
+def test_executor_settings_are_checked(overrides, ok):
+    if ok:
+        apply_overrides(Settings(), overrides)
+    else:
+        with pytest.raises(ConfigError, match=next(iter(overrides)).replace("_", "-")):
+            apply_overrides(Settings(), overrides)

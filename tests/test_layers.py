@@ -28,6 +28,7 @@ ALLOWED = {
     "lsp": {"check", "engine", "worker", "cache", "config", "jobs", "model", "codes", "device", "render", "propose"},
     "cli": {"check", "engine", "worker", "cache", "config", "jobs", "model", "codes", "device", "render", "lsp",
             "propose", "bundled"},
+    "api": {"check", "worker", "config", "model", "codes"},
 }
 
 

@@ -109,7 +109,7 @@ class Scheduler:
     def configure(self, settings: Settings, root: Path | None) -> None:
         self.settings, self.root = settings, root
         self.cache = Cache(settings.cache_path(root))
-        key = (tuple(settings.runner), settings.device, settings.workers)
+        key = (tuple(settings.runner), settings.device, settings.workers, settings.executor, settings.ray_address)
         if self.executor_for is not None and key != self._executor_key:
             old, self.executor = self.executor, self.executor_for(settings)
             self._executor_key = key

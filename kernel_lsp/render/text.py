@@ -179,8 +179,10 @@ def summary_lines(reports: list[FileReport]) -> list[str]:
         parts.append(f"{c['unlinked']} without a usable reference")
     if c["unverified"]:
         parts.append(f"{c['unverified']} not verified")
+    retried = sum(1 for r in reports if r.stats.get("retried"))  # its Ray worker, actor or node was lost mid-job
+    origin = f"{cached} from cache" + (f", {retried} retried after a lost worker" if retried else "")
     problems = counts[Severity.ERROR] + counts[Severity.WARNING]
-    summary = (f"Checked {scope} ({', '.join(parts)}; {cached} from cache): "
+    summary = (f"Checked {scope} ({', '.join(parts)}; {origin}): "
                f"{_plural(counts[Severity.ERROR], 'error')}, {_plural(counts[Severity.WARNING], 'warning')}, "
                f"{counts[Severity.INFO] + counts[Severity.HINT]} advice")
     if not problems and c["kernels"] and not c["unlinked"] and not c["unverified"] and not c["compile_failed"]:

@@ -13,7 +13,8 @@ Implementations:
   the CPU interpreter, else started fresh;
 - `WorkerPoolExecutor`: long-lived workers (serve.py), one job per worker at a time: one per local GPU, or one per
   `runner` command (a worker on another machine, reached through any command that speaks its stdio);
-- `HostExecutor`: this machine's pair of the two, routing each job to the GPU workers unless it asks for the CPU.
+- `HostExecutor`: this machine's pair of the two, routing each job to the GPU workers unless it asks for the CPU;
+- `RayExecutor` (ray_executor.py, `executor = "ray"`): a Ray cluster's CPUs (a task per job) and GPUs (an actor each).
 """
 
 from __future__ import annotations
@@ -255,8 +256,13 @@ def executor_for(settings: Settings, workers: int | None = None) -> HostExecutor
     - a local GPU (and device not cpu): one long-lived worker per visible GPU (CUDA cannot be used in a forked
       child, and a fresh process per file pays seconds of imports and CUDA start-up); KERNEL_LSP_WARM=0 turns them
       off, and files then run one at a time in fresh processes, as parallel ones would share the GPU's memory;
-    - else local children forked from the warm zygote, `settings.workers` at a time.
+    - else local children forked from the warm zygote, `settings.workers` at a time;
+    - `executor = "ray"`: a Ray cluster instead (ray_executor.py; `workers` then caps its CPU jobs at once).
     """
+    if settings.executor == "ray":
+        from .ray_executor import RayExecutor
+        return RayExecutor(settings.ray_address or None, settings.device, options_from(settings), settings.retries,
+                           max_jobs=workers)
     warm = os.environ.get("KERNEL_LSP_WARM", "1") != "0"
     capacity = workers or settings.workers
     on_gpu = settings.device != "cpu" and gpu_present()

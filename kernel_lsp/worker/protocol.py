@@ -8,6 +8,8 @@ back by `decode`; nothing else in kernel-lsp reads or writes a worker's JSON by 
 - the warm zygote's stdio (zygote.py): `ForkJob` in; `ZygoteReady`, `Forked`, `Exited` out;
 - a long-lived worker's stdio (serve.py, local or behind a `runner` command): `RunJob` and `CancelJob` in;
   `WorkerReady`, `JobEvent`, `JobEnd` out; and the compile warmer's stdin: one `WarmRequest`.
+- a Ray task or actor (ray_executor.py) hands back plain data: the live events as `event_to_dict` makes them, then
+  the whole `WorkerOutcome` (`outcome_to_dict`).
 
 Versioned: each ready message carries PROTOCOL. A worker that speaks another version (an older or newer
 kernel-lsp behind a runner command) is refused when it starts, with a message that says what to install, instead
@@ -23,6 +25,7 @@ from typing import IO, Any
 from ..codes import severity_of
 from ..jobs import CheckJob, Event, FindingEvent, Sink, event_from_dict, event_to_dict
 from ..model import Finding, Record, Span
+from .outcome import WorkerOutcome
 
 PROTOCOL = 2  # 1: the untyped dict envelopes of kernel-lsp 0.1
 
@@ -214,6 +217,18 @@ def read_events(path: str) -> list[Event]:
     except FileNotFoundError:
         pass
     return events
+
+
+def outcome_to_dict(outcome: WorkerOutcome) -> dict[str, Any]:
+    """A job's outcome as plain data, for a worker that hands it back whole (a Ray task or actor)."""
+    d = {f.name: getattr(outcome, f.name) for f in fields(outcome) if f.name != "events"}
+    return {**d, "events": [event_to_dict(e) for e in outcome.events]}
+
+
+def outcome_from_dict(d: dict[str, Any]) -> WorkerOutcome:
+    known = {f.name for f in fields(WorkerOutcome)} - {"events"}
+    events = [decode_event(e) for e in d.get("events", [])]
+    return WorkerOutcome(events=[e for e in events if e is not None], **{k: v for k, v in d.items() if k in known})
 
 
 def write_job(job: CheckJob, path: str) -> None:

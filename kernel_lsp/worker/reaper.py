@@ -2,7 +2,7 @@
 
 The reaper is a subreaper: every process CMD starts that loses its parent (a daemon that double-forked, a `setsid`
 child whose parent exited) re-parents to the reaper instead of init. When CMD exits, when the reaper is asked to
-stop (SIGTERM, SIGINT or SIGHUP), or when its own parent dies (the kernel sends SIGTERM), it kills CMD and every
+stop (SIGTERM, SIGINT or SIGHUP), or when its own parent dies (it looks five times a second), it kills CMD and every
 descendant, stopped first so none forks a replacement, then exits with CMD's status (dying by the same signal
 when CMD died by one; 128 + the signal when stopped). While
 CMD runs, orphans are left alone: a job's helper processes may legitimately outlive the process that started them;
@@ -22,7 +22,6 @@ import sys
 
 from . import isolate
 
-PR_SET_PDEATHSIG = 1
 PARENT_ENV = "KERNEL_LSP_PARENT_PID"  # as child.py names it (not imported: this module stays light)
 
 
@@ -52,14 +51,13 @@ def main(argv: list[str]) -> int:
         sys.stderr.write("usage: python -m kernel_lsp.worker.reaper CMD [ARGS...]\n")
         return 2
     isolate.become_subreaper()
-    try:
-        import ctypes
-        ctypes.CDLL(None).prctl(PR_SET_PDEATHSIG, int(signal.SIGTERM), 0, 0, 0)
-    except (OSError, AttributeError):
-        pass
+    # Not PR_SET_PDEATHSIG: the kernel sends that when the *thread* that started us ends, and a parent may start a
+    # long-lived worker from a short-lived thread (a warm-up thread, a Ray actor's job thread). The loop below
+    # watches the parent process instead: once it is gone, we have been re-parented.
     expected = os.environ.get(PARENT_ENV, "")
-    if expected.isdigit() and os.getppid() != int(expected):
-        return 128 + int(signal.SIGTERM)  # the parent died before the kernel could be asked to tell us
+    parent = int(expected) if expected.isdigit() else os.getppid()
+    if os.getppid() != parent:
+        return 128 + int(signal.SIGTERM)  # the parent died before we could watch it
     stopping = {"signal": 0}
 
     def stop(signum, _frame):
@@ -76,6 +74,9 @@ def main(argv: list[str]) -> int:
         return 127
     code = None
     while code is None and not stopping["signal"]:
+        if os.getppid() != parent:
+            stopping["signal"] = signal.SIGTERM
+            break
         try:
             code = child.wait(timeout=0.2)
         except subprocess.TimeoutExpired:

@@ -1,0 +1,438 @@
+"""Ray as an executor (`executor = "ray"`, `kernel-lsp check --executor ray [--ray-address ADDR]`).
+
+Jobs run on a Ray cluster with no shared file system: each carries its files as text, and the Ray side writes them
+under a fresh root (serve.place_files), runs the job there through an ordinary executor of that machine, and maps
+every path in what comes back to the caller's paths. Two ways in:
+
+- CPU verification: one Ray task per job (`num_cpus=1`). The task runs the job through a `LocalExecutor` kept per
+  Ray worker process (Ray reuses its workers, so the zygote and the re-run's harness stay warm across jobs);
+- GPUs: one actor per GPU (`num_gpus=1`) holding `WorkerPoolExecutor.local_gpus` for the GPU Ray gave it (its
+  long-lived worker, compile warmer and isolated re-run, as on a local GPU). A job that asks for the CPU (the
+  proposers' compile-only checks) still runs as a task.
+
+Either way the Ray side streams the job's live events (stages, previews) and then its `WorkerOutcome`, as plain data
+(protocol.outcome_to_dict); the first item says which kernel-lsp runs there, and one of another protocol is refused.
+
+A job whose Ray worker, actor or node is lost mid-job (WorkerCrashedError, RayActorError, NodeDiedError, a lost
+object) is submitted again, at most `retries` times; only the attempt that ends gives a result, so none is lost
+or counted twice, and its outcome carries `Stat("retried", k)` (the report's stats say `retried: k`). The checked
+code's own faults are not retried: a kernel that crashes its child is KL300 here as on this machine.
+
+`ray` is imported only here, and only when this executor is made: kernel-lsp without the `ray` extra works, and
+asking for it then is a configuration error that says what to install.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import os
+import queue
+import shutil
+import socket
+import threading
+import time
+import traceback
+from typing import Any, Iterator
+
+from .. import __version__
+from ..codes import severity_of
+from ..config import ConfigError
+from ..jobs import CheckJob, Done, FindingEvent, LIVE, SandboxOptions, Stat, event_to_dict
+from ..model import Finding, Span
+from .executor import Executor, LocalExecutor, OnEvent, WorkerPoolExecutor
+from .outcome import WorkerOutcome
+from .protocol import PROTOCOL, decode_event, mismatch, outcome_from_dict, outcome_to_dict
+from .serve import place_files
+
+log = logging.getLogger(__name__)
+
+CONNECT_TIMEOUT = 5.0  # seconds for a Ray address to answer at all
+START_TIMEOUT = 300.0  # seconds for a submitted job to reach a Ray worker (a cold one imports ray, then kernel-lsp)
+ACTOR_TIMEOUT = 300.0  # seconds for a (re)started GPU actor to answer
+INSTALL = 'pip install "kernel-lsp[ray]"'
+
+
+class RayUnavailable(ConfigError):
+    """Ray is not installed, or the cluster cannot be reached: a usage error (exit 2), in one line."""
+
+
+def import_ray():
+    try:
+        import ray
+    except ImportError:
+        raise RayUnavailable(f'executor = "ray" needs Ray, which is not installed here: {INSTALL}') from None
+    return ray
+
+
+def _lost_errors() -> tuple[type, ...]:
+    """Ray's words for "the process, actor or node running the job is gone": the job may run again elsewhere."""
+    from ray import exceptions as x
+    return (x.WorkerCrashedError, x.RayActorError, x.NodeDiedError, x.ObjectLostError, x.LocalRayletDiedError,
+            x.OutOfMemoryError)
+
+
+def connect(address: str | None, timeout: float = CONNECT_TIMEOUT) -> bool:
+    """Join the cluster at `address` ("host:port" of its head, "auto", a "ray://" client address), or start a
+    local one when None. Returns False when this process was already connected (the caller then leaves it so).
+    An address that does not answer within `timeout` seconds raises RayUnavailable at once."""
+    address = address or os.environ.get("RAY_ADDRESS") or None
+    if address not in (None, "auto"):
+        host, port = _host_port(address)
+        try:
+            socket.create_connection((host, port), timeout=timeout).close()
+        except OSError as e:
+            why = "timed out" if isinstance(e, TimeoutError) else (e.strerror or str(e))
+            raise RayUnavailable(f"ray-address {address}: no Ray cluster answers there ({why} within {timeout:.0f} s); "
+                                 "start one with `ray start --head` on that machine, or leave the address out to "
+                                 "start a local one") from None
+        if not address.startswith("ray://") and "RAY_AUTH_MODE" not in os.environ and _token_available():
+            # Ray sends its token only to a cluster it found itself; one named by its address needs this, read when
+            # Ray is imported.
+            os.environ["RAY_AUTH_MODE"] = "token"
+    ray = import_ray()
+    if ray.is_initialized():
+        return False
+    options: dict[str, Any] = {"log_to_driver": False, "logging_level": logging.ERROR}
+    if address is None:
+        options["include_dashboard"] = False
+    try:
+        ray.init(address=address, **options)
+    except Exception as e:  # Ray raises ConnectionError, RuntimeError or its own errors here
+        first = (str(e).strip().splitlines() or [type(e).__name__])[0][:300]
+        where = f"the Ray cluster at {address}" if address else "a local Ray cluster"
+        raise RayUnavailable(f"ray-address {address or '(local)'}: could not join {where}: {first}") from None
+    return True
+
+
+def _host_port(address: str) -> tuple[str, int]:
+    rest = address.split("://", 1)[-1].rstrip("/")
+    host, _, port = rest.rpartition(":")
+    if not host or not port.isdigit():
+        default = 10001 if address.startswith("ray://") else 6379
+        return rest, default
+    return host.strip("[]"), int(port)
+
+
+def _token_available() -> bool:
+    return bool(os.environ.get("RAY_AUTH_TOKEN") or os.environ.get("RAY_AUTH_TOKEN_PATH")
+                or os.path.exists(os.path.expanduser("~/.ray/auth_token")))
+
+
+class RayExecutor(Executor):
+    """Jobs on a Ray cluster: CPU jobs as tasks, GPU jobs on one actor per GPU (see the module's docstring).
+
+    `capacity`: the cluster's CPUs (at most `max_jobs`), or its GPUs when jobs go to GPU actors. `actors` and
+    `actor_gpus` override how many actors hold long-lived workers and how many GPUs each takes (tests give them
+    none, to run the actors' path on a CPU)."""
+
+    ships_files = True
+
+    def __init__(self, address: str | None = None, device: str = "auto", sandbox: SandboxOptions | None = None,
+                 retries: int = 2, max_jobs: int | None = None, actors: int | None = None,
+                 actor_gpus: float = 1.0, connect_timeout: float = CONNECT_TIMEOUT):
+        self.owns_session = connect(address, connect_timeout)
+        self.ray = import_ray()
+        self.address = address or "local"
+        self.device = device
+        self.sandbox = sandbox or SandboxOptions()
+        self.retries = max(0, retries)
+        resources = self.ray.cluster_resources()
+        self.cpus, self.gpus = int(resources.get("CPU", 0)), int(resources.get("GPU", 0))
+        if device == "cuda" and not self.gpus and actor_gpus:
+            self.close()
+            raise RayUnavailable(f"device cuda, but the Ray cluster at {self.address} has no GPU")
+        if actors is None:
+            actors = self.gpus if device != "cpu" else 0
+        self.actor_gpus = actor_gpus
+        self._task = self.ray.remote(num_cpus=1, max_retries=0)(run_task).options(num_returns="streaming")
+        self._actor_class = self.ray.remote(num_cpus=1, num_gpus=actor_gpus, max_restarts=-1, max_task_retries=0,
+                                            max_concurrency=4)(DeviceWorker)
+        worker_device = "cuda" if device == "cuda" else ("cpu" if not actor_gpus else "auto")
+        self._actor_args = (worker_device, self.sandbox.to_dict())
+        self.actors = [self._actor_class.remote(*self._actor_args) for _ in range(actors)]
+        self._busy: set[int] = set()
+        self._free = threading.Condition()
+        self._ids = itertools.count(1)
+        self._local: LocalExecutor | None = None
+        self.capacity = len(self.actors) or max(1, min(self.cpus, max_jobs or self.cpus))
+
+    # Routing ------------------------------------------------------------------------------------------------
+
+    def _on_actor(self, job: CheckJob) -> bool:
+        """A job goes to the actors unless it asks for the CPU while they hold GPUs (or there are none)."""
+        return bool(self.actors) and (job.device != "cpu" or not self.actor_gpus)
+
+    def run(self, job: CheckJob, files: dict[str, str] | None = None, timeout: float = 60.0,
+            on_event: OnEvent | None = None, cancel: threading.Event | None = None) -> WorkerOutcome:
+        cancel = cancel or threading.Event()
+        lost: list[str] = []
+        while True:
+            if self._on_actor(job):
+                outcome, failure = self._on_device(job, files, timeout, on_event, cancel)
+            else:
+                cpu_job = {**job.to_dict(), "device": "cpu"}  # tasks are the CPU path, whatever the node has
+                outcome, failure = self._stream(self._task.remote(cpu_job, files, timeout), None, timeout,
+                                                on_event, cancel)
+            if failure is None:
+                assert outcome is not None
+                if lost:
+                    _add_stat(outcome, Stat("retried", len(lost)))
+                    log.warning("%s: retried %d time(s) after %s", job.path, len(lost), "; ".join(lost))
+                return outcome
+            lost.append(failure)
+            if len(lost) > self.retries:
+                times = f"{len(lost)} time" + ("s" if len(lost) > 1 else "")
+                return WorkerOutcome(start_failed=f"the Ray worker running it was lost {times} "
+                                     f"(retries = {self.retries}); the last time: {failure}")
+
+    def _on_device(self, job, files, timeout, on_event, cancel) -> tuple[WorkerOutcome | None, str | None]:
+        index = self._acquire(cancel)
+        if index is None:
+            return WorkerOutcome(cancelled=True), None
+        try:
+            problem = self._await_actor(index)
+            if problem is not None:
+                return WorkerOutcome(start_failed=problem), None
+            actor, job_id = self.actors[index], next(self._ids)
+            stream = actor.run.options(num_returns="streaming").remote(job_id, job.to_dict(), files, timeout)
+            return self._stream(stream, (actor, job_id), timeout, on_event, cancel)
+        finally:
+            self._release(index)
+
+    def _acquire(self, cancel: threading.Event) -> int | None:
+        with self._free:
+            while True:
+                for i in range(len(self.actors)):
+                    if i not in self._busy:
+                        self._busy.add(i)
+                        return i
+                if cancel.is_set():
+                    return None
+                self._free.wait(0.2)
+
+    def _release(self, index: int) -> None:
+        with self._free:
+            self._busy.discard(index)
+            self._free.notify_all()
+
+    def _await_actor(self, index: int) -> str | None:
+        """Wait until the actor answers: it may be restarting (after a crash, or on another node after its node
+        died). One that Ray gave up on is replaced. None when it answers, else why not."""
+        x = self.ray.exceptions
+        deadline = time.monotonic() + ACTOR_TIMEOUT
+        while True:
+            try:
+                self.ray.get(self.actors[index].ping.remote(), timeout=max(1.0, deadline - time.monotonic()))
+                return None
+            except x.ActorUnavailableError:
+                time.sleep(0.2)
+            except x.ActorDiedError:
+                self.actors[index] = self._actor_class.remote(*self._actor_args)
+            except x.GetTimeoutError:
+                return (f"no Ray actor with {self.actor_gpus:g} GPU answered within {ACTOR_TIMEOUT:.0f} s (does the "
+                        "cluster still have a free GPU?)")
+            if time.monotonic() > deadline:
+                return f"the Ray actor did not come back within {ACTOR_TIMEOUT:.0f} s"
+
+    # One attempt --------------------------------------------------------------------------------------------
+
+    def _stream(self, stream, actor_job, timeout: float, on_event: OnEvent | None,
+                cancel: threading.Event) -> tuple[WorkerOutcome | None, str | None]:
+        """Follow one attempt's stream to its outcome. (outcome, None) when it ended, or was cancelled, or can
+        never run; (None, why) when its worker was lost and the job may run again."""
+        ray, lost = self.ray, _lost_errors()
+        submitted = time.monotonic()
+        started: float | None = None
+        while True:
+            if cancel.is_set():
+                self._cancel(stream, actor_job)
+                return WorkerOutcome(cancelled=True), None
+            now = time.monotonic()
+            if started is None and now - submitted > START_TIMEOUT:
+                self._cancel(stream, actor_job, force=True)
+                return WorkerOutcome(start_failed=f"no Ray worker took the job within {START_TIMEOUT:.0f} s"), None
+            if started is not None and now - started > 5 * timeout + 120:
+                # The job's own timeouts (the check's and its re-run's) end it long before this: the Ray side hangs.
+                self._cancel(stream, actor_job, force=True)
+                return None, f"no answer from its Ray worker {now - started:.0f} s after the job started"
+            ready, _ = ray.wait([stream], timeout=0.2)
+            if not ready:
+                continue
+            try:
+                item = ray.get(next(stream))
+            except StopIteration:
+                return None, "its Ray worker ended the job without a result"
+            except lost as e:
+                return None, _one_line(e)
+            except Exception as e:  # the Ray side could not run our code at all (kernel-lsp missing there, say)
+                return WorkerOutcome(start_failed=f"the Ray worker could not run the job: {_one_line(e)}"), None
+            if "started" in item:
+                there = item["started"]
+                if there.get("protocol") != PROTOCOL:
+                    self._cancel(stream, actor_job)
+                    return WorkerOutcome(start_failed=f"a Ray worker was refused: "
+                                         f"{mismatch(there.get('protocol'), there.get('version', ''))}"), None
+                started = time.monotonic()
+            elif "event" in item and on_event is not None:
+                event = decode_event(item["event"])
+                if isinstance(event, LIVE):
+                    try:
+                        on_event(event)
+                    except Exception:
+                        pass
+            elif "outcome" in item:
+                return outcome_from_dict(item["outcome"]), None
+
+    def _cancel(self, stream, actor_job, force: bool = False) -> None:
+        try:
+            if actor_job is not None:
+                actor, job_id = actor_job
+                actor.cancel.remote(job_id)  # the actor's long-lived worker stays; only the job stops
+            else:
+                self.ray.cancel(stream, force=force)  # not forced: the task kills its child and keeps its zygote
+        except Exception as e:
+            log.debug("cancel: %s", e)
+
+    # The rest of the seam -----------------------------------------------------------------------------------
+
+    def local(self) -> Executor:
+        if self._local is None:
+            self._local = LocalExecutor(1, "cpu", sandbox=self.sandbox)
+        return self._local
+
+    def warm_up(self) -> None:
+        """Actors start their workers when they are made; CPU workers start their zygotes now, one per CPU."""
+        if not self.actors:
+            warm = self.ray.remote(num_cpus=1)(warm_task)
+            for _ in range(self.capacity):
+                warm.remote(self.sandbox.to_dict())
+
+    def close(self) -> None:
+        for actor in getattr(self, "actors", []):
+            try:
+                self.ray.kill(actor)
+            except Exception:
+                pass
+        self.actors = []
+        local = getattr(self, "_local", None)
+        if local is not None:
+            local.close()
+        if getattr(self, "owns_session", False):
+            self.ray.shutdown()
+            self.owns_session = False
+
+    def describe(self) -> str:
+        where = f"ray at {self.address}"
+        if self.actors:
+            return f"{where}: {len(self.actors)} GPU actor(s)"
+        return f"{where}: {self.capacity} CPU task(s) at a time"
+
+
+# The Ray side -----------------------------------------------------------------------------------------------
+
+_LOCAL: dict[str, LocalExecutor] = {}
+_LOCAL_LOCK = threading.Lock()
+
+
+def _local_executor(sandbox: dict) -> LocalExecutor:
+    """This Ray worker process's executor, kept between tasks so its zygote (and re-run harness) stay warm."""
+    key = repr(sorted(sandbox.items()))
+    with _LOCAL_LOCK:
+        if key not in _LOCAL:
+            _LOCAL[key] = LocalExecutor(1, "cpu", sandbox=SandboxOptions.from_dict(sandbox))
+        return _LOCAL[key]
+
+
+def warm_task(sandbox: dict) -> int:
+    _local_executor(sandbox).warm_up()
+    return os.getpid()
+
+
+def run_task(job: dict, files: dict[str, str] | None, timeout: float) -> Iterator[dict]:
+    """A Ray task: one job on this Ray worker's CPU."""
+    sandbox = job.get("sandbox") or {}
+    yield from serve_job(_local_executor(sandbox), job, files, timeout, threading.Event())
+
+
+class DeviceWorker:
+    """A Ray actor holding one GPU's long-lived worker (its `num_gpus` decide which: Ray sets
+    CUDA_VISIBLE_DEVICES), the GPU's executor as on a machine of its own."""
+
+    def __init__(self, device: str, sandbox: dict):
+        self.executor = WorkerPoolExecutor.local_gpus(device, sandbox=SandboxOptions.from_dict(sandbox))
+        self.executor.warm_up()
+        self.cancels: dict[int, threading.Event] = {}
+
+    def ping(self) -> int:
+        return os.getpid()
+
+    def run(self, job_id: int, job: dict, files: dict[str, str] | None, timeout: float) -> Iterator[dict]:
+        cancel = self.cancels.setdefault(job_id, threading.Event())
+        try:
+            yield from serve_job(self.executor, job, files, timeout, cancel)
+        finally:
+            self.cancels.pop(job_id, None)
+
+    def cancel(self, job_id: int) -> None:
+        self.cancels.setdefault(job_id, threading.Event()).set()
+
+
+def serve_job(executor: Executor, job_dict: dict, files: dict[str, str] | None, timeout: float,
+              cancel: threading.Event) -> Iterator[dict]:
+    """Run one job here and stream it: who runs it, its live events, then its outcome, each as plain data with the
+    shipped files' root taken out of every string (so paths are the caller's again). Closing the stream (a
+    cancelled task) cancels the job and waits for its processes to end."""
+    yield {"started": {"protocol": PROTOCOL, "version": __version__, "pid": os.getpid(), "host": socket.gethostname()}}
+    job = CheckJob.from_dict(job_dict)
+    path = job.path
+    root = place_files(job, files) if files else None
+    items: queue.Queue = queue.Queue()
+
+    def work() -> None:
+        try:
+            items.put(("outcome", executor.run(job, None, timeout, lambda e: items.put(("event", e)), cancel)))
+        except BaseException as e:  # a fault of kernel-lsp itself: a finding, as serve.py makes it
+            finding = Finding(path, Span(0), severity_of("KL900"), "KL900",
+                              f"kernel-lsp failed in its Ray worker: {type(e).__name__}: {e}"[:400],
+                              data={"traceback": traceback.format_exc()})
+            items.put(("outcome", WorkerOutcome(events=[FindingEvent(finding), Done()])))
+
+    thread = threading.Thread(target=work, name="kernel-lsp-ray-job", daemon=True)
+    thread.start()
+    try:
+        while True:
+            kind, value = items.get()
+            if kind == "event":
+                yield {"event": _unroot(event_to_dict(value), root)}
+            else:
+                yield {"outcome": _unroot(outcome_to_dict(value), root)}
+                return
+    finally:
+        cancel.set()
+        thread.join()
+        if root:
+            shutil.rmtree(root, ignore_errors=True)
+
+
+def _unroot(value: Any, root: str | None) -> Any:
+    """`value` with the shipped files' root removed from every string in it."""
+    if not root:
+        return value
+    if isinstance(value, str):
+        return value.replace(root, "")
+    if isinstance(value, list):
+        return [_unroot(v, root) for v in value]
+    if isinstance(value, dict):
+        return {k: _unroot(v, root) for k, v in value.items()}
+    return value
+
+
+def _add_stat(outcome: WorkerOutcome, stat: Stat) -> None:
+    at = next((i for i, e in enumerate(outcome.events) if isinstance(e, Done)), len(outcome.events))
+    outcome.events.insert(at, stat)
+
+
+def _one_line(e: BaseException) -> str:
+    lines = [ln.strip() for ln in str(e).splitlines() if ln.strip()]
+    return f"{type(e).__name__}: {lines[0][:200]}" if lines else type(e).__name__

@@ -1,0 +1,209 @@
+"""The Ray executor (worker/ray_executor.py) on a local Ray cluster of 2 CPUs, started once for the module: the
+same JSON as local runs, a lost worker or actor retried with nothing lost or doubled, and the ways it cannot start
+(an address that does not answer, Ray not installed) as usage errors. Ray comes with the dev extra, as in CI;
+without it, only the tests that need no Ray run."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+from tests.conftest import CORPUS, ROOT, codes_of, run_cli
+
+try:
+    import ray
+except ImportError:
+    ray = None
+
+needs_ray = pytest.mark.skipif(ray is None, reason='needs Ray: pip install "kernel-lsp[ray]" (the dev extra has it)')
+
+# Files of every shape: native links, a KernelBench pair, a reference in a sibling module, clean and buggy ones.
+FEW = ["ok_add_fp32.py", "bug_relu_drops_nan.py", "kb_leaky_relu_nan/impl.py", "sibling_ref/gelu_impl.py"]
+TIMINGS = {"seconds", "timeline", "worker_start_s", "worker_startup", "rerun_seconds", "first_variant_cpu_seconds",
+           "compile_seconds"}
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    """The cluster's address. This process joins it (RayExecutor then uses the connection); CLI runs join it by
+    address. RAY_ADDRESS, when set, names a running cluster to use instead of starting one."""
+    started = not ray.is_initialized()
+    if started:
+        local = {} if os.environ.get("RAY_ADDRESS") else {"num_cpus": 2, "include_dashboard": False}
+        for attempt in range(2):  # a loaded machine can miss Ray's 30 s start-up deadline once
+            try:
+                ray.init(log_to_driver=False, logging_level=logging.ERROR, **local)
+                break
+            except Exception:
+                ray.shutdown()
+                if attempt:
+                    raise
+    yield ray.get_runtime_context().gcs_address
+    if started:
+        ray.shutdown()
+
+
+def normalized(doc: dict) -> dict:
+    """A check's JSON without what may differ between two runs of the same files: timings."""
+    def strip(value):
+        if isinstance(value, dict):
+            return {k: strip(v) for k, v in value.items() if k not in TIMINGS}
+        if isinstance(value, list):
+            return [strip(v) for v in value]
+        return value
+    return strip(doc)
+
+
+def _check(paths, *extra) -> dict:
+    proc = run_cli("check", *map(str, paths), "--format", "json", "--no-cache", *extra, cwd=ROOT)
+    assert proc.returncode in (0, 1), proc.stderr
+    return json.loads(proc.stdout)
+
+
+def _same_json(paths, address):
+    local = _check(paths)
+    remote = _check(paths, "--ray-address", address)
+    assert [f["path"] for f in remote["files"]] == [f["path"] for f in local["files"]]
+    for mine, theirs in zip(remote["files"], local["files"]):
+        assert normalized(mine) == normalized(theirs), mine["path"]
+    assert normalized(remote) == normalized(local)
+
+
+@needs_ray
+def test_ray_gives_the_same_json_as_local(cluster):
+    _same_json([CORPUS / f for f in FEW], cluster)
+
+
+@needs_ray
+@pytest.mark.slow
+def test_ray_gives_the_same_json_as_local_on_the_whole_corpus(cluster):
+    _same_json([CORPUS], cluster)
+
+
+def _report(executor, path, on_event=None):
+    from kernel_lsp.check import CheckRequest, check_file
+    from kernel_lsp.config import Settings
+    return check_file(CheckRequest(path.resolve(), Settings(), ROOT, executor=executor, on_event=on_event))
+
+
+def _codes(report) -> set[str]:
+    return {f.code for f in report.findings if f.severity <= 2}
+
+
+def _run_killing_once(executor, paths, kill):
+    """Check `paths` two at a time; `kill()` once, as soon as the first job reports a stage."""
+    killed = threading.Event()
+
+    def on_event(event):
+        if not killed.is_set():
+            killed.set()
+            kill()
+
+    from concurrent.futures import ThreadPoolExecutor
+    with ThreadPoolExecutor(2) as pool:
+        reports = list(pool.map(lambda p: _report(executor, p, on_event), paths))
+    assert killed.is_set()
+    return reports
+
+
+@needs_ray
+def test_ray_actor_killed_mid_run_is_retried_and_nothing_is_lost_or_doubled(cluster):
+    """The GPU path (an actor holding a long-lived worker), on the CPU: its actor is killed with ray.kill mid-job.
+    Ray restarts it; the job runs again there; every file has one report, with the findings a local run gives."""
+    from kernel_lsp.worker.ray_executor import RayExecutor
+    paths = [CORPUS / "bug_relu_drops_nan.py", CORPUS / "ok_add_fp32.py", CORPUS / "bug_store_off_by_one.py"]
+    with RayExecutor(device="cpu", actors=1, actor_gpus=0) as executor:
+        actor = executor.actors[0]
+        reports = _run_killing_once(executor, paths, lambda: ray.kill(actor, no_restart=False))
+    assert [r.path for r in reports] == [str(p.resolve()) for p in paths]
+    assert [_codes(r) for r in reports] == [{"KL201"}, set(), {"KL208"}]
+    assert sorted(r.stats.get("retried", 0) for r in reports) == [0, 0, 1]
+    for r in reports:
+        assert len({(f.code, f.span.line, f.message) for f in r.findings}) == len(r.findings)  # none doubled
+        assert all(k.verification is not None for k in r.kernels.values())
+
+
+def _ray_task_workers() -> list[int]:
+    """Ray worker processes running our task now (Ray titles them after the function)."""
+    import psutil
+    return [p.pid for p in psutil.process_iter(["cmdline"]) if (p.info["cmdline"] or [""])[0].startswith("ray::run_task")]
+
+
+@needs_ray
+def test_ray_task_whose_worker_dies_mid_job_is_retried(cluster):
+    """The CPU path: the Ray worker running a task is killed (SIGKILL, as the OOM killer would); the job runs again
+    on another worker and the report says so; the other file is untouched."""
+    from kernel_lsp.worker.ray_executor import RayExecutor
+
+    def kill():
+        pids = []
+        for _ in range(50):
+            pids = _ray_task_workers()
+            if pids:
+                break
+            time.sleep(0.1)
+        assert pids, "no Ray worker runs a task"
+        os.kill(pids[0], 9)
+
+    paths = [CORPUS / "bug_relu_drops_nan.py", CORPUS / "ok_add_fp32.py"]
+    with RayExecutor(device="cpu") as executor:
+        assert executor.capacity == 2 and not executor.actors
+        reports = _run_killing_once(executor, paths, kill)
+    assert [_codes(r) for r in reports] == [{"KL201"}, set()]
+    assert sorted(r.stats.get("retried", 0) for r in reports) == [0, 1]
+
+
+@needs_ray
+def test_ray_job_lost_more_often_than_retries_allow_is_one_clear_finding(cluster, tmp_path):
+    """A job whose worker is lost every time (retries = 0 here, killed once) ends as KL303 naming the loss, not as a
+    hang or a traceback."""
+    from kernel_lsp.worker.ray_executor import RayExecutor
+    case = shutil.copy(CORPUS / "ok_add_fp32.py", tmp_path / "add.py")
+    with RayExecutor(device="cpu", retries=0, actors=1, actor_gpus=0) as executor:
+        actor = executor.actors[0]
+        (report,) = _run_killing_once(executor, [case], lambda: ray.kill(actor, no_restart=False))
+    (finding,) = report.findings
+    assert finding.code == "KL303" and "lost 1 time (retries = 0)" in finding.message, finding.message
+
+
+def test_ray_address_that_does_not_answer_is_a_usage_error(tmp_path):
+    case = shutil.copy(CORPUS / "ok_add_fp32.py", tmp_path / "add.py")
+    start = time.monotonic()
+    proc = run_cli("check", str(case), "--ray-address", "127.0.0.1:9")  # the discard port: nothing listens
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert time.monotonic() - start < 60
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "ray-address 127.0.0.1:9: no Ray cluster answers there" in lines[0], proc.stderr
+
+
+def test_ray_not_installed_is_a_usage_error_naming_the_extra(tmp_path):
+    case = shutil.copy(CORPUS / "ok_add_fp32.py", tmp_path / "add.py")
+    hide = "import sys; sys.modules['ray'] = None; from kernel_lsp.cli import main; sys.exit(main(sys.argv[1:]))"
+    proc = subprocess.run([sys.executable, "-c", hide, "check", str(case), "--executor", "ray"], capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 2, proc.stderr
+    assert 'pip install "kernel-lsp[ray]"' in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_ray_outcome_travels_as_plain_data():
+    """What a Ray task hands back: the outcome, its events typed again on this side."""
+    from kernel_lsp.jobs import Device, Done, FindingEvent, Stage, Stat
+    from kernel_lsp.model import Finding, Severity, Span
+    from kernel_lsp.worker.outcome import WorkerOutcome
+    from kernel_lsp.worker.protocol import outcome_from_dict, outcome_to_dict
+    outcome = WorkerOutcome(events=[Device("cpu"), Stage("load", "", 0.1),
+                                    FindingEvent(Finding("/a.py", Span(3), Severity.ERROR, "KL200", "wrong")),
+                                    Stat("compiles", 2), Done()], returncode=0, seconds=1.5, warm=True)
+    plain = outcome_to_dict(outcome)
+    assert json.loads(json.dumps(plain)) == plain
+    again = outcome_from_dict(plain)
+    assert outcome_to_dict(again) == plain and again.completed
+    assert [type(e) for e in again.events] == [type(e) for e in outcome.events]
