@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import sys
+import threading
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -42,6 +43,7 @@ class MemoryGuard:
     track_stores: bool = False
     available: bool = False
     _saved: list[tuple[Any, str, Any]] = field(default_factory=list)  # (builder, method, original)
+    _threads: dict[int, tuple[str, list]] = field(default_factory=dict)  # thread -> (kernel, ranges) it launched
 
     def uninstall(self) -> None:
         """Put the interpreter's memory methods back (a long-lived worker runs many jobs)."""
@@ -51,12 +53,18 @@ class MemoryGuard:
         self.available = False
 
     def set_launch(self, launch, tensors: list) -> None:
-        self.kernel = launch.spec.name
-        self.ranges = []
+        """The launch this thread is about to run (the interpreter runs a grid in the launching thread; launches
+        handed to other threads run beside it, each against its own tensors)."""
+        ranges = []
         for i, t in enumerate(tensors):
             lo = t.data_ptr()
             span = 1 + sum((s - 1) * st for s, st in zip(t.shape, t.stride()) if s > 0) if t.numel() else 0
-            self.ranges.append((lo, lo + span * t.element_size(), f"tensor argument {i} {tuple(t.shape)}"))
+            ranges.append((lo, lo + span * t.element_size(), f"tensor argument {i} {tuple(t.shape)}"))
+        self.kernel, self.ranges = launch.spec.name, ranges
+        self._threads[threading.get_ident()] = (launch.spec.name, ranges)
+
+    def _launch(self) -> tuple[str, list]:
+        return self._threads.get(threading.get_ident(), (self.kernel, self.ranges))
 
     def install(self) -> bool:
         try:
@@ -107,7 +115,8 @@ class MemoryGuard:
 
     def _check(self, kind: str, ptrs, mask, np):
         """The mask with out-of-bounds lanes cleared, or None when every active lane is in bounds."""
-        if not self.ranges:
+        kernel, ranges = self._launch()
+        if not ranges:
             return None
         addrs = ptrs.data
         try:
@@ -122,7 +131,7 @@ class MemoryGuard:
         # taken to lie in it; failing that, the tensor holding most active lanes. Lanes outside the base are
         # out of bounds even when they land in another tensor that happens to sit next to it in memory.
         spans = [((a >= np.uint64(lo)) & (a + np.uint64(elt) <= np.uint64(hi)), (lo, hi, label))
-                 for lo, hi, label in self.ranges]
+                 for lo, hi, label in ranges]
         first = int(np.flatnonzero(active.reshape(-1))[0])
         base = next((sp for sp in spans if sp[0].reshape(-1)[first]), None)
         if base is None:
@@ -133,18 +142,18 @@ class MemoryGuard:
             return None
         line = self._line()
         example = int(a[bad].reshape(-1)[0])
-        detail = self._describe(example, elt, base_range if bool((inside & active).any()) else None)
+        detail = self._describe(example, elt, base_range if bool((inside & active).any()) else None, ranges)
         key = (line, kind)
         ev = self.events.get(key)
         if ev is None:
-            self.events[key] = OutOfBounds(line, kind, self.kernel, int(bad.sum()), detail)
+            self.events[key] = OutOfBounds(line, kind, kernel, int(bad.sum()), detail)
         else:
             ev.count += int(bad.sum())
         return active & inside
 
-    def _describe(self, addr: int, elt: int, base: tuple | None) -> str:
+    def _describe(self, addr: int, elt: int, base: tuple | None, ranges: list) -> str:
         best = None
-        for lo, hi, label in ([base] if base else self.ranges):
+        for lo, hi, label in ([base] if base else ranges):
             d = addr - hi if addr >= hi else lo - addr
             if best is None or d < best[0]:
                 if addr >= hi:
@@ -231,11 +240,21 @@ _ALLOCATORS = ("empty", "empty_like", "empty_strided")
 
 @contextlib.contextmanager
 def poisoned_allocations(value: float, guards: GuardRegions | None = None):
-    """Within the block, torch.empty / empty_like / empty_strided / Tensor.new_empty return filled tensors
+    """Within the block, torch.empty / empty_like / empty_strided / Tensor.new_empty / Tensor.new(sizes) return filled
+    tensors
     (inside guard regions too, when `guards` is given)."""
     import torch
     saved = {name: getattr(torch, name) for name in _ALLOCATORS}
     saved_new_empty = torch.Tensor.new_empty
+    saved_new = torch.Tensor.new
+
+    def legacy_new(self, *a, **k):
+        """Tensor.new(sizes) is uninitialized memory as torch.empty is (KernelBench's result-reuse cheat);
+        Tensor.new(data) copies its data and is left alone."""
+        t = saved_new(self, *a, **k)
+        sizes = (a and all(isinstance(v, int) and not isinstance(v, bool) for v in a)) or (
+            len(a) == 1 and isinstance(a[0], torch.Size))
+        return fill(t) if sizes else t
 
     def fill(t):
         if guards is not None:
@@ -259,8 +278,10 @@ def poisoned_allocations(value: float, guards: GuardRegions | None = None):
         for name in _ALLOCATORS:
             setattr(torch, name, make(name))
         torch.Tensor.new_empty = lambda self, *a, **k: fill(saved_new_empty(self, *a, **k))
+        torch.Tensor.new = legacy_new
         yield
     finally:
         for name, fn in saved.items():
             setattr(torch, name, fn)
         torch.Tensor.new_empty = saved_new_empty
+        torch.Tensor.new = saved_new

@@ -35,6 +35,10 @@ def _fmt(x) -> str:
     return "-" if x is None else (f"{x:.3g}" if isinstance(x, float) else str(x))
 
 
+def _ci(low: float | None, high: float | None) -> str:
+    return "-" if low is None or high is None else f"{_us(low)} - {_us(high)}"
+
+
 def hover_markdown(doc: Document, kernel: str, chart: Path | None = None) -> str:
     facts = (doc.report.kernels.get(kernel) if doc.report else None) or KernelFacts()
     lines = [f"**{kernel}**"]
@@ -86,9 +90,8 @@ def performance_markdown(doc: Document, kernel: str, chart: Path | None = None) 
             note = f"compile {side.compile_seconds:.2f} s" + (" (cached)" if side.cached_compile else "") + ", excluded"
         gpu = (side.gpu_us, side.gpu_low_us, side.gpu_high_us) if side.gpu_us is not None else \
             (side.median_us, side.low_us, side.high_us)
-        out.append(f"| {side.side} | {_us(side.wall_us)} | {_us(side.wall_low_us)} - {_us(side.wall_high_us)} | "
-                   f"{_us(gpu[0])} | {_us(gpu[1])} - {_us(gpu[2])} | {_us(side.host_us)} | {_us(side.graph_us)} | "
-                   f"{note} |")
+        out.append(f"| {side.side} | {_us(side.wall_us)} | {_ci(side.wall_low_us, side.wall_high_us)} | "
+                   f"{_us(gpu[0])} | {_ci(gpu[1], gpu[2])} | {_us(side.host_us)} | {_us(side.graph_us)} | {note} |")
     out.append("")
     out.append(f"Speedup ({'back to back' if wall else 'GPU time'}): "
                + "; ".join(f"{s.ratio:.2f}x over {s.against} (95% CI {s.low:.2f}-{s.high:.2f})" for s in m.speedups))
