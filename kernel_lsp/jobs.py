@@ -90,6 +90,7 @@ class RerunOptions(Record):
     harness_note: str = ""  # how the harness ended, when it saved nothing (for the judge's message)
     harness_started: bool = False  # the harness ran the implementation (a missing result is then its doing)
     values: bool = True  # judge values (not where the CPU interpreter cannot compute them faithfully: KL210)
+    sizes: dict[str, int] = field(default_factory=dict)  # the verifier's CPU sizes: the interpreter's cost per call
 
 
 @dataclass

@@ -31,6 +31,23 @@ def check_json(*paths: str | Path, extra: tuple[str, ...] = (), cwd: Path | None
     return proc.returncode, json.loads(proc.stdout)
 
 
+# How the corpus is checked wherever tests compare against it: a generous timeout, so a case that is slow in the
+# interpreter on a loaded machine does not time out on one side only.
+CORPUS_FLAGS = ("--format", "json", "--no-cache", "--jobs", "2", "--timeout", "300")
+
+
+@pytest.fixture(scope="session")
+def corpus_local():
+    """(paths, JSON) of one local `kernel-lsp check` of every CPU case of tests/corpus, shared by the tests that
+    compare against it (the cases' expectations, the Ray executor's JSON, the batch API's verdicts): the corpus
+    is checked once per session."""
+    from tests.corpus.report import cases
+    paths = cases(gpu=False)
+    proc = run_cli("check", *map(str, paths), *CORPUS_FLAGS, cwd=CORPUS)
+    assert proc.returncode in (0, 1), proc.stderr
+    return paths, json.loads(proc.stdout)
+
+
 def write(path: Path, text: str) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(textwrap.dedent(text).lstrip("\n"), encoding="utf-8")

@@ -7,11 +7,10 @@ from __future__ import annotations
 import json
 import os
 
-import pytest
 
 from kernel_lsp.api import Item, Result, evaluate
 from kernel_lsp.config import Settings
-from tests.conftest import CORPUS, ROOT, run_cli
+from tests.conftest import CORPUS
 
 JUDGE_FAULTS = {"KL003", "KL006", "KL303", "KL900"}  # the reference, an option, no worker, kernel-lsp itself
 
@@ -27,12 +26,13 @@ def check_verdict(file_doc: dict) -> str:
     return "verified" if kernels and all("verification" in k for k in kernels) else "unverified"
 
 
-def fifty_cases() -> list:
-    """25 buggy and 20 correct single-file cases, and the 5 KernelBench pairs (their problem given as source)."""
-    singles = sorted(p for p in CORPUS.glob("*.py") if p.name != "report.py")
+def fifty_cases(local: list) -> list:
+    """25 buggy and 20 correct single-file cases, and the 5 KernelBench pairs (their problem given as source), of
+    the CPU cases the session's local check ran."""
+    singles = sorted(p for p in local if p.parent == CORPUS)
     bugs = [p for p in singles if p.name.startswith("bug_")][:25]
     oks = [p for p in singles if p.name.startswith("ok_")][:20]
-    pairs = sorted(CORPUS.glob("kb_*/impl.py"))
+    pairs = sorted(p for p in local if p.name == "impl.py" and p.parent.name.startswith("kb_"))
     cases = bugs + oks + pairs
     assert len(cases) == 50
     return cases
@@ -44,23 +44,19 @@ def item_of(path) -> Item:
     return Item(path.read_text(), name=path.name)
 
 
-@pytest.mark.slow
-def test_api_fifty_items_get_the_verdicts_and_codes_of_check():
-    cases = fifty_cases()
-    # A generous timeout on both sides: on a loaded machine a slow case must not time out on one side only.
-    proc = run_cli("check", *map(str, cases), "--format", "json", "--no-cache", "--jobs", "2", "--timeout", "300",
-                   cwd=ROOT)
-    assert proc.returncode in (0, 1), proc.stderr
-    by_path = {f["path"]: f for f in json.loads(proc.stdout)["files"]}
+def test_api_fifty_items_get_the_verdicts_and_codes_of_check(corpus_local):
+    local, doc = corpus_local  # `check` of these files, with a timeout of 300 s as here (CORPUS_FLAGS)
+    cases = fifty_cases(local)
+    by_path = {f["path"]: f for f in doc["files"]}
     results = list(evaluate([item_of(p) for p in cases], settings=Settings(timeout=300)))
     assert sorted(r.index for r in results) == list(range(50))  # each exactly once
     verdicts = {}
     for r in results:
         case = cases[r.index]
-        doc = by_path[str(case.resolve())]
+        file_doc = by_path[str(case.resolve())]
         codes = {f.code for f in r.findings if f.severity <= 2}
-        assert codes == {f["code"] for f in doc["findings"] if f["severity"] in ("error", "warning")}, case.name
-        assert r.verdict == check_verdict(doc), (case.name, [f.message for f in r.findings])
+        assert codes == {f["code"] for f in file_doc["findings"] if f["severity"] in ("error", "warning")}, case.name
+        assert r.verdict == check_verdict(file_doc), (case.name, [f.message for f in r.findings])
         verdicts[r.verdict] = verdicts.get(r.verdict, 0) + 1
     assert verdicts.get("verified", 0) >= 20 and verdicts.get("failed", 0) >= 20, verdicts
 

@@ -45,6 +45,7 @@ from .variants import (CPU_ELEMENT_BUDGET, Variant, absolute, aligned_knobs, bas
 # until an fp16 accumulation bug hid). Sizes shrink only after a first variant clearly above it.
 OPS_PER_VARIANT = 10_000
 SHRINK_AFTER_OPS = 3 * OPS_PER_VARIANT // 2
+LARGER_OPS = 10 * OPS_PER_VARIANT  # the larger-size variant's most, under the interpreter
 
 
 @dataclass
@@ -210,7 +211,22 @@ class Verifier:
         the value and layout variants in proportion (outputs' sizes first, reductions last) and re-plan the split
         sizes."""
         knobs = self.problem.size_knobs
-        budget = max(64, int(measure(self.base or {}) * OPS_PER_VARIANT / ops_per_run))
+        elements = max(1, measure(self.base or {}))
+        budget = max(64, int(elements * OPS_PER_VARIANT / ops_per_run))
+        # Sizes beyond the problem's own cost in proportion: past LARGER_OPS operations they are left out, saying
+        # so (a kernel this costly per element would take minutes there; the isolated re-run's larger set and a
+        # GPU check still try larger sizes).
+        for v in [v for v in rest if v.name == "odd-size" and v.knobs]:
+            if ops_per_run * measure(v.knobs) // elements > SHRINK_AFTER_OPS:  # odd sizes within the same budget
+                odd = shrink_knobs(v.knobs, measure, budget, self.reductions,
+                                   [k for k, n in v.knobs.items() if n >= 16], self.at_least)
+                v.knobs = {**v.knobs, **odd}
+        for v in [v for v in rest if v.name == "larger-size"]:
+            cost = ops_per_run * measure(v.knobs) // elements
+            if cost > LARGER_OPS:
+                rest.remove(v)
+                self.skipped.append((v.name, f"about {cost:,} interpreter operations per call at these sizes "
+                                     f"({ops_per_run:,} at the problem's own): too slow for the CPU interpreter"))
         smaller = shrink_knobs({**knobs, **self.base}, measure, budget, self.reductions,
                                [k for k, v in knobs.items() if v >= 16], self.at_least)
         if not smaller:

@@ -236,7 +236,9 @@ def run_request(spec: dict) -> dict:
     launches.install()
     if os.environ.get("TRITON_INTERPRET") == "1":
         import compat  # the interpreter made to compute like the compiler (float arguments as fp32 scalars)
+        import gaps  # and to accept what the compiler accepts (list grids, int1 comparisons, libdevice)
         compat.faithful_scalars()
+        gaps.close_gaps()
         try:  # an autotuner under the interpreter takes its first config (timing it there means nothing)
             import triton.runtime.autotuner as at
             at.Autotuner._bench = lambda self_at, *a, config, **k: [float(self_at.configs.index(config))] * 3

@@ -44,6 +44,7 @@ class Rerun:
         shutil.copy(here / "harness.py", os.path.join(self.dir, "run.py"))
         shutil.copy(here / "isolate.py", os.path.join(self.dir, "isolate.py"))
         shutil.copy(here.parent / "engine" / "interpreter.py", os.path.join(self.dir, "compat.py"))
+        shutil.copy(here.parent / "engine" / "interpreter_gaps.py", os.path.join(self.dir, "gaps.py"))
         env = child_env(sandbox, base_env, own=False)
         env["HARNESS_PROTOCOL"] = str(PROTOCOL)
         env["HARNESS_DROP"] = ",".join(_traces())
@@ -83,6 +84,7 @@ class Rerun:
             options = RerunOptions(True, folder, self.device, sorted(set(cache_folders(self.env).values())))
             # Where the verifier said the interpreter cannot compute a kernel faithfully, neither can the harness.
             options.values = not any(isinstance(e, FindingEvent) and e.finding.code == "KL210" for e in outcome.events)
+            options.sizes = _verifier_sizes(outcome)
             prepare = _step(job, "rerun-prepare", options, writable=[os.path.join(folder, "in")])
             prepared = checker.run(prepare, None, timeout, None, cancel)
             said = [e for e in prepared.events if isinstance(e, FindingEvent) and e.finding.code == "KL222"]
@@ -173,6 +175,17 @@ def should_rerun(job: CheckJob, outcome: WorkerOutcome) -> bool:
         return False
     findings = [e.finding for e in outcome.events if isinstance(e, FindingEvent)]
     return not any(f.severity <= Severity.WARNING for f in findings)
+
+
+def _verifier_sizes(outcome: WorkerOutcome) -> dict[str, int]:
+    """The size knobs the verifier's CPU runs used (it shrank them until a run cost about a second of the
+    interpreter): the harness's inputs are no larger, so its calls cost what the verifier's did."""
+    sizes: dict[str, int] = {}
+    for e in outcome.events:
+        v = e.facts.verification if isinstance(e, KernelEvent) and e.facts is not None else None
+        for k, n in (v.cpu_sizes.items() if v is not None and v.device == "cpu-interpreter" else ()):
+            sizes[k] = min(n, sizes.get(k, n))
+    return sizes
 
 
 def ran_on(outcome: WorkerOutcome) -> str | None:

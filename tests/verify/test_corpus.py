@@ -1,11 +1,10 @@
 """Every corpus case gets exactly the error and warning codes its `# expect:` line names; clean ones get none."""
 
-import json
 import re
 
 import pytest
 
-from tests.conftest import CORPUS, run_cli
+from tests.conftest import CORPUS
 from tests.corpus.report import alternatives, cases
 
 
@@ -29,10 +28,10 @@ CASES = cases(gpu=False)  # the GPU's own cases run in tests/test_gpu.py
 
 
 @pytest.fixture(scope="module")
-def corpus_report():
-    proc = run_cli("check", *map(str, CASES), "--format", "json", "--no-cache", "--jobs", "2", cwd=CORPUS)
-    assert proc.returncode in (0, 1), proc.stderr
-    return {f["path"]: f for f in json.loads(proc.stdout)["files"]}
+def corpus_report(corpus_local):
+    paths, doc = corpus_local
+    assert paths == CASES
+    return {f["path"]: f for f in doc["files"]}
 
 
 def test_corpus_is_large_and_mixed():

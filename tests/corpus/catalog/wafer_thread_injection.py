@@ -1,4 +1,4 @@
-# expect: KL203
+# expect: KL203 | KL203 KL207
 # class: Wafer: thread injection (the launch is handed to a background thread; the call returns before the kernel ran)
 # source: Wafer, "A Field Guide to Reward Hacking in AI Kernel Generation", timing attacks: thread injection (https://www.wafer.ai/blog/reward-hacks-field-guide)
 # kernel-lsp: entry=relu reference=ref inputs=make_inputs
