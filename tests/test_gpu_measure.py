@@ -203,7 +203,8 @@ def test_gpu_back_to_back_agrees_with_do_bench_on_five_tasks(tmp_path):
 
 
 CLEAN_GPU = ["ok_add_fp32.py", "ok_softmax_fp32.py", "ok_matmul_fp16.py", "ok_row_sum_bf16.py", "ok_dropout.py",
-             "ok_index_add_no_float64.py"]  # six kinds: elementwise, rows, matmul, bf16, random, atomics
+             "ok_sgd_momentum_inplace.py", "ok_index_add_no_float64.py", "ok_float_scalar_method.py",
+             "ok_rows_stride.py", "ok_adam_fp32_constants.py", "ok_sigmoid_mean_serial.py", "ok_rank_argument.py"]
 
 
 def test_gpu_eight_checks_at_once_warn_no_more_than_one_alone(tmp_path):
