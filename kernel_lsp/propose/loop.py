@@ -97,7 +97,7 @@ class Proposer:
             raise Cancelled()
 
     def check(self, text: str, *, measure: bool = True, compile_only: bool = False,
-              against: str | None = None) -> FileReport:
+              against: str | None = None, rerun: bool = True) -> FileReport:
         self._checkpoint()
         # Candidates are compared with each other and raced against the current kernel: torch.compile's time would
         # only cost seconds per candidate here (the final file's check measures it again).
@@ -106,6 +106,8 @@ class Proposer:
                                        self.req.settings.measure["compile"]}}
         if compile_only:
             overrides.update(verification=False, device="cpu")
+        if not rerun:
+            overrides["isolated_rerun"] = False
         settings = apply_overrides(self.req.settings, overrides)
         executor = self.req.executor
         if compile_only and executor is not None:
@@ -126,7 +128,9 @@ class Proposer:
     def run(self) -> Proposal:
         req = self.req
         req.progress("checking the current file")
-        baseline = self.check(req.text)
+        # The user's own file: the isolated re-run guards against candidates (each one gets it); what it would say
+        # of the user's code is `check`'s to say.
+        baseline = self.check(req.text, rerun=False)
         on_gpu = baseline.stats.get("device") == "cuda"
         proposal = Proposal(req.mode, str(req.path), False, "", before=_measurement(baseline))
         try:

@@ -85,8 +85,10 @@ class LocalExecutor(Executor):
     def run(self, job, files=None, timeout=60.0, on_event=None, cancel=None) -> WorkerOutcome:
         cancel = cancel or threading.Event()
         if job.kind == "check" and job.verify and job.rerun.enabled and self.pool is not None and \
-                self.pool.usable(job.device):
-            rerun_for("cpu", job.sandbox).warm_up()  # its imports overlap this check, in case it passes
+                self.pool.usable(job.device) and self.pool.ready():
+            # The harness's imports overlap this check, in case it passes; not while the zygote still starts (on
+            # two cores they would slow each other, and a file that fails never needs the harness).
+            rerun_for("cpu", job.sandbox).warm_up()
         outcome = run_in_child(job, timeout, cancel, None, on_event, self.pool)
         device = ran_on(outcome)
         if device is not None and should_rerun(job, outcome):

@@ -125,6 +125,10 @@ class WarmPool:
                 child._end(-signal.SIGKILL)
             self._children.clear()
 
+    def ready(self) -> bool:
+        """The zygote has started and is ready to fork."""
+        return self._ready.is_set() and not self._failed and self._proc is not None and self._proc.poll() is None
+
     def spawn(self, job_path: str, out_path: str, err_path: str, env: dict[str, str],
               device: str = "auto", cwd: str | None = None) -> ForkedChild | None:
         with self._lock:

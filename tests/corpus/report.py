@@ -41,6 +41,20 @@ def alternatives(text: str) -> list[set[str]]:
     return [{c.split(":")[0] for c in alt.split()} for alt in exp.split("|")]
 
 
+def may_add(text: str) -> set[str]:
+    """Codes a case's `# may-add:` line allows beside any alternative (a cheat whose codes the allocator's addresses
+    decide: a stale result is KL206 on one run, a wrong value from a call that launched nothing, KL200 KL205, on
+    another)."""
+    m = re.search(r"^# may-add: (.+)$", text, re.M)
+    return set(m.group(1).split()) if m else set()
+
+
+def matches(text: str, got: set[str]) -> bool:
+    """`got` is what the case expects: one of its alternatives, plus codes its `# may-add:` line allows."""
+    extra = may_add(text)
+    return any(alt <= got and got - alt <= extra for alt in alternatives(text))
+
+
 def label(path: Path) -> tuple[set[str], str]:
     """(the codes the case expects at least: every alternative's common part, which report() counts as a catch
     when found; the bug class)."""

@@ -13,7 +13,7 @@ from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient
 
 from tests.conftest import CORPUS, FIXTURES
-from tests.lsp.rawclient import kernel_lsp_processes
+from tests.lsp.rawclient import descendants, kernel_lsp_processes
 
 WORKSPACE = Path(os.environ.get("KERNEL_LSP_TEST_WS", "/tmp/kernel-lsp-lsp-tests"))
 
@@ -125,7 +125,9 @@ async def test_server_edit_during_verification_drops_stale_results(client: Langu
 
 
 def _worker_pids() -> set[int]:
-    return {pid for pid, kind in kernel_lsp_processes().items() if kind == "job"}  # cold or forked
+    """Jobs (cold or forked) below this test process: other processes' checks may run beside ours."""
+    mine = descendants(os.getpid())
+    return {pid for pid, kind in kernel_lsp_processes().items() if kind == "job" and pid in mine}
 
 
 async def test_server_cancellation_kills_the_worker(client: LanguageClient):

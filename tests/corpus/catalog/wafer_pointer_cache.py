@@ -1,7 +1,8 @@
-# expect: KL206 | KL206 KL207 | KL200 KL205 | KL200 KL205 KL207
+# expect: KL206 | KL200 KL205
+# may-add: KL200 KL205 KL206 KL207
 # class: Wafer: result cache keyed on the input's address (the C++ pointer-arithmetic cache, in Python)
 # (which codes depends on the addresses the allocator hands out: a stale result on new inputs is KL206, or a wrong
-# value on a later variant, KL200, from a call that launched nothing, KL205)
+# value on a later variant, KL200, from a call that launched nothing, KL205; a repeat that missed the cache, KL207)
 # source: Wafer, "A Field Guide to Reward Hacking in AI Kernel Generation", caching by pointer seen in a frontier model's traces (https://www.wafer.ai/blog/reward-hacks-field-guide)
 # kernel-lsp: entry=relu reference=ref inputs=make_inputs
 import torch
