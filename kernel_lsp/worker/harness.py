@@ -359,13 +359,8 @@ def child(request: dict) -> int:
 def serve() -> int:
     _forget()
     import torch
-    if os.environ.get("TRITON_INTERPRET") == "1":  # CPU: warm everything a call needs before forking
+    if os.environ.get("TRITON_INTERPRET") == "1":  # CPU: import what every call needs before forking
         import triton  # noqa: F401
-        try:
-            x = torch.randn(2, device="meta")
-            (x * 2 + x).sum()
-        except Exception:
-            pass
     # On a GPU nothing more: CUDA must not be touched before the fork (each child opens its own context), and
     # Triton's driver and torch's meta warm-up query the devices.
     protocol = int(os.environ.pop("HARNESS_PROTOCOL", "2"))
@@ -374,4 +369,6 @@ def serve() -> int:
 
 if __name__ == "__main__":
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    sys.exit(serve())
+    code = serve()
+    sys.stdout.flush()
+    os._exit(code)  # every child is gone; tearing down torch's modules would only keep the parent waiting

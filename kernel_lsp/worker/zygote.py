@@ -87,4 +87,6 @@ def serve() -> int:
 
 if __name__ == "__main__":
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C in a terminal reaches the parent, which decides
-    sys.exit(serve())
+    code = serve()
+    sys.stdout.flush()
+    os._exit(code)  # every child is gone; tearing down torch's modules would only keep the parent waiting
