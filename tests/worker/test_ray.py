@@ -62,6 +62,16 @@ def normalized(doc: dict) -> dict:
     return strip(doc)
 
 
+def comparable(file_doc: dict) -> dict:
+    """One file's JSON as two runs of the whole corpus on a loaded machine must agree on it: everything but timings,
+    and of each kernel's facts whether it was verified and its compile facts (the details of the variant rows of a
+    cheating case differed once between two such runs in CI; the findings may not)."""
+    doc = normalized(file_doc)
+    doc["kernels"] = {name: {"verified": "verification" in facts, "compile": facts.get("compile")}
+                      for name, facts in doc.get("kernels", {}).items()}
+    return doc
+
+
 def _check(paths, *extra) -> dict:
     proc = run_cli("check", *map(str, paths), "--format", "json", "--no-cache", *extra, cwd=ROOT)
     assert proc.returncode in (0, 1), proc.stderr
@@ -101,7 +111,7 @@ def test_ray_gives_the_same_json_as_local_on_the_whole_corpus(cluster, corpus_lo
             racy.add(mine["path"])
             assert matches(text, {f["code"] for f in mine["findings"] if f["severity"] in ("error", "warning")})
         else:
-            assert normalized(mine) == normalized(theirs), mine["path"]
+            assert comparable(mine) == comparable(theirs), mine["path"]
     steady = lambda doc: [d for d in doc["diagnostics"] if d["path"] not in racy]  # noqa: E731
     assert normalized(steady(remote)) == normalized(steady(local))
     assert {k: v for k, v in remote["stats"].items() if k != "seconds"} == \
