@@ -241,8 +241,7 @@ _ALLOCATORS = ("empty", "empty_like", "empty_strided")
 @contextlib.contextmanager
 def poisoned_allocations(value: float, guards: GuardRegions | None = None):
     """Within the block, torch.empty / empty_like / empty_strided / Tensor.new_empty / Tensor.new(sizes) return filled
-    tensors
-    (inside guard regions too, when `guards` is given)."""
+    tensors (inside guard regions too, when `guards` is given)."""
     import torch
     saved = {name: getattr(torch, name) for name in _ALLOCATORS}
     saved_new_empty = torch.Tensor.new_empty

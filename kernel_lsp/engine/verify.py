@@ -213,19 +213,19 @@ class Verifier:
         knobs = self.problem.size_knobs
         elements = max(1, measure(self.base or {}))
         budget = max(64, int(elements * OPS_PER_VARIANT / ops_per_run))
-        # Sizes beyond the problem's own cost in proportion: past LARGER_OPS operations they are left out, saying
-        # so (a kernel this costly per element would take minutes there; the isolated re-run's larger set and a
-        # GPU check still try larger sizes).
+        cost = lambda v: ops_per_run * measure(v.knobs) // elements  # noqa: E731  (operations per call, estimated)
         for v in [v for v in rest if v.name == "odd-size" and v.knobs]:
-            if ops_per_run * measure(v.knobs) // elements > SHRINK_AFTER_OPS:  # odd sizes within the same budget
+            if cost(v) > SHRINK_AFTER_OPS:  # odd sizes within the same budget as the others
                 odd = shrink_knobs(v.knobs, measure, budget, self.reductions,
                                    [k for k, n in v.knobs.items() if n >= 16], self.at_least)
                 v.knobs = {**v.knobs, **odd}
+        # Sizes beyond the problem's own cost in proportion: past LARGER_OPS operations they are left out, saying
+        # so (a kernel this costly per element would take minutes there; the isolated re-run's larger set and a
+        # GPU check still try larger sizes).
         for v in [v for v in rest if v.name == "larger-size"]:
-            cost = ops_per_run * measure(v.knobs) // elements
-            if cost > LARGER_OPS:
+            if cost(v) > LARGER_OPS:
                 rest.remove(v)
-                self.skipped.append((v.name, f"about {cost:,} interpreter operations per call at these sizes "
+                self.skipped.append((v.name, f"about {cost(v):,} interpreter operations per call at these sizes "
                                      f"({ops_per_run:,} at the problem's own): too slow for the CPU interpreter"))
         smaller = shrink_knobs({**knobs, **self.base}, measure, budget, self.reductions,
                                [k for k, v in knobs.items() if v >= 16], self.at_least)
