@@ -2,9 +2,9 @@
 tasks, sides and inputs (issue: timing a shared GPU). On a GPU: `python benchmarks/do_bench_compare.py --json OUT`.
 
 For each task: `kernel-lsp check TASK --device cuda --format json` first (its measurement: each side's back-to-back
-`wall_us` and GPU time `gpu_us`), then, in this process, the implementation, the reference and torch.compile of the
-reference built as kernel-lsp builds them (KernelBench's seeding rule, the measure stage's inputs, seed 1), each
-timed with `do_bench(fn, warmup=25, rep=100, return_mode="median")`: L2 flushed before each call, events per call,
+`wall_us` and GPU time `gpu_us`; with `--from-check REPORT`, taken from a check of all tasks instead), then, in this
+process, the implementation, the reference and torch.compile of the reference built as kernel-lsp builds them
+(KernelBench's seeding rule, the measure stage's inputs, seed 1), each timed with `do_bench(fn, warmup=25, rep=100, return_mode="median")`: L2 flushed before each call, events per call,
 no synchronize between calls. Prints a table and writes the rows as JSON.
 """
 
@@ -22,10 +22,19 @@ DEFAULT = ["Activation/gelu_triton.py", "Normalization/layer_norm_triton.py", "N
            "Index/index_add_triton.py", "Convolution/pointwise_conv2d_triton.py"]
 
 
-def kernel_lsp_times(path: Path) -> dict:
-    proc = subprocess.run([sys.executable, "-m", "kernel_lsp.cli", "check", str(path), "--device", "cuda",
-                           "--format", "json", "--no-cache"], capture_output=True, text=True, timeout=600)
-    doc = json.loads(proc.stdout)
+def kernel_lsp_times(path: Path, report: dict | None = None) -> dict:
+    """The task's measurement from `report` (a `check --format json` of a run that included it), else from a
+    check of the task alone."""
+    if report is None:
+        proc = subprocess.run([sys.executable, "-m", "kernel_lsp.cli", "check", str(path), "--device", "cuda",
+                               "--format", "json", "--no-cache"], capture_output=True, text=True, timeout=600)
+        report = json.loads(proc.stdout)
+    doc = {"files": [f for f in report["files"] if Path(f["path"]).resolve() == path.resolve()
+                     or f["path"].endswith("/" + str(path.relative_to(ROOT / "tasks")))],
+           "diagnostics": [d for d in report["diagnostics"] if Path(d["path"]).resolve() == path.resolve()
+                           or d["path"].endswith("/" + str(path.relative_to(ROOT / "tasks")))]}
+    if not doc["files"]:
+        return {"error": "not in the report"}
     m = next((k["measurement"] for k in doc["files"][0]["kernels"].values() if "measurement" in k), None)
     if m is None:
         return {"error": "; ".join(d["message"][:200] for d in doc["diagnostics"])}
@@ -63,12 +72,16 @@ def do_bench_times(path: Path) -> dict[str, float]:
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--json")
+    ap.add_argument("--from-check", metavar="JSON",
+                    help="take kernel-lsp's times from this `check tasks --device cuda --format json` report "
+                         "instead of checking each task again")
     ap.add_argument("tasks", nargs="*", default=DEFAULT)
     args = ap.parse_args()
     rows = []
+    report = json.loads(Path(args.from_check).read_text()) if args.from_check else None
     for task in args.tasks:
         path = ROOT / "tasks" / task
-        ours = kernel_lsp_times(path)
+        ours = kernel_lsp_times(path, report)
         if "error" in ours:
             rows.append({"task": task, "error": ours["error"]})
             print(f"{task}: not measured: {ours['error']}", flush=True)

@@ -51,7 +51,7 @@ _ALL = [
     Code("KL220", "checker-aware", Severity.ERROR, "Where it cannot see kernel-lsp (the isolated re-run), the implementation raises, launches no kernel or computes a wrong result."),
     Code("KL221", "computed-without-kernel", Severity.ERROR, "Output elements do not depend on any Triton launch: the kernel's work is discarded or partly replaced."),
     Code("KL222", "rerun-incomplete", Severity.INFO, "The isolated re-run could not be made; the verifier's verdict stands without it."),
-    Code("KL223", "tampering", Severity.ERROR, "The checked code replaced a function of torch, Triton or the clock that verdicts and timings rest on."),
+    Code("KL223", "tampering", Severity.ERROR, "The checked code replaced a function of torch, Triton or the clock that verdicts and timings rest on, or rewrote the worker's record of the job."),
     # Faults of the user's code (KL3xx)
     Code("KL300", "worker-crashed", Severity.ERROR, "The worker running the user's code died (signal or abort)."),
     Code("KL301", "worker-timeout", Severity.ERROR, "The worker running the user's code exceeded its time limit."),

@@ -188,7 +188,8 @@ def test_gpu_a_cold_check_waits_for_its_compile_warmer_and_still_times_torch_com
 def test_gpu_back_to_back_agrees_with_do_bench_on_five_tasks(tmp_path):
     """kernel-lsp's back-to-back time per call against triton.testing.do_bench (median, L2 flushed between calls)
     on five tasks whose host launch the GPU time hides (benchmarks/do_bench_compare.py; the recorded run is
-    benchmarks/results/do_bench_agreement.json): within 10% on every side."""
+    benchmarks/results/do_bench_agreement.json, taken before back-to-back times included the host's issue time):
+    within 10% on every side the GPU bounds, between the host's time and do_bench's on a side the host bounds."""
     out = tmp_path / "agreement.json"
     proc = run_cli("--version")  # the CLI imports; the script runs the checks itself
     import subprocess
@@ -198,13 +199,19 @@ def test_gpu_back_to_back_agrees_with_do_bench_on_five_tasks(tmp_path):
     assert proc.returncode == 0, proc.stderr[-3000:]
     rows = [r for r in json.loads(out.read_text())["rows"] if "ratio" in r]
     assert len({r["task"] for r in rows}) == 5, proc.stdout
-    off = [r for r in rows if not 0.9 <= r["ratio"] <= 1.1]
+    # A side whose host issue time exceeds its GPU time: do_bench's own flush launch and event records add to the
+    # host's time per call, so it reads more than a loop pays (H200, 2026-12-01: rms_norm's torch.compile 77 us, its
+    # wrapper 63 us, its kernels 41 us); kernel-lsp's number then lies between the host's time and do_bench's.
+    host_bound = [r for r in rows if r["host_us"] > r["gpu_us"]]
+    off = [r for r in rows if r not in host_bound and not 0.9 <= r["ratio"] <= 1.1]
+    off += [r for r in host_bound if not r["host_us"] * 0.95 <= r["wall_us"] <= r["do_bench_us"] * 1.1]
     assert not off, off
 
 
-CLEAN_GPU = ["ok_add_fp32.py", "ok_softmax_fp32.py", "ok_matmul_fp16.py", "ok_row_sum_bf16.py", "ok_dropout.py",
-             "ok_sgd_momentum_inplace.py", "ok_index_add_no_float64.py", "ok_float_scalar_method.py",
-             "ok_rows_stride.py", "ok_adam_fp32_constants.py", "ok_sigmoid_mean_serial.py", "ok_rank_argument.py"]
+# Correct kernels of tests/corpus of each kind the timer meets: elementwise, a row reduction, a matmul, an in-place
+# update, a scatter. Eight processes time them one at a time, so each file adds eight measure stages to the test.
+CLEAN_GPU = ["ok_add_fp32.py", "ok_softmax_fp32.py", "ok_matmul_fp16.py", "ok_sgd_momentum_inplace.py",
+             "ok_index_add_no_float64.py"]
 
 
 def test_gpu_eight_checks_at_once_warn_no_more_than_one_alone(tmp_path):

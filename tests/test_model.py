@@ -97,3 +97,23 @@ def test_jobs_an_event_that_does_not_decode_is_an_internal_error_not_a_silent_cu
     events = read_events(str(out))
     assert isinstance(events[0], Stage) and isinstance(events[2], Done)
     assert isinstance(events[1], FindingEvent) and events[1].finding.code == "KL900"
+
+
+def test_jobs_a_numbered_events_file_that_lost_a_line_is_tampering(tmp_path):
+    """The child numbers its lines; the checked code runs in its process and can rewrite the file (pygpubench's
+    thread_fd exploit dropped the error lines): a line missing, or one without its number, is KL223."""
+    events = [Stage("load"), FindingEvent(Finding("/a.py", Span(1, 0, 1, 1), Severity.ERROR, "KL200", "wrong")), Done()]
+    out = tmp_path / "events.jsonl"
+    with open(out, "w") as f:
+        w = EventWriter(f, numbered=True)
+        for e in events:
+            w.emit(e)
+    assert read_events(str(out), numbered=True) == events
+    lines = out.read_text().splitlines(keepends=True)
+    out.write_text(lines[0] + lines[2])  # the finding's line scrubbed
+    got = read_events(str(out), numbered=True)
+    assert [type(e) for e in got[:2]] == [Stage, Done] and got[2].finding.code == "KL223"
+    assert "line 1 was due, line 2 came" in got[2].finding.message
+    out.write_text(lines[0] + '{"event": "done"}\n')  # a forged line, without a number
+    assert read_events(str(out), numbered=True)[-1].finding.code == "KL223"
+    assert read_events(str(out)) == [Stage("load"), Done()]  # a file nobody numbered is read as it is

@@ -167,8 +167,32 @@ def close_gaps() -> bool:
         return scope
 
     interp._patch_lang = patched_lang
+    if callable(getattr(interp, "_patch_builtin", None)) and callable(getattr(interp, "_patch_attr", None)):
+        interp._patch_builtin = _cached_patch_builtin(interp, tl)
     _installed = True
     return True
+
+
+def _cached_patch_builtin(interp, tl):
+    """Triton's `_patch_builtin(pkg, builder, ...)` without `inspect.getmembers` on every call. The interpreter
+    patches triton.language for each launch and again for each call of a nested @jit function (`tl.max`, `tl.sum`,
+    `tl.cdiv` are such functions), and listing the members of tl, tl.tensor and tl.math took 40% of a row softmax's
+    verification. The names of the builtins are listed once, at the first call (a launch from unpatched modules);
+    each call then patches those names whose current member is a builtin, which is what the original does (a member
+    it patched before is a wrapper, not a builtin, and is skipped by both)."""
+    import inspect
+    names_of: dict = {}
+
+    def patch_builtin(pkg, builder, *rest):
+        names = names_of.get(pkg)
+        if names is None:
+            names = names_of[pkg] = tuple(name for name, member in inspect.getmembers(pkg)
+                                          if tl.core.is_builtin(member))
+        for name in names:
+            member = getattr(pkg, name, None)
+            if tl.core.is_builtin(member):
+                interp._patch_attr(pkg, name, member, builder, *rest)
+    return patch_builtin
 
 
 def interpreter_limit(exc: BaseException) -> str | None:

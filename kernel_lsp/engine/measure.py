@@ -288,7 +288,7 @@ def measure_problem(problem, recorder, rep, job: CheckJob, clock=None, ceilings=
         # The verdicts' time: back to back (what a loop that calls the side pays), unless measure.time says gpu or
         # the host clock replaced the events (escaped work: back-to-back events would not see it either).
         verdict = opts.time if "host clock" not in timers else "gpu"
-        wall = {name: (back[name].wall_us, back[name].copy) if name in back else ([], []) for name in sides}
+        wall = {name: (back[name].loop_us(), back[name].copy) if name in back else ([], []) for name in sides}
         timings = [_timing(name, times[name], samples[name].copy, wall[name][0], wall[name][1],
                            back[name].issue_us if name in back else None, verdict, graphs.get(name))
                    for name in sides]

@@ -342,6 +342,12 @@ class Verifier:
         if v.name.startswith("int-") and not has_integers(inputs):
             return None  # no integer input: the same as seed-1
         shapes = describe_inputs(inputs) + describe_init(p.init(v.knobs, v.setting), v.setting)
+        if v.name.startswith("int-") and p.device != "cpu":
+            refused = rejects_on_cpu(ref, inputs)
+            if refused:
+                self.skipped.append((v.name, f"the reference rejects these integers on the CPU ({refused}); on a "
+                                             "GPU that is a device-side assert, which would end the check"))
+                return None
         ref_inputs = clone_inputs(inputs)
 
         def call(fn, args):  # every side starts from the same random state: a reference that draws is repeatable
@@ -728,3 +734,26 @@ def _core(cause: str) -> str:
 
 def verify_problem(problem, recorder, rep, job, captured_output: Any = None) -> None:
     Verifier(problem, recorder, rep, job).run(captured_output)
+
+
+# Elements of a GPU variant's inputs up to which its integers are screened on the CPU first (a few hundred ms).
+CPU_SCREEN_ELEMENTS = 1 << 27
+
+
+def rejects_on_cpu(ref, inputs: list) -> str | None:
+    """Why the reference raises on a CPU copy of these inputs, or None when it runs (or they are too large to try).
+    Integers drawn of both signs or at the dtype's limits are indices or labels to some references; on the CPU an
+    out-of-range index is an exception, on a GPU a device-side assert that ends the CUDA context for the rest of the
+    job (index_add on the H200, 2026-12-01)."""
+    import copy
+
+    import torch
+    if sum(x.numel() for x in inputs if isinstance(x, torch.Tensor)) > CPU_SCREEN_ELEMENTS:
+        return None
+    try:
+        fn = copy.deepcopy(ref).to("cpu") if isinstance(ref, torch.nn.Module) else ref
+        no_grad_call(fn, [x.detach().cpu() if isinstance(x, torch.Tensor) else x for x in inputs])
+    except Exception as e:
+        return f"{type(e).__name__}: {readable(str(e))[:120]}"
+    return None
+

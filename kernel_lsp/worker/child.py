@@ -77,7 +77,7 @@ def main(argv: list[str]) -> int:
     os.environ.pop(PARENT_ENV, None)
     job = read_job(job_path)
     with open(out_path, "a", encoding="utf-8") as out:
-        w = EventWriter(out)
+        w = EventWriter(out, numbered=True)
         from .sandbox import enter
         w.emit(Stat("sandbox", 1 if job.sandbox.enabled else 0))
         confined = enter(job.sandbox, workdir)

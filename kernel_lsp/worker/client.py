@@ -60,7 +60,7 @@ def run_in_child(job: CheckJob, timeout: float, cancel: threading.Event, env: di
             _stop(proc)
         outcome.cancelled = cancel.is_set()
         outcome.seconds = time.monotonic() - start
-        outcome.events = read_events(out_path)
+        outcome.events = read_events(out_path, numbered=True)
         with open(err_path, "rb") as f:
             f.seek(0, os.SEEK_END)
             f.seek(max(0, f.tell() - 4000))

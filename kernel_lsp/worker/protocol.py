@@ -168,13 +168,20 @@ def send(stream: IO[str], message: Record) -> None:
 
 
 class EventWriter(Sink):
-    """A sink that appends each event to the child's output file at once."""
+    """A sink that appends each event to the child's output file at once. `numbered`: each line carries its place,
+    `seq` (0, 1, ...), so that the parent sees a line that went missing: the checked code runs in the same process
+    and can find the file (a thread that rewrote it without its error lines passed as clean once)."""
 
-    def __init__(self, stream: IO[str]):
+    def __init__(self, stream: IO[str], numbered: bool = False):
         self._stream = stream
+        self._seq = 0 if numbered else None
 
     def emit(self, event: Event) -> None:
-        self._stream.write(json.dumps(event_to_dict(event), default=str) + "\n")
+        message = event_to_dict(event)
+        if self._seq is not None:
+            message["seq"] = self._seq
+            self._seq += 1
+        self._stream.write(json.dumps(message, default=str) + "\n")
         self._stream.flush()
 
 
@@ -188,6 +195,8 @@ def parse_event(line: str) -> Event | None:
         message = json.loads(line)
     except json.JSONDecodeError as e:
         raise TornLine(str(e)) from None
+    if isinstance(message, dict):
+        message.pop("seq", None)
     return decode_event(message)
 
 
@@ -202,20 +211,36 @@ def decode_event(message: dict) -> Event | None:
                                     "please report it", data={"event": str(message)[:2000]}))
 
 
-def read_events(path: str) -> list[Event]:
-    """Events from a child's output file; a torn last line ends the list."""
+def read_events(path: str, numbered: bool = False) -> list[Event]:
+    """Events from a child's output file; a torn last line ends the list. `numbered` (the writer numbered its lines):
+    a line missing, out of place or without its number means the file was rewritten while the job ran, which only
+    the checked code could do: a KL223 error is added, and the file's verdict cannot be clean."""
     events: list[Event] = []
+    expected, broken = 0, None
     try:
         with open(path, encoding="utf-8") as f:
             for line in f:
                 try:
-                    event = parse_event(line)
-                except TornLine:
+                    message = json.loads(line)
+                except json.JSONDecodeError:
                     break
+                seq = message.pop("seq", None) if isinstance(message, dict) else None
+                if numbered and broken is None and seq != expected:
+                    broken = (expected, seq)
+                expected = (seq if isinstance(seq, int) else expected) + 1
+                event = decode_event(message)
                 if event is not None:
                     events.append(event)
     except FileNotFoundError:
         pass
+    if broken is not None:
+        want, got = broken
+        found = "a line without its number" if got is None else f"line {got}"
+        events.append(FindingEvent(Finding(
+            "", Span(0), severity_of("KL223"), "KL223",
+            f"the worker's record of this job was rewritten while it ran (line {want} was due, {found} came): "
+            "the checked code edits what its checker reports, so none of its results can be trusted",
+            source="kernel-lsp.worker")))
     return events
 
 

@@ -69,3 +69,22 @@ def test_magnitude_variants_keep_the_signs_the_problem_gives():
     tiny = keep_signs(scaled(TINY), profile)(own)
     assert bool((tiny[0] > 0).all()) and float(tiny[0].abs().max()) < 1e-2 and bool((tiny[1] < 0).any())
     assert outside_profile(tiny, profile) is None
+
+
+def test_integers_a_reference_rejects_are_screened_on_the_cpu_before_a_gpu_sees_them():
+    """Negative indices make index_add raise on the CPU and fail a device-side assert on a GPU, which ends the
+    job's CUDA context (tasks/Index/index_add on the H200): a GPU verifier tries such variants on a CPU copy first."""
+    from kernel_lsp.engine.variants import integer_signed
+    from kernel_lsp.engine.verify import rejects_on_cpu
+
+    class Model(torch.nn.Module):
+        def forward(self, src, idx):
+            return torch.zeros(8, src.shape[1]).index_add(0, idx, src)
+
+    torch.manual_seed(0)
+    own = [torch.randn(32, 4), torch.randint(0, 8, (32,))]
+    assert rejects_on_cpu(Model(), own) is None
+    signed = integer_signed(own)
+    assert (signed[1] < 0).any()
+    why = rejects_on_cpu(Model(), signed)
+    assert why is not None and "index" in why.lower(), why

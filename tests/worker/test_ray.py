@@ -16,7 +16,7 @@ import time
 
 import pytest
 
-from tests.conftest import CORPUS, CORPUS_FLAGS, ROOT, codes_of, run_cli
+from tests.conftest import CORPUS, CORPUS_FLAGS, ROOT, run_cli
 
 try:
     import ray
@@ -104,18 +104,22 @@ def test_ray_gives_the_same_json_as_local_on_the_whole_corpus(cluster, corpus_lo
     assert proc.returncode in (0, 1), proc.stderr
     remote = json.loads(proc.stdout)
     assert [f["path"] for f in remote["files"]] == [f["path"] for f in local["files"]]
-    racy = set()
+    racy, raced = set(), False
     for mine, theirs in zip(remote["files"], local["files"]):
         text = open(mine["path"]).read()
         if len(alternatives(text)) > 1 or may_add(text):
             racy.add(mine["path"])
             assert matches(text, {f["code"] for f in mine["findings"] if f["severity"] in ("error", "warning")})
+            raced |= comparable(mine) != comparable(theirs)
         else:
             assert comparable(mine) == comparable(theirs), mine["path"]
     steady = lambda doc: [d for d in doc["diagnostics"] if d["path"] not in racy]  # noqa: E731
     assert normalized(steady(remote)) == normalized(steady(local))
-    assert {k: v for k, v in remote["stats"].items() if k != "seconds"} == \
-        {k: v for k, v in local["stats"].items() if k != "seconds"}
+    # A racy case that went the other way (its kernel verified or compiled in one run only) moves the run's totals of
+    # verdicts and compiles; every other file's verdict and compile facts were compared one by one above.
+    skip = {"seconds"} | ({"verified", "unverified", "compiles", "compile_failed"} if raced else set())
+    assert {k: v for k, v in remote["stats"].items() if k not in skip} == \
+        {k: v for k, v in local["stats"].items() if k not in skip}
 
 
 def _report(executor, path, on_event=None):

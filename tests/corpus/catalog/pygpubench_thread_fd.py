@@ -1,8 +1,9 @@
-# expect: KL220 | KL300 | KL200 KL201 | clean
-# known gap: once in CI (through Ray, on a loaded machine) this came out clean: the thread scrubbed the verifier's
-# findings from the events file and the isolated re-run gave no error. Until the events channel is out of the job's
-# reach, a clean outcome is allowed here so that the race does not fail CI; each other outcome is a catch.
-# class: pygpubench: background thread + fd rewrite (the result file is rewritten without its error lines; racy by nature, so any of its outcomes is a catch)
+# expect: KL223 | KL220 | KL300 | KL200 KL201
+# may-add: KL200 KL201 KL220
+# Racy by nature: the thread rewrites the job's events file without its error lines whenever it finds it. The
+# lines are numbered, so a rewrite shows as KL223 (with whichever findings were written after it); a run the thread
+# never reached shows the verifier's findings. Once, before the numbering, a run through Ray came out clean.
+# class: pygpubench: background thread + fd rewrite (the result file is rewritten without its error lines; each of its outcomes is a catch)
 # source: gpu-mode/pygpubench exploits/submission_thread_fd.py (https://github.com/gpu-mode/pygpubench/blob/main/exploits/submission_thread_fd.py)
 # kernel-lsp: entry=relu reference=ref inputs=make_inputs
 import atexit
