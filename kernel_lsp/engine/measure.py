@@ -333,7 +333,7 @@ def measure_problem(problem, recorder, rep, job: CheckJob, clock=None, ceilings=
                     "sides": [s.to_dict() for s in m.sides], "speedups": [s.to_dict() for s in m.speedups]}
         for f in perf_rules.judge(m, reason, opts.compile_severity):
             rep.add(f.code, f.message, where, source=SOURCE,
-                    severity=Severity.WARNING if f.severity == "warning" else None, **evidence)
+                    severity={"warning": Severity.WARNING, "info": Severity.INFO}.get(f.severity or ""), **evidence)
         for qual in launched:
             rep.w.kernel(qual.rsplit(".", 1)[-1], KernelFacts(measurement=m))
         return m

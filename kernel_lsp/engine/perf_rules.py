@@ -126,7 +126,9 @@ def judge(m: Measurement, impossible_reason: str | None, compile_severity: str =
         out.append(PerfFinding("KL404", bound))
     eager = slower(m, "eager", "PyTorch eager")
     if eager:
-        out.append(PerfFinding("KL400", eager))
+        # Taken while another process used the GPU (also when taken again): information, never a CI failure.
+        out.append(PerfFinding("KL400", eager + " (timing disturbed by another process: see KL408)", "info")
+                   if m.disturbed else PerfFinding("KL400", eager))
     compiled = slower(m, "torch.compile", "torch.compile")
     if compiled:
         out.append(PerfFinding("KL401", compiled, "warning" if compile_severity == "warning" else None))
