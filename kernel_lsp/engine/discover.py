@@ -112,6 +112,10 @@ def discover_source(source: str, filename: str = "<unknown>") -> Discovery:
         err = SyntaxError(str(e))
         err.lineno, err.offset = 1, 1
         return Discovery([], err)
+    if not any(name in source for name in _JIT_NAMES):
+        # No kernel without a jit decorator, and none without the word: a 10 MB file of plain Python spent a minute
+        # in the two walks below (its syntax errors were found by the parse above).
+        return Discovery([])
     modules, jits = _triton_aliases(tree)
     v = _Visitor(modules, jits)
     v.visit(tree)

@@ -83,9 +83,10 @@ class BackToBack:
 
     def loop_us(self) -> list[float]:
         """Per call, what a loop that calls the side pays: the larger of its event time and the host's time to issue
-        it. The L2 flush between the timed calls gives the host that long to get ahead, which a loop without flushes
-        does not: on the H200 a torch.compile wrapper that took 63 us to issue 41 us of kernels read 41 us back to
-        back from the events alone (do_bench: 77 us)."""
+        it (taken with the GPU idle; for a wrapper that synchronizes, that includes its own GPU work). The L2 flush
+        between the timed calls gives the host that long to get ahead, which a loop without flushes does not: on the
+        H200 a torch.compile wrapper that took 63 us to issue 41 us of kernels read 41 us back to back from the
+        events alone (do_bench: 77 us)."""
         return [max(w, i) for w, i in zip(self.wall_us, self.issue_us)] if self.issue_us else list(self.wall_us)
 
     def events_under_report(self, flush_us: float) -> bool:
@@ -151,19 +152,28 @@ class CudaClock:
         torch = self.torch
         starts = [torch.cuda.Event(enable_timing=True) for _ in range(calls)]
         ends = [torch.cuda.Event(enable_timing=True) for _ in range(calls)]
-        issue = []
         _device_sync()
         batch_start = _perf_counter()
         for i in range(calls):
             if self.flush_buffer is not None:
                 self.flush_buffer.zero_()
             _record(starts[i])
-            t0 = _perf_counter()
             fns[i % len(fns)]()
-            issue.append((_perf_counter() - t0) * 1e6)
             _record(ends[i])
         _device_sync()
         batch_us = (_perf_counter() - batch_start) * 1e6
+        # The host's time to issue each call, taken apart with the GPU idle (flushed, then synchronized): in the
+        # batch above a wrapper that synchronizes (`.item()`, a size read from the data) would also wait out the
+        # flush queued before it, which a loop without flushes never pays.
+        issue = []
+        for i in range(calls):
+            if self.flush_buffer is not None:
+                self.flush_buffer.zero_()
+            _device_sync()
+            t0 = _perf_counter()
+            fns[i % len(fns)]()
+            issue.append((_perf_counter() - t0) * 1e6)
+        _device_sync()
         return BackToBack([_elapsed(s, e) * 1e3 for s, e in zip(starts, ends)], issue,
                           [i % len(fns) for i in range(calls)], [batch_us])
 

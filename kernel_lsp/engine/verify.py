@@ -323,7 +323,7 @@ class Verifier:
             self.fail("KL209", v, f"{e}; {self.where(v, None)}", deepest_line(e.exc, self.job.path))
             return None
         try:
-            inputs = p.make_inputs(v.seed, v.knobs, v.setting)
+            inputs = own = p.make_inputs(v.seed, v.knobs, v.setting)
             if v.transform is not None:
                 torch.manual_seed(v.seed)
                 inputs = v.transform(inputs)
@@ -343,10 +343,10 @@ class Verifier:
             return None  # no integer input: the same as seed-1
         shapes = describe_inputs(inputs) + describe_init(p.init(v.knobs, v.setting), v.setting)
         if v.name.startswith("int-") and p.device != "cpu":
-            refused = rejects_on_cpu(ref, inputs)
+            refused = screen_on_cpu(ref, inputs, own)
             if refused:
-                self.skipped.append((v.name, f"the reference rejects these integers on the CPU ({refused}); on a "
-                                             "GPU that is a device-side assert, which would end the check"))
+                self.skipped.append((v.name, refused + "; on a GPU, integers the reference rejects are a device-side "
+                                                       "assert, which would end the check"))
                 return None
         ref_inputs = clone_inputs(inputs)
 
@@ -736,24 +736,39 @@ def verify_problem(problem, recorder, rep, job, captured_output: Any = None) -> 
     Verifier(problem, recorder, rep, job).run(captured_output)
 
 
-# Elements of a GPU variant's inputs up to which its integers are screened on the CPU first (a few hundred ms).
+# Elements of a GPU variant's inputs (and its reference's weights) up to which its integers are tried on the CPU first.
 CPU_SCREEN_ELEMENTS = 1 << 27
 
 
-def rejects_on_cpu(ref, inputs: list) -> str | None:
-    """Why the reference raises on a CPU copy of these inputs, or None when it runs (or they are too large to try).
-    Integers drawn of both signs or at the dtype's limits are indices or labels to some references; on the CPU an
-    out-of-range index is an exception, on a GPU a device-side assert that ends the CUDA context for the rest of the
-    job (index_add on the H200, 2026-12-01)."""
+def screen_on_cpu(ref, inputs: list, own: list) -> str | None:
+    """Why the integer variant `inputs` must not reach the reference on a GPU, or None when it may. Integers drawn of
+    both signs or at the dtype's limits are indices or labels to some references; on the CPU an out-of-range index is
+    an exception, on a GPU a device-side assert that ends the CUDA context for the rest of the job (index_add on the
+    H200, 2026-12-01). The reference runs on a CPU copy, first on the problem's own inputs (`own`): where it cannot
+    run there (a model that cannot be copied, an op or a tensor tied to the GPU), these integers cannot be tried
+    first either, and are not run."""
     import copy
 
     import torch
-    if sum(x.numel() for x in inputs if isinstance(x, torch.Tensor)) > CPU_SCREEN_ELEMENTS:
+    tensors = [x for x in inputs if isinstance(x, torch.Tensor)]
+    weights = [t for t in (*ref.parameters(), *ref.buffers())] if isinstance(ref, torch.nn.Module) else []
+    if sum(t.numel() for t in tensors + weights) > CPU_SCREEN_ELEMENTS:
+        return "too large to try on a CPU copy of the reference first"
+
+    def on_cpu(fn, args) -> str | None:
+        try:
+            no_grad_call(fn, [x.detach().cpu() if isinstance(x, torch.Tensor) else x for x in args])
+        except Exception as e:
+            raise_device_fault(e)
+            return f"{type(e).__name__}: {readable(str(e))[:120]}"
         return None
     try:
         fn = copy.deepcopy(ref).to("cpu") if isinstance(ref, torch.nn.Module) else ref
-        no_grad_call(fn, [x.detach().cpu() if isinstance(x, torch.Tensor) else x for x in inputs])
     except Exception as e:
-        return f"{type(e).__name__}: {readable(str(e))[:120]}"
-    return None
-
+        raise_device_fault(e)
+        return f"the reference cannot be copied to the CPU to try them first ({type(e).__name__})"
+    cannot = on_cpu(fn, own)
+    if cannot is not None:
+        return f"the reference does not run on a CPU copy to try them first ({cannot})"
+    rejects = on_cpu(fn, inputs)
+    return f"the reference rejects these integers on the CPU ({rejects})" if rejects is not None else None

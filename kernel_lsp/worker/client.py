@@ -9,6 +9,7 @@ it started. Its stderr goes to a file (no pipe to fill up); the tail is kept for
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
 import tempfile
@@ -21,7 +22,7 @@ from . import reaper, sandbox
 from .child import PARENT_ENV, kill_group
 from .outcome import WorkerOutcome
 from .pool import ForkedChild, WarmPool
-from .protocol import TornLine, parse_event, read_events, write_job
+from .protocol import TornLine, parse_event, parse_events, read_events, write_job
 
 POLL = 0.1  # seconds between looks at the child: its exit, its new events, the timeout and the cancel
 
@@ -32,8 +33,7 @@ def run_in_child(job: CheckJob, timeout: float, cancel: threading.Event, env: di
     """Run one job in a child forked from `pool` (a cold process in a reaper when None or unusable) and wait for it.
     The child gets the sandbox's scrubbed environment and `work/` in the job's folder as its private folder."""
     with tempfile.TemporaryDirectory(prefix="kernel-lsp-") as tmp:
-        job_path, out_path, err_path, work = (os.path.join(tmp, n) for n in ("job.json", "events.jsonl", "stderr",
-                                                                              "work"))
+        job_path, err_path, work = (os.path.join(tmp, n) for n in ("job.json", "stderr", "work"))
         write_job(job, job_path)
         os.makedirs(work)
         env = sandbox.child_env(job.sandbox, env)
@@ -43,14 +43,20 @@ def run_in_child(job: CheckJob, timeout: float, cancel: threading.Event, env: di
         if cancel.is_set():
             outcome.cancelled = True
             return outcome
+        channel = EventChannel(tmp, "events")
         with open(err_path, "wb") as err:
-            forked = pool.spawn(job_path, out_path, err_path, env, job.device, work) if pool is not None else None
+            forked = (pool.spawn(job_path, channel.path, err_path, env, job.device, work) if pool is not None
+                      else None)
             outcome.warm = forked is not None
+            if forked is None and pool is not None:
+                # The zygote did not say it forked in time; if it forks later, that child finds no listener.
+                channel.close()
+                channel = EventChannel(tmp, "events-cold")
             proc: subprocess.Popen | ForkedChild = forked or subprocess.Popen(
-                reaper.command([sys.executable, "-m", "kernel_lsp.worker.child", job_path, out_path, work]),
+                reaper.command([sys.executable, "-m", "kernel_lsp.worker.child", job_path, channel.path, work]),
                 stdin=subprocess.DEVNULL, stdout=err, stderr=err, env=env, start_new_session=True, cwd=work,
             )
-            outcome.returncode = _wait(proc, out_path, start, timeout, cancel, on_event)
+            outcome.returncode = _wait(proc, channel, start, timeout, cancel, on_event)
             if outcome.returncode is None:
                 outcome.timed_out = not cancel.is_set()
                 _stop(proc)
@@ -58,9 +64,10 @@ def run_in_child(job: CheckJob, timeout: float, cancel: threading.Event, env: di
             # The child may have started processes of its own: they die with it (the zygote and the reaper are
             # subreapers that kill what a job leaves; its process group goes too, also after it exited).
             _stop(proc)
+        channel.close()
         outcome.cancelled = cancel.is_set()
         outcome.seconds = time.monotonic() - start
-        outcome.events = read_events(out_path, numbered=True)
+        outcome.events = channel.events()
         with open(err_path, "rb") as f:
             f.seek(0, os.SEEK_END)
             f.seek(max(0, f.tell() - 4000))
@@ -74,7 +81,7 @@ def _stop(proc) -> None:
     kill_group(proc.pid)
 
 
-def _wait(proc, out_path: str, start: float, timeout: float, cancel: threading.Event,
+def _wait(proc, channel: "EventChannel", start: float, timeout: float, cancel: threading.Event,
           on_event: Callable | None) -> int | None:
     """Wait for the child, forwarding its live events; None when the timeout passed or the job was cancelled."""
     offset = 0
@@ -82,25 +89,21 @@ def _wait(proc, out_path: str, start: float, timeout: float, cancel: threading.E
         try:
             code = proc.wait(timeout=POLL)
             if on_event is not None:
-                _forward(out_path, offset, on_event)  # what came after the last poll
+                channel.settle()
+                _forward(channel, offset, on_event)  # what came after the last poll
             return code
         except subprocess.TimeoutExpired:
             pass
         if on_event is not None:
-            offset = _forward(out_path, offset, on_event)
+            offset = _forward(channel, offset, on_event)
         if cancel.is_set() or time.monotonic() - start > timeout:
             return None
 
 
-def _forward(out_path: str, offset: int, on_event: Callable) -> int:
-    try:
-        with open(out_path, encoding="utf-8") as f:
-            f.seek(offset)
-            chunk = f.read()
-    except FileNotFoundError:
-        return offset
-    complete = chunk[: chunk.rfind("\n") + 1]
-    for line in complete.splitlines():
+def _forward(channel: "EventChannel", offset: int, on_event: Callable) -> int:
+    chunk = channel.read(offset)
+    complete = chunk[: chunk.rfind(b"\n") + 1]
+    for line in complete.decode("utf-8", "replace").splitlines():
         try:
             event = parse_event(line)
         except TornLine:
@@ -110,4 +113,103 @@ def _forward(out_path: str, offset: int, on_event: Callable) -> int:
                 on_event(event)
             except Exception:
                 pass
-    return offset + len(complete.encode("utf-8"))
+    return offset + len(complete)
+
+
+class EventChannel:
+    """The child's events, through a Unix socket the child connects to before any checked code runs (child.py).
+
+    The checked code runs in the child's process and may know it is being checked: a file of events there could be
+    rewritten without its error lines (pygpubench's thread_fd exploit; numbered lines only showed a rewrite that
+    renumbered nothing). What the child has sent through a socket is here, out of its reach: it can add lines, which
+    the numbering shows, but not take any back. One connection is taken, then the socket's name is removed.
+    Where the folder's path is too long for a socket's name, the child writes a file as before."""
+
+    def __init__(self, folder: str, name: str):
+        self.data = bytearray()
+        self._lock = threading.Lock()
+        self._done = threading.Event()
+        self._stop = threading.Event()
+        self.path = os.path.join(folder, name + ".sock")
+        self._listener: socket.socket | None = None
+        if len(self.path.encode()) < 100:
+            try:
+                self._listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                self._listener.bind(self.path)
+                self._listener.listen(1)
+            except OSError:
+                self._listener = None
+        if self._listener is None:
+            self.path = os.path.join(folder, name + ".jsonl")
+            self._done.set()
+            return
+        threading.Thread(target=self._receive, name="kernel-lsp-events", daemon=True).start()
+
+    def _receive(self) -> None:
+        listener = self._listener
+        assert listener is not None
+        conn = None
+        try:
+            listener.settimeout(POLL)
+            while conn is None and not self._stop.is_set():
+                try:
+                    conn, _ = listener.accept()
+                except socket.timeout:
+                    continue
+        except OSError:
+            pass
+        finally:
+            listener.close()
+            try:
+                os.unlink(self.path)
+            except OSError:
+                pass
+        try:
+            if conn is None:
+                return
+            with conn:
+                conn.settimeout(POLL)
+                while True:
+                    try:
+                        chunk = conn.recv(1 << 16)
+                    except socket.timeout:
+                        if self._stop.is_set():
+                            return
+                        continue
+                    except OSError:
+                        return
+                    if not chunk:
+                        return
+                    with self._lock:
+                        self.data += chunk
+        finally:
+            self._done.set()
+
+    def read(self, offset: int) -> bytes:
+        """What came from `offset` on (a file, where the child writes one)."""
+        if self.path.endswith(".jsonl"):
+            try:
+                with open(self.path, "rb") as f:
+                    f.seek(offset)
+                    return f.read()
+            except FileNotFoundError:
+                return b""
+        with self._lock:
+            return bytes(self.data[offset:])
+
+    def settle(self, wait: float = 2.0) -> None:
+        """Once the child has exited: wait (a little) for the rest of what it sent."""
+        self._done.wait(wait)
+
+    def close(self) -> None:
+        """Stop listening; take what is still in the socket first (the child and what it started are gone)."""
+        self._done.wait(5.0)
+        self._stop.set()
+        self._done.wait(1.0)
+
+    def events(self) -> list:
+        if self.path.endswith(".jsonl"):
+            return read_events(self.path, numbered=True)
+        with self._lock:
+            text = self.data.decode("utf-8", "replace")
+        return parse_events(text.splitlines(keepends=True), numbered=True)

@@ -180,9 +180,10 @@ class EventWriter(Sink):
         message = event_to_dict(event)
         if self._seq is not None:
             message["seq"] = self._seq
-            self._seq += 1
         self._stream.write(json.dumps(message, default=str) + "\n")
         self._stream.flush()
+        if self._seq is not None:
+            self._seq += 1  # only once the line is out: a write that failed leaves no gap
 
 
 class TornLine(ValueError):
@@ -212,33 +213,38 @@ def decode_event(message: dict) -> Event | None:
 
 
 def read_events(path: str, numbered: bool = False) -> list[Event]:
-    """Events from a child's output file; a torn last line ends the list. `numbered` (the writer numbered its lines):
-    a line missing, out of place or without its number means the file was rewritten while the job ran, which only
-    the checked code could do: a KL223 error is added, and the file's verdict cannot be clean."""
-    events: list[Event] = []
-    expected, broken = 0, None
+    """Events from a child's output file (parse_events)."""
     try:
         with open(path, encoding="utf-8") as f:
-            for line in f:
-                try:
-                    message = json.loads(line)
-                except json.JSONDecodeError:
-                    break
-                seq = message.pop("seq", None) if isinstance(message, dict) else None
-                if numbered and broken is None and seq != expected:
-                    broken = (expected, seq)
-                expected = (seq if isinstance(seq, int) else expected) + 1
-                event = decode_event(message)
-                if event is not None:
-                    events.append(event)
+            return parse_events(f, numbered)
     except FileNotFoundError:
-        pass
+        return []
+
+
+def parse_events(lines, numbered: bool = False) -> list[Event]:
+    """Events from a child's output lines; a torn last line ends the list. `numbered` (the writer numbered its
+    lines): a line missing, out of place or without its number means the record was changed while the job ran,
+    which only the checked code could do: a KL223 error is added, and the file's verdict cannot be clean."""
+    events: list[Event] = []
+    expected, broken = 0, None
+    for line in lines:
+        try:
+            message = json.loads(line)
+        except json.JSONDecodeError:
+            break
+        seq = message.pop("seq", None) if isinstance(message, dict) else None
+        if numbered and broken is None and seq != expected:
+            broken = (expected, seq)
+        expected = (seq if isinstance(seq, int) else expected) + 1
+        event = decode_event(message)
+        if event is not None:
+            events.append(event)
     if broken is not None:
         want, got = broken
         found = "a line without its number" if got is None else f"line {got}"
         events.append(FindingEvent(Finding(
             "", Span(0), severity_of("KL223"), "KL223",
-            f"the worker's record of this job was rewritten while it ran (line {want} was due, {found} came): "
+            f"the worker's record of this job was changed while it ran (line {want} was due, {found} came): "
             "the checked code edits what its checker reports, so none of its results can be trusted",
             source="kernel-lsp.worker")))
     return events

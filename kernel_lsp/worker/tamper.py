@@ -23,12 +23,23 @@ WATCHED = {
                    "mem_get_info", "is_available", "current_device", "get_device_properties"],
     "torch.testing": ["assert_close"],
     "triton.testing": ["do_bench", "do_bench_cudagraph"],
+    "json": ["dumps", "loads"],
+    "os": ["_exit"],
+    "kernel_lsp.engine.rules": ["judge", "judge_random", "same"],
+    "kernel_lsp.engine.verify": ["judge", "judge_random", "same"],
 }
 CLASSES = {
     "torch.Tensor": ["__eq__", "__ne__", "equal", "clone", "copy_", "to", "item", "tolist", "__getitem__",
                      "__setitem__", "sum", "abs", "double", "float", "cpu", "cuda", "contiguous", "fill_", "zero_"],
     "torch.cuda.Event": ["record", "elapsed_time", "synchronize", "query", "wait"],
     "triton.runtime.jit.JITFunction": ["run", "__getitem__"],
+    # kernel-lsp's own channel and judges, in the process that runs the checked code: code that drops the findings
+    # on their way out, or passes every comparison, replaces one of these.
+    "kernel_lsp.jobs.Sink": ["stage", "finding", "preview", "kernel", "stat"],
+    "kernel_lsp.worker.protocol.EventWriter": ["emit"],
+    "kernel_lsp.worker.serve.StreamSink": ["emit"],
+    "kernel_lsp.engine.pipeline.Reporter": ["add", "preview"],
+    "kernel_lsp.engine.pipeline.StageTracker": ["emit"],
 }
 
 

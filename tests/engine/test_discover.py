@@ -65,3 +65,18 @@ def test_discover_no_kernels_and_plain_python():
 def test_discover_ignores_other_jit_decorators():
     src = "import numba\n@numba.jit\ndef f(x):\n    return x\n"
     assert discover_source(src).kernels == []
+
+
+def test_discover_a_file_without_jit_is_parsed_and_not_walked(monkeypatch):
+    """A file that never says `jit` has no kernel: its syntax is still checked, the two walks are skipped (a 10 MB
+    file of plain Python spent a minute in them)."""
+    from kernel_lsp.engine import discover
+
+    def walked(*args):
+        raise AssertionError("walked a file without jit")
+    monkeypatch.setattr(discover, "_triton_aliases", walked)
+    assert discover.discover_source("import triton\n" + "x = 1\n" * 3).kernels == []
+    assert discover.discover_source("import triton\ndef f(:\n").syntax_error is not None
+    monkeypatch.undo()
+    assert [k.name for k in discover.discover_source("import triton\n@triton.jit\ndef k(x):\n    pass\n").kernels] \
+        == ["k"]

@@ -75,7 +75,7 @@ def test_integers_a_reference_rejects_are_screened_on_the_cpu_before_a_gpu_sees_
     """Negative indices make index_add raise on the CPU and fail a device-side assert on a GPU, which ends the
     job's CUDA context (tasks/Index/index_add on the H200): a GPU verifier tries such variants on a CPU copy first."""
     from kernel_lsp.engine.variants import integer_signed
-    from kernel_lsp.engine.verify import rejects_on_cpu
+    from kernel_lsp.engine.verify import screen_on_cpu
 
     class Model(torch.nn.Module):
         def forward(self, src, idx):
@@ -83,8 +83,15 @@ def test_integers_a_reference_rejects_are_screened_on_the_cpu_before_a_gpu_sees_
 
     torch.manual_seed(0)
     own = [torch.randn(32, 4), torch.randint(0, 8, (32,))]
-    assert rejects_on_cpu(Model(), own) is None
+    assert screen_on_cpu(Model(), own, own) is None
     signed = integer_signed(own)
     assert (signed[1] < 0).any()
-    why = rejects_on_cpu(Model(), signed)
-    assert why is not None and "index" in why.lower(), why
+    why = screen_on_cpu(Model(), signed, own)
+    assert why.startswith("the reference rejects these integers on the CPU") and "index" in why.lower(), why
+
+    class Tied(Model):  # runs only where its inputs are not on the CPU: nothing can be tried first
+        def forward(self, src, idx):
+            if src.device.type == "cpu":
+                raise RuntimeError("Expected all tensors to be on the same device")
+            return super().forward(src, idx)
+    assert screen_on_cpu(Tied(), signed, own).startswith("the reference does not run on a CPU copy")

@@ -1,8 +1,7 @@
-# expect: KL223 | KL220 | KL300 | KL200 KL201
-# may-add: KL200 KL201 KL220
-# Racy by nature: the thread rewrites the job's events file without its error lines whenever it finds it. The
-# lines are numbered, so a rewrite shows as KL223 (with whichever findings were written after it); a run the thread
-# never reached shows the verifier's findings. Once, before the numbering, a run through Ray came out clean.
+# expect: KL200 KL201
+# The thread looks for the job's events among this process's open files to rewrite them without their error lines.
+# The worker sends its events through a socket (worker/client.py EventChannel), which is no file it can find or
+# rewrite: the verifier's findings reach the parent. Once, when events went to a file, a run came out clean.
 # class: pygpubench: background thread + fd rewrite (the result file is rewritten without its error lines; each of its outcomes is a catch)
 # source: gpu-mode/pygpubench exploits/submission_thread_fd.py (https://github.com/gpu-mode/pygpubench/blob/main/exploits/submission_thread_fd.py)
 # kernel-lsp: entry=relu reference=ref inputs=make_inputs
