@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import os
 import json
 
 from kernel_lsp.jobs import (CheckJob, Device, Done, FindingEvent, KernelEvent, KernelRef, LinkSpec, Stage, Stat,
@@ -117,3 +118,25 @@ def test_jobs_a_numbered_events_file_that_lost_a_line_is_tampering(tmp_path):
     out.write_text(lines[0] + '{"event": "done"}\n')  # a forged line, without a number
     assert read_events(str(out), numbered=True)[-1].finding.code == "KL223"
     assert read_events(str(out)) == [Stage("load"), Done()]  # a file nobody numbered is read as it is
+
+
+def test_jobs_events_sent_through_the_channel_cannot_be_taken_back(tmp_path):
+    """The child's events go through a Unix socket its parent listens on: the parent keeps every line sent, also
+    when the sender then wants them gone; a channel nobody connected to closes at once."""
+    import time
+    from kernel_lsp.worker.child import open_events
+    from kernel_lsp.worker.client import EventChannel
+    channel = EventChannel(str(tmp_path), "events")
+    assert channel.path.endswith(".sock")
+    events = [Stage("load"), FindingEvent(Finding("/a.py", Span(1, 0, 1, 1), Severity.ERROR, "KL200", "wrong")), Done()]
+    with open_events(channel.path) as out:
+        w = EventWriter(out, numbered=True)
+        for e in events:
+            w.emit(e)
+    channel.close()
+    assert not os.path.exists(channel.path)  # one connection taken, then the name is gone
+    assert channel.events() == events
+    idle = EventChannel(str(tmp_path), "idle")
+    start = time.monotonic()
+    idle.close()
+    assert time.monotonic() - start < 2 and idle.events() == []

@@ -52,10 +52,14 @@ def run_in_child(job: CheckJob, timeout: float, cancel: threading.Event, env: di
                 # The zygote did not say it forked in time; if it forks later, that child finds no listener.
                 channel.close()
                 channel = EventChannel(tmp, "events-cold")
-            proc: subprocess.Popen | ForkedChild = forked or subprocess.Popen(
-                reaper.command([sys.executable, "-m", "kernel_lsp.worker.child", job_path, channel.path, work]),
-                stdin=subprocess.DEVNULL, stdout=err, stderr=err, env=env, start_new_session=True, cwd=work,
-            )
+            try:
+                proc: subprocess.Popen | ForkedChild = forked or subprocess.Popen(
+                    reaper.command([sys.executable, "-m", "kernel_lsp.worker.child", job_path, channel.path, work]),
+                    stdin=subprocess.DEVNULL, stdout=err, stderr=err, env=env, start_new_session=True, cwd=work,
+                )
+            except BaseException:
+                channel.close()
+                raise
             outcome.returncode = _wait(proc, channel, start, timeout, cancel, on_event)
             if outcome.returncode is None:
                 outcome.timed_out = not cancel.is_set()
@@ -151,11 +155,12 @@ class EventChannel:
         conn = None
         try:
             listener.settimeout(POLL)
-            while conn is None and not self._stop.is_set():
+            while conn is None:
                 try:
                     conn, _ = listener.accept()
                 except socket.timeout:
-                    continue
+                    if self._stop.is_set():  # asked to stop, and no connection waiting either
+                        break
         except OSError:
             pass
         finally:
@@ -202,10 +207,10 @@ class EventChannel:
         self._done.wait(wait)
 
     def close(self) -> None:
-        """Stop listening; take what is still in the socket first (the child and what it started are gone)."""
-        self._done.wait(5.0)
+        """Stop listening and reading, once what is in the socket is taken (the child and what it started are gone,
+        so what they sent is there to read at once)."""
         self._stop.set()
-        self._done.wait(1.0)
+        self._done.wait(5.0)
 
     def events(self) -> list:
         if self.path.endswith(".jsonl"):
