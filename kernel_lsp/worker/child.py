@@ -1,7 +1,8 @@
-"""A worker child: `python -m kernel_lsp.worker.child JOB.json EVENTS.jsonl WORKDIR`.
+"""A worker child: `python -m kernel_lsp.worker.child JOB.json EVENTS WORKDIR`.
 
-Reads one job, opens its event file, enters the sandbox (sandbox.py: WORKDIR is its private folder), runs the job,
-appends events, and kills whatever the checked code left running. A fault of kernel-lsp itself becomes a KL900
+Reads one job, connects to its parent's event socket (EVENTS ending in .sock; else a file to append to), enters
+the sandbox (sandbox.py: WORKDIR is its private folder), runs the job, sends events, and kills whatever the checked
+code left running. A fault of kernel-lsp itself becomes a KL900
 finding, never a silent exit; a fault of the user's code that kills the process (segfault, abort) is diagnosed by
 the parent.
 """

@@ -3,8 +3,10 @@
 Every message that crosses a process boundary is a typed record here, turned into one JSON line by `encode` and
 back by `decode`; nothing else in kernel-lsp reads or writes a worker's JSON by hand. Three channels use them:
 
-- a job's event file: the child appends events (jobs.Event) to OUT as JSON lines, flushing each, so that what it
-  learned before a crash survives it (`EventWriter`, `read_events`); the job itself is a file (`write_job`);
+- a job's events: the child sends events (jobs.Event) as numbered JSON lines, flushing each, so that what it
+  learned before a crash survives it, through a Unix socket its parent listens on (client.py, `EventChannel`), or
+  to a file where the socket's name would be too long (`EventWriter`, `parse_events`, `read_events`); the job
+  itself is a file (`write_job`);
 - the warm zygote's stdio (zygote.py): `ForkJob` in; `ZygoteReady`, `Forked`, `Exited` out;
 - a long-lived worker's stdio (serve.py, local or behind a `runner` command): `RunJob` and `CancelJob` in;
   `WorkerReady`, `JobEvent`, `JobEnd` out; and the compile warmer's stdin: one `WarmRequest`.
