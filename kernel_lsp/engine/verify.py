@@ -751,7 +751,7 @@ def screen_on_cpu(ref, inputs: list, own: list) -> str | None:
 
     import torch
     tensors = [x for x in inputs if isinstance(x, torch.Tensor)]
-    weights = [t for t in (*ref.parameters(), *ref.buffers())] if isinstance(ref, torch.nn.Module) else []
+    weights = [*ref.parameters(), *ref.buffers()] if isinstance(ref, torch.nn.Module) else []
     if sum(t.numel() for t in tensors + weights) > CPU_SCREEN_ELEMENTS:
         return "too large to try on a CPU copy of the reference first"
 
