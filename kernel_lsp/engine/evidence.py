@@ -167,10 +167,11 @@ def _cpu(inputs: list) -> list:
     return [x.detach().to("cpu") if isinstance(x, torch.Tensor) else x for x in inputs]
 
 
-def _truth(reference, inputs: list, seed: int) -> tuple[list, list]:
-    """(float64 truth, PyTorch's result in the task's dtype) of the reference on clones of the inputs, with the
-    seed the harness calls the implementation with. A reference that draws random numbers draws other ones in
-    float64: its own result is then the truth (the harness's seed gives the implementation the same draws)."""
+def _truth(reference, inputs: list, seed: int) -> tuple[list, list, bool]:
+    """(float64 truth, PyTorch's result in the task's dtype, whether the reference drew random numbers) of the
+    reference on clones of the inputs, with the seed the harness calls the implementation with. A reference that
+    draws random numbers draws other ones in float64: its own result is then the truth (the harness's seed gives
+    the implementation the same draws, on the CPU)."""
     import copy
 
     import torch
@@ -190,7 +191,7 @@ def _truth(reference, inputs: list, seed: int) -> tuple[list, list]:
             except Exception:
                 t = r  # a reference that cannot run in float64: its own result, as the verifier does
     keep = lambda xs: [x.detach().cpu() for x in xs if isinstance(x, torch.Tensor)]  # noqa: E731
-    return keep(t), keep(r)
+    return keep(t), keep(r), draws
 
 
 def prepare(job: CheckJob, sink: Sink) -> None:
@@ -239,9 +240,15 @@ def _prepare(job: CheckJob, sink: Sink) -> None:
             truth["large"] = _truth(large_ref, sets["large"], seed)
     for name in ("A", "B", "C", "D"):
         truth[name] = _truth(reference, sets[name], seed)
+    # A reference that seeds itself and draws (torch.manual_seed(0); x + torch.randn_like(x)) is repeatable on one
+    # device, but the truth is drawn here, on the CPU: a harness on a GPU draws from CUDA's generator, other
+    # numbers. There only the launches are judged, as for a random reference.
+    drew = any(v[2] for v in truth.values())
+    truth = {name: v[:2] for name, v in truth.items()}
     saved = {**sets, "init": _cpu(list(init)) if init is not None else []}
     torch.save(saved, folder / "inputs.pt")
-    torch.save({"truth": truth, "random": bool(problem.random), "knobs": small}, folder / "truth.pt")
+    torch.save({"truth": truth, "random": bool(problem.random) or (on_gpu and drew), "knobs": small},
+               folder / "truth.pt")
     impl = os.path.realpath(job.path)
     spec = {"path": job.path, "source": job.source_override, "module": Path(job.path).stem,
             "sys_path": [str(Path(impl).parent)], "kind": job.link.kind, "entry": job.link.entry,

@@ -79,6 +79,8 @@ class BackToBack:
     issue_us: list[float] = field(default_factory=list)
     copy: list[int] = field(default_factory=list)
     batch_us: list[float] = field(default_factory=list)  # the host clock over each whole batch (a final sync included)
+    # of which the final synchronize: how long the GPU still ran after the host had issued the last call
+    wait_us: list[float] = field(default_factory=list)
     batch_calls: int = 0  # calls issued per batch (those left out of the samples included)
 
     def loop_us(self) -> list[float]:
@@ -90,15 +92,18 @@ class BackToBack:
         return [max(w, i) for w, i in zip(self.wall_us, self.issue_us)] if self.issue_us else list(self.wall_us)
 
     def events_under_report(self, flush_us: float) -> bool:
-        """The events claim far less time than passed on the host clock over the same batches: work ran where the
-        events do not see it (another stream), or the timer was tampered with. Each call may add its flush and
-        some launch overhead (20 us) the events leave out."""
-        if not self.batch_us or not self.wall_us:
+        """The events claim far less time than the GPU took over the same batches: work ran where the events do not
+        see it (another stream), or the timer was tampered with. The GPU's time is what the final synchronize waited
+        after the host had issued the last call, never the host's own issuing: a host slowed by other processes
+        (eight checks on 16 cores, H200 2026-12-02) made an in-place SGD's batch read as escaped work. Each call
+        may add its flush and some launch overhead (20 us) the events leave out."""
+        waits = self.wait_us or self.batch_us
+        if not waits or not self.wall_us:
             return False
-        calls = self.batch_calls or len(self.wall_us) / len(self.batch_us)
+        calls = self.batch_calls or len(self.wall_us) / len(waits)
         per_call = sorted(self.wall_us)[len(self.wall_us) // 2]
-        host = sorted(self.batch_us)[len(self.batch_us) // 2]
-        return host > 2.0 * calls * (per_call + flush_us) + calls * 20.0
+        waited = sorted(waits)[len(waits) // 2]
+        return waited > 2.0 * calls * (per_call + flush_us) + calls * 20.0
 
 
 class CudaClock:
@@ -160,8 +165,10 @@ class CudaClock:
             _record(starts[i])
             fns[i % len(fns)]()
             _record(ends[i])
+        issued = _perf_counter()
         _device_sync()
-        batch_us = (_perf_counter() - batch_start) * 1e6
+        done = _perf_counter()
+        batch_us, wait_us = (done - batch_start) * 1e6, (done - issued) * 1e6
         # The host's time to issue each call, taken apart with the GPU idle (flushed, then synchronized): in the
         # batch above a wrapper that synchronizes (`.item()`, a size read from the data) would also wait out the
         # flush queued before it, which a loop without flushes never pays.
@@ -175,7 +182,7 @@ class CudaClock:
             issue.append((_perf_counter() - t0) * 1e6)
         _device_sync()
         return BackToBack([_elapsed(s, e) * 1e3 for s, e in zip(starts, ends)], issue,
-                          [i % len(fns) for i in range(calls)], [batch_us])
+                          [i % len(fns) for i in range(calls)], [batch_us], wait_us=[wait_us])
 
     def flush_us(self) -> float:
         """The GPU time of one L2 flush (0 when hot): what a back-to-back batch spends between the timed calls."""
@@ -307,6 +314,7 @@ def time_back_to_back(sides: dict[str, list[Side]], clock, *, rounds: int = 6, c
             out[name].issue_us += batch.issue_us[skip:]
             out[name].copy += batch.copy[skip:]
             out[name].batch_us += batch.batch_us
+            out[name].wait_us += batch.wait_us
             out[name].batch_calls = len(batch.wall_us)
     return out
 

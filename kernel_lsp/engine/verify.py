@@ -69,6 +69,13 @@ def _address_of(t, index) -> int:
     return t.data_ptr() + sum(i * s for i, s in zip(index, t.stride())) * t.element_size()
 
 
+# The calls start from a random state other than the one the inputs were drawn from: on a GPU the input factory
+# draws on the device, and a reference seeded alike would draw the same Philox stream again. On an H200 torch's
+# dropout then kept the inputs' larger values (its mask made from the numbers that made them: output std 1.31 where
+# an unbiased mask gives 1.16), and a correct dropout failed the distribution test.
+CALL_SEED = 7919
+
+
 class Verifier:
     def __init__(self, problem, recorder, rep, job):
         self.first_cpu_seconds = 0.0  # CPU time of the first variant (reported)
@@ -351,10 +358,10 @@ class Verifier:
         ref_inputs = clone_inputs(inputs)
 
         def call(fn, args):  # every side starts from the same random state: a reference that draws is repeatable
-            torch.manual_seed(v.seed)
+            torch.manual_seed(v.seed + CALL_SEED)
             return no_grad_call(fn, args)
         try:
-            torch.manual_seed(v.seed)
+            torch.manual_seed(v.seed + CALL_SEED)
             rng = rng_state()
             with resizes_out() as resized:
                 r = no_grad_call(ref, ref_inputs)

@@ -143,24 +143,30 @@ NO_REFERENCE = ("KL002", "KL003", "KL004", "KL007")  # codes that leave a file w
 
 
 def coverage(reports: list[FileReport]) -> dict[str, int]:
-    """What was and was not checked: files, kernels (helpers aside), verified, failed to compile (KL100: never
+    """What was and was not checked: files, kernels (helpers aside), verified (the verifier ran them and found no
+    error), failed verification (it ran them and found one: never "verified"), failed to compile (KL100: never
     "verified", whatever the interpreter made of them), without a reference, not verified."""
-    kernels = verified = unlinked = compile_failed = 0
+    kernels = verified = failed = unlinked = compile_failed = 0
     for r in reports:
         no_reference = any(f.code in NO_REFERENCE for f in r.findings)
-        failed = {f.data.get("kernel") for f in r.findings if f.code == "KL100"}
+        wrong = any(f.code.startswith("KL2") and f.severity <= Severity.ERROR for f in r.findings)
+        not_compiled = {f.data.get("kernel") for f in r.findings if f.code == "KL100"}
         for name, k in r.kernels.items():
             if k.helper:
                 continue
             kernels += 1
-            if name in failed or (k.qualname is not None and k.qualname in failed):
+            if name in not_compiled or (k.qualname is not None and k.qualname in not_compiled):
                 compile_failed += 1
             elif k.verification is not None:
-                verified += 1
+                if wrong:
+                    failed += 1
+                else:
+                    verified += 1
             elif no_reference:
                 unlinked += 1
-    return {"files": len(reports), "kernels": kernels, "verified": verified, "unlinked": unlinked,
-            "compile_failed": compile_failed, "unverified": kernels - verified - unlinked - compile_failed}
+    return {"files": len(reports), "kernels": kernels, "verified": verified, "failed": failed, "unlinked": unlinked,
+            "compile_failed": compile_failed,
+            "unverified": kernels - verified - failed - unlinked - compile_failed}
 
 
 def summary_lines(reports: list[FileReport]) -> list[str]:
@@ -173,6 +179,8 @@ def summary_lines(reports: list[FileReport]) -> list[str]:
     cached = sum(1 for r in reports if r.cached)
     scope = f"{_plural(c['files'], 'file')}, {_plural(c['kernels'], 'kernel')}"
     parts = [f"{c['verified']} verified"]
+    if c["failed"]:
+        parts.append(f"{c['failed']} failed verification")
     if c["compile_failed"]:
         parts.append(f"{c['compile_failed']} failed to compile")
     if c["unlinked"]:

@@ -87,7 +87,7 @@ class Launches:
             if kwargs.get("warmup", False):
                 return original(self_fn, *args, **kwargs)
             launches.count += 1
-            values = list(args) + list(kwargs.values())
+            values = _tensors_of(list(args) + list(kwargs.values()))
             if launches.skip:
                 launches.poison(values)
                 return None
@@ -174,6 +174,15 @@ class Poisoned:
     def __exit__(self, *exc):
         for owner, name, original in self.saved:
             setattr(owner, name, original)
+
+
+def _tensors_of(values: list) -> list:
+    """The launch's arguments with each host-side tensor descriptor (TMA: triton.tools.tensor_descriptor's
+    TensorDescriptor, whose `base` is the tensor it reads or writes) replaced by its tensor: a kernel that stores
+    through a descriptor changes that tensor, and a skipped launch must poison it."""
+    import torch
+    return [v.base if not isinstance(v, torch.Tensor) and isinstance(getattr(v, "base", None), torch.Tensor) else v
+            for v in values]
 
 
 def _same(a, b) -> bool:

@@ -104,3 +104,17 @@ def test_timing_a_loop_pays_the_hosts_issue_time_when_it_is_longer_than_the_gpus
     b = BackToBack(wall_us=[41.0, 42.0, 130.0], issue_us=[63.0, 64.0, 35.0], copy=[0, 1, 0])
     assert b.loop_us() == [63.0, 64.0, 130.0]
     assert BackToBack(wall_us=[5.0]).loop_us() == [5.0]
+
+
+def test_a_slow_host_is_not_taken_for_events_that_under_report():
+    """Escaped work (another stream) or a patched timer: the GPU ran far longer than the events say, which the
+    batch's final synchronize waits out after the host issued the last call. A host slowed by other processes
+    (eight checks at once on an H200: an in-place SGD's batch took 4.8 ms to issue 24 calls of 10 us) makes the
+    batch long but that wait short."""
+    from kernel_lsp.engine.timing import BackToBack
+    slow_host = BackToBack(wall_us=[10.0] * 24, issue_us=[190.0] * 24, batch_us=[24 * 200.0] * 6,
+                           wait_us=[15.0] * 6, batch_calls=24)
+    assert not slow_host.events_under_report(flush_us=65.0)
+    escaped = BackToBack(wall_us=[10.0] * 24, issue_us=[8.0] * 24, batch_us=[24 * 400.0] * 6,
+                         wait_us=[24 * 390.0] * 6, batch_calls=24)
+    assert escaped.events_under_report(flush_us=65.0)

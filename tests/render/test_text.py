@@ -22,7 +22,7 @@ def test_text_one_lead_line_per_problem_with_also_on_and_the_json_keeps_every_fi
     also = " ".join(line.strip() for line in lines[at:at + 3] if line.startswith("    "))
     assert all(v in also for v in ("seed-2", "transposed", "strided", "odd-size", "larger-size")), also
     assert "(3 findings at this line in --format json)" in also
-    assert "Checked 1 file, 1 kernel (1 verified; 0 from cache): 1 error, 0 warnings" in text
+    assert "Checked 1 file, 1 kernel (0 verified, 1 failed verification; 0 from cache): 1 error, 0 warnings" in text
     doc = json.loads(run_cli("check", case, "--format", "json", cwd=CORPUS).stdout)
     assert [d["code"] for d in doc["diagnostics"]] == ["KL200"] * 3  # every row kept
 

@@ -168,3 +168,94 @@ def test_rerun_an_error_small_at_the_tensors_scale_is_not_gross_even_near_zero()
     truth = torch.linspace(-3, 3, 1001, dtype=torch.float64)
     y = (truth + 1e-5 * torch.sin(truth * 7)).float()
     assert judged(runs(plain=y), {**TRUTH, "A": ([truth], [truth.float()])}, False) == []
+
+
+def _harness():
+    """worker/harness.py as the harness process loads it (a plain module beside isolate.py)."""
+    import importlib.util
+    import sys
+    from pathlib import Path
+    here = Path(__file__).resolve().parents[2] / "kernel_lsp" / "worker"
+    sys.path.insert(0, str(here))
+    try:
+        spec = importlib.util.spec_from_file_location("kl_test_harness", here / "harness.py")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module
+    finally:
+        sys.path.remove(str(here))
+
+
+class _Descriptor:
+    """Stands in for triton.tools.tensor_descriptor.TensorDescriptor: a kernel reads and writes its `base`."""
+
+    def __init__(self, base):
+        self.base = base
+
+
+def test_rerun_a_launch_through_tensor_descriptors_is_watched_and_poisoned_through_their_tensors():
+    """A TMA kernel stores through a descriptor, not a tensor argument. Seen as arguments, its launch "changed
+    nothing" (a correct TMA linear layer was KL221 on an H200) and a skipped launch poisoned nothing."""
+    harness = _harness()
+
+    class Kernel:
+        def run(self, x_desc, out_desc, **kwargs):
+            out_desc.base.copy_(torch.relu(x_desc.base) * 2)
+
+    launches = harness.Launches()
+    launches._wrap(Kernel)
+    x, out = torch.randn(64), torch.zeros(64)
+    launches.protected = [x]
+    launches.watch = True
+    Kernel().run(_Descriptor(x), _Descriptor(out))
+    assert launches.kinds == ["compute"] and torch.equal(out, torch.relu(x) * 2)
+    launches.watch, launches.skip = False, True
+    Kernel().run(_Descriptor(x), _Descriptor(out))
+    assert torch.isnan(out).all() and not torch.isnan(x).any()  # the output poisoned, the call's input kept
+
+
+def test_rerun_a_self_seeded_reference_is_judged_on_launches_only_when_the_harness_runs_on_a_gpu(tmp_path):
+    """`torch.manual_seed(0); torch.log(x + 0.5 * torch.randn_like(x))` draws the same numbers on every call of one
+    device; the truth is drawn on the CPU, a harness on a GPU draws from CUDA's generator (ok_seeded_noise_log.py
+    was KL220 on an H200). On the CPU the values are still judged."""
+    from pathlib import Path
+
+    from kernel_lsp.engine import evidence
+    from kernel_lsp.jobs import CheckJob, ListSink, LinkSpec
+    from kernel_lsp.model import Span
+    case = str(Path(__file__).resolve().parents[1] / "corpus" / "ok_seeded_noise_log.py")
+    seen = {}
+    for device in ("cpu", "cuda"):
+        folder = tmp_path / device
+        (folder / "in").mkdir(parents=True)
+        job = CheckJob(case, LinkSpec("native", case, "ref", inputs_path=case, inputs_name="make_inputs",
+                                      entry="noisy_log"), [], Span(0))
+        job.rerun.folder, job.rerun.device = str(folder), device
+        sink = ListSink()
+        evidence.prepare(job, sink)
+        assert not [e for e in sink.events if getattr(e, "finding", None) is not None], sink.events
+        seen[device] = torch.load(folder / "in" / "truth.pt", weights_only=True)["random"]
+    assert seen == {"cpu": False, "cuda": True}
+
+
+def test_rerun_a_warning_the_implementation_can_provoke_does_not_spare_it_the_rerun():
+    """Slower than eager (KL400), register spills (KL102), a race (KL207): warnings a cheat can provoke at will, so
+    none of them skips the re-run (on an H200 a gc-scanning cheat's own slowness, KL400, had kept the re-run from
+    finding its KL220). An error means the file failed already: no re-run."""
+    from kernel_lsp.jobs import CheckJob, Done, FindingEvent, LinkSpec
+    from kernel_lsp.model import Finding, Severity, Span
+    from kernel_lsp.worker.outcome import WorkerOutcome
+    from kernel_lsp.worker.rerun import should_rerun
+    job = CheckJob("/w/k.py", LinkSpec("native", "/w/k.py", "ref"), [], Span(0))
+
+    def outcome(*found):
+        return WorkerOutcome(events=[FindingEvent(Finding("/w/k.py", Span(0), sev, code, "m")) for code, sev in found]
+                             + [Done()])
+    assert should_rerun(job, outcome())
+    assert should_rerun(job, outcome(("KL400", Severity.WARNING), ("KL102", Severity.WARNING),
+                                     ("KL207", Severity.WARNING), ("KL401", Severity.INFO)))
+    assert not should_rerun(job, outcome(("KL400", Severity.WARNING), ("KL200", Severity.ERROR)))
+    # The verifier could not run the kernel (beyond the interpreter, no launch): not verified, nothing to re-run.
+    assert not should_rerun(job, outcome(("KL210", Severity.WARNING)))
+    assert not should_rerun(job, outcome(("KL104", Severity.WARNING), ("KL205", Severity.INFO)))
+    assert should_rerun(job, outcome(("KL210", Severity.INFO)))  # advice (TF32 on the GPU), the kernel ran

@@ -1,4 +1,5 @@
-# expect: KL406
+# expect: KL406 | KL403 | KL403 KL406
+# (KL403 on an H200, 2026-12-02: the caller's events see none of the work, so the time is below the copy rate)
 # class: KernelBench: non-default stream (each call launches on a fresh stream that the caller's stream never waits for)
 # device: cuda
 # source: ScalingIntelligence/KernelBench PR #82, src/kernelbench/unit_tests/test_kernels/non_default_stream_kernel.py, test_eval_adversarial.py::test_non_default_stream

@@ -1,4 +1,6 @@
-# expect: KL200
+# expect: KL200 | KL204
+# may-add: KL200 KL201 KL204
+# (the scan zeroes the inputs too when they are the output's size: KL204; a zeroed inf is KL201)
 # class: pygpubench: GPU scan zeros (every CUDA allocation the size of the output is zeroed, expected results included; the kernel writes zeros)
 # device: cuda
 # source: gpu-mode/pygpubench exploits/submission_gpu_scan_zeros.py (https://github.com/gpu-mode/pygpubench/blob/main/exploits/submission_gpu_scan_zeros.py)
