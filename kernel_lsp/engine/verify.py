@@ -20,7 +20,7 @@ import os
 import re
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 from ..model import KernelFacts, Severity, SkippedVariant, Span, VariantRow, Verification
 from .autotune_configs import configs_prefix, verify_configs
@@ -103,6 +103,7 @@ class Verifier:
         self.unrepeatable: str | None = None
         self.limits: dict[str, list[str]] = {}  # the interpreter's limit -> the variants it stopped
         self.fresh_draws: bool | None = None  # random ops: the reference draws new numbers on every call
+        self.before_report: Callable[[], Any] | None = None  # runs between the variants and the final findings
 
     # Placement: the tl.store that wrote the bad element, else the launch site, else the kernel def.
     def launch_line(self) -> int | None:
@@ -123,13 +124,17 @@ class Verifier:
                 return 1 << 62
 
         try:
-            self.run_variants(measure)
+            seconds = self.run_variants(measure)
         finally:
             self.guard.uninstall()
             if self.guard.set_launch in self.recorder.on_launch:
                 self.recorder.on_launch.remove(self.guard.set_launch)
+        if self.before_report is not None:
+            self.before_report()  # the compile stage, when it runs after the variants (pipeline.py)
+        self.report(seconds)
 
-    def run_variants(self, measure) -> None:
+    def run_variants(self, measure) -> float:
+        """Every variant, each failure previewed as it is found; returns the seconds they took."""
         p = self.problem
         self.rep.w.stage("verify", "planning the variants (sizes, layouts, value distributions)")
         self.reductions = p.reduction_knobs(p.size_knobs) if self.interpreted and p.size_knobs else set()
@@ -174,7 +179,7 @@ class Verifier:
             for v in block_variants(self, variants, measure):
                 self.run_one(v)
             verify_configs(self, variants)
-        self.report(time.monotonic() - start)
+        return time.monotonic() - start
 
     def ties(self, v: Variant, inputs: list) -> list:
         """The ties variant's inputs (ties.py); NotApplicable for a random op or a reference that does not round."""
@@ -685,14 +690,14 @@ class Verifier:
                          f"{len(names)} variant(s) ({', '.join(names[:4])}{', ...' if len(names) > 4 else ''}): "
                          "verify it on a GPU (--device cuda or a runner)", self.rep.launch_span(self.recorder),
                          source="kernel-lsp.verify", severity=Severity.INFO if judged else Severity.WARNING,
-                         variants=names)
+                         variants=names, values_judged=False)
         untrusted, verified = self.untrusted_kernels(), self.ran_kernels()
         for qual, fn, src, dtypes in self.launched_sources():
             span = self.rep.kernel_span(qual)
             if qual in untrusted and fn.__name__ in verified:
                 self.rep.add("KL210", f"{fn.__name__}: {untrusted[qual]}, so values were not judged here "
                              "(bounds, unwritten outputs, launches and shapes were); verify the numbers on a GPU",
-                             span, source="kernel-lsp.verify")
+                             span, source="kernel-lsp.verify", values_judged=False)
             fp32 = any(t == "*fp32" or t.startswith("tensordesc<fp32") for t in dtypes)
             ran = ran_tf32_dot(fn)  # None: the dots were not watched, so the source decides
             if ran or (ran is None and "tl.dot" in src and fp32 and not _FP32_DOT.search(src)):
@@ -739,8 +744,13 @@ def _core(cause: str) -> str:
     return cause.rsplit(": ", 1)[-1].strip()
 
 
-def verify_problem(problem, recorder, rep, job, captured_output: Any = None) -> None:
-    Verifier(problem, recorder, rep, job).run(captured_output)
+def verify_problem(problem, recorder, rep, job, captured_output: Any = None,
+                   before_report: Callable[[], Any] | None = None) -> None:
+    """Verify; `before_report` runs after the variants and before the final findings (which replace the previews
+    shown as failures were found)."""
+    v = Verifier(problem, recorder, rep, job)
+    v.before_report = before_report
+    v.run(captured_output)
 
 
 # Elements of a GPU variant's inputs (and its reference's weights) up to which its integers are tried on the CPU first.

@@ -181,8 +181,15 @@ def _tensors_of(values: list) -> list:
     TensorDescriptor, whose `base` is the tensor it reads or writes) replaced by its tensor: a kernel that stores
     through a descriptor changes that tensor, and a skipped launch must poison it."""
     import torch
-    return [v.base if not isinstance(v, torch.Tensor) and isinstance(getattr(v, "base", None), torch.Tensor) else v
-            for v in values]
+    out = []
+    for v in values:
+        if isinstance(v, (tuple, list)):
+            out += _tensors_of(list(v))  # descriptors (or tensors) passed in a tuple
+        elif not isinstance(v, torch.Tensor) and isinstance(getattr(v, "base", None), torch.Tensor):
+            out.append(v.base)
+        else:
+            out.append(v)
+    return out
 
 
 def _same(a, b) -> bool:

@@ -83,7 +83,9 @@ class Rerun:
                 os.makedirs(os.path.join(folder, sub))
             options = RerunOptions(True, folder, self.device, sorted(set(cache_folders(self.env).values())))
             # Where the verifier said the interpreter cannot compute a kernel faithfully, neither can the harness.
-            options.values = not any(isinstance(e, FindingEvent) and e.finding.code == "KL210" for e in outcome.events)
+            # The TF32 advice (KL210 too) says nothing of the kind: an implementation could provoke it at will.
+            options.values = not any(isinstance(e, FindingEvent) and e.finding.code == "KL210"
+                                     and e.finding.data.get("values_judged") is False for e in outcome.events)
             options.sizes = _verifier_sizes(outcome)
             prepare = _step(job, "rerun-prepare", options, writable=[os.path.join(folder, "in")])
             prepared = checker.run(prepare, None, timeout, None, cancel)
@@ -168,22 +170,18 @@ def close_all() -> None:
 
 
 def should_rerun(job: CheckJob, outcome: WorkerOutcome) -> bool:
-    """A complete check with no error, whose kernels the verifier ran. Other warnings do not spare a file the
-    re-run: one the implementation can provoke at will (slower than eager, a kernel defined and never launched, register spills) would otherwise
-    skip it, and a cheat that scans memory on every call is slow (on an H200, pygpubench_gc_nan's KL400 kept the
-    re-run from finding its KL220)."""
+    """A complete check that passed the verifier: no error, and no warning but the measure stage's. Any other
+    warning fails the file already (`check` exits 1 on it; the fix gate refuses it), and one such as KL210 says the
+    verifier could not run the kernel, so neither could the harness. A performance warning (KL400, slower than
+    eager) is one the implementation can provoke at will, and a cheat that scans memory on every call is slow: on
+    an H200, pygpubench_gc_nan's KL400 kept the re-run from finding its KL220."""
     if job.kind != "check" or not job.verify or not job.rerun.enabled or job.measure.against is not None:
         return False
     if not outcome.completed or outcome.cancelled or outcome.timed_out:
         return False
     findings = [e.finding for e in outcome.events if isinstance(e, FindingEvent)]
-    return not any(f.severity <= Severity.ERROR or (f.severity <= Severity.WARNING and f.code in NOT_VERIFIED)
+    return not any(f.severity <= Severity.ERROR or (f.severity <= Severity.WARNING and not f.code.startswith("KL4"))
                    for f in findings)
-
-
-# Warnings that say the verifier could not run the kernel (no launch, no GPU for it, beyond the CPU interpreter):
-# the file is not verified, and the harness could not run it either.
-NOT_VERIFIED = {"KL104", "KL106", "KL210"}
 
 
 def _verifier_sizes(outcome: WorkerOutcome) -> dict[str, int]:
