@@ -1,0 +1,97 @@
+"""What the sandbox and the isolated re-run cost per check on the CPU: `python benchmarks/sandbox_cost.py --out
+benchmarks/results/sandbox-cost-cpu.json` (docs/performance.md).
+
+Three settings, each a project folder holding copies of the same corpus files and a pyproject.toml:
+- `default`: the sandbox and the isolated re-run (kernel-lsp's defaults);
+- `no-sandbox`: `sandbox = false`, the re-run kept;
+- `neither`: `sandbox = false` and `isolated-rerun = false`.
+Per round, one `kernel-lsp check FILES --no-cache --format json --jobs 1` per setting, the settings' order rotated
+between rounds so a change of the machine's load hits all alike. Reported per setting: the median over rounds of
+the run's wall time per file (the workers' start, where the sandbox is entered, included), of the worker's seconds
+per file (`stats.seconds`: load, capture, compile, verify) and of the re-run's seconds (`stats.rerun_seconds`,
+files that passed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+CORPUS = ROOT / "tests" / "corpus"
+# Single-file cases with their reference in the file: five correct kernels (each is re-run) and three bugs.
+FILES = ["ok_add_fp32.py", "ok_softmax_fp32.py", "ok_row_sum_bf16.py", "ok_sgd_momentum_inplace.py", "ok_dropout.py",
+         "bug_softmax_no_max.py", "bug_relu_drops_nan.py", "bug_launch_discarded.py"]
+SETTINGS = {"default": "", "no-sandbox": "sandbox = false\n",
+            "neither": "sandbox = false\nisolated-rerun = false\n"}
+
+
+def run(folder: Path) -> dict:
+    t0 = time.monotonic()
+    proc = subprocess.run([sys.executable, "-m", "kernel_lsp.cli", "check", *FILES, "--no-cache", "--format", "json",
+                           "--jobs", "1"], cwd=folder, capture_output=True, text=True, timeout=1800)
+    wall = time.monotonic() - t0
+    doc = json.loads(proc.stdout)
+    files = doc["files"]
+    pick = lambda key: [f["stats"][key] for f in files if f["stats"].get(key) is not None]  # noqa: E731
+    return {"wall_per_file_s": wall / len(files), "worker_s": pick("seconds"), "rerun_s": pick("rerun_seconds"), "codes": {Path(f["path"]).name: sorted({d["code"] for d in f["findings"]})
+                                                        for f in files}}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--out")
+    args = ap.parse_args()
+    base = Path(tempfile.mkdtemp())
+    try:
+        folders = {}
+        for name, extra in SETTINGS.items():
+            folder = base / name
+            folder.mkdir()
+            (folder / "pyproject.toml").write_text("[tool.kernel-lsp]\n" + extra)
+            for f in FILES:
+                shutil.copy(CORPUS / f, folder / f)
+            folders[name] = folder
+        names = list(SETTINGS)
+        runs: dict[str, list[dict]] = {n: [] for n in names}
+        for r in range(args.rounds):
+            for k in range(len(names)):
+                name = names[(r + k) % len(names)]
+                runs[name].append(run(folders[name]))
+                print(f"round {r + 1} {name}: {runs[name][-1]['wall_per_file_s']:.2f} s per file", flush=True)
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+    med = lambda xs: round(statistics.median(xs), 3) if xs else None  # noqa: E731
+    rows = {}
+    for name in names:
+        rs = runs[name]
+        rows[name] = {"wall_per_file_s": med([r["wall_per_file_s"] for r in rs]),
+                      "worker_s": med([statistics.median(r["worker_s"]) for r in rs if r["worker_s"]]),
+                      "rerun_s": med([statistics.median(r["rerun_s"]) for r in rs if r["rerun_s"]]),
+                      "codes": rs[-1]["codes"]}
+    print("| setting | wall per file s | worker per file s (median) | re-run per passing file s |")
+    print("| --- | --- | --- | --- |")
+    for name, row in rows.items():
+        print(f"| {name} | {row['wall_per_file_s']} | {row['worker_s']} | {row['rerun_s']} |")
+    # The sandbox must change no verdict; without the re-run, bug_launch_discarded's KL221 is lost (what it is for).
+    same = rows["default"]["codes"] == rows["no-sandbox"]["codes"]
+    lost = sorted(n for n, c in rows["default"]["codes"].items() if c != rows["neither"]["codes"].get(n))
+    print("the same findings with and without the sandbox" if same else "FINDINGS DIFFER with the sandbox")
+    print(f"without the re-run, findings change on: {', '.join(lost) or 'none'}")
+    if args.out:
+        Path(args.out).write_text(json.dumps({"date": time.strftime("%Y-%m-%d"), "files": FILES,
+                                              "rounds": args.rounds, "settings": rows,
+                                              "rerun_only_findings": lost}, indent=1) + "\n")
+    return 0 if same else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
