@@ -12,6 +12,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+from .discover import parse
+
 MAX_FILES = 64
 
 
@@ -37,7 +39,7 @@ def _module_files(module: str, level: int, here: Path, roots: list[Path]) -> lis
 def imported_files(source: str, path: Path, roots: list[Path]) -> list[Path]:
     """Workspace files that `source` (the text of `path`) imports directly."""
     try:
-        tree = ast.parse(source)
+        tree = parse(source)
     except (SyntaxError, ValueError):
         return []
     here = path.parent

@@ -8,6 +8,7 @@ A launch site is a call of a subscripted kernel name: `kernel[grid](...)`, `self
 from __future__ import annotations
 
 import ast
+import threading
 from dataclasses import dataclass
 
 from ..model import KernelInfo, LaunchSite, Span
@@ -103,9 +104,19 @@ class _Visitor(ast.NodeVisitor):
         self.generic_visit(node)
 
 
+# CPython 3.11's parser is not safe to call from several threads at once: "SystemError: AST constructor recursion
+# depth mismatch" (a Ray test's thread pool, 2026-12-02). Every parse of the parent side goes through this lock.
+PARSE_LOCK = threading.Lock()
+
+
+def parse(source: str, filename: str = "<unknown>") -> ast.Module:
+    with PARSE_LOCK:
+        return ast.parse(source, filename=filename)
+
+
 def discover_source(source: str, filename: str = "<unknown>") -> Discovery:
     try:
-        tree = ast.parse(source, filename=filename)
+        tree = parse(source, filename)
     except SyntaxError as e:
         return Discovery([], e)
     except ValueError as e:  # source with NUL bytes

@@ -22,6 +22,7 @@ from pathlib import Path
 from ..codes import severity_of
 from ..jobs import LinkSpec
 from ..model import Finding, Span
+from .discover import parse
 
 PRAGMA_RE = re.compile(r"#\s*kernel-lsp:\s*(?P<body>.*)$")
 # A value is one word, or a quoted string (either quote) for a path with spaces: reference="my problem.py".
@@ -113,7 +114,7 @@ def _check_names(impl: Path, anchor: Span, ref: Path, names: tuple[str, ...], hi
     if not ref.is_file():
         return [_finding(impl, anchor, "KL002", f"reference file not found: {ref}{hint}")]
     try:
-        tree = ast.parse(ref.read_text(encoding="utf-8"), filename=str(ref))
+        tree = parse(ref.read_text(encoding="utf-8"), str(ref))
     except (OSError, UnicodeDecodeError) as e:
         return [_finding(impl, anchor, "KL003", f"cannot read reference {ref.name}: {e}")]
     except SyntaxError as e:
@@ -157,7 +158,7 @@ def link_file(impl: Path, source: str, cli_reference: Path | None = None, root: 
     pragmas = parse_pragmas(source)
     link_pragma = next(((ln, kv) for ln, kv in pragmas if "reference" in kv or "entry" in kv), None)
     try:
-        tree_names = _defined_names(ast.parse(source))
+        tree_names = _defined_names(parse(source))
     except SyntaxError:
         tree_names = set()
     line1 = Span(0, 0, 0, 1)
