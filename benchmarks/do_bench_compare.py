@@ -1,11 +1,19 @@
-"""kernel-lsp's back-to-back time per call against an independent timer, triton.testing.do_bench, on the same
-tasks, sides and inputs (issue: timing a shared GPU). On a GPU: `python benchmarks/do_bench_compare.py --json OUT`.
+"""kernel-lsp's times against independent timers on the same tasks, sides and inputs (issue: timing a shared GPU).
+On a GPU: `python benchmarks/do_bench_compare.py --json OUT` (tests/test_gpu_measure.py runs it).
 
-For each task: `kernel-lsp check TASK --device cuda --format json` first (its measurement: each side's back-to-back
-`wall_us` and GPU time `gpu_us`; with `--from-check REPORT`, taken from a check of all tasks instead), then, in this
-process, the implementation, the reference and torch.compile of the reference built as kernel-lsp builds them
-(KernelBench's seeding rule, the measure stage's inputs, seed 1), each timed with `do_bench(fn, warmup=25, rep=100, return_mode="median")`: L2 flushed before each call, events per call,
-no synchronize between calls. Prints a table and writes the rows as JSON.
+For each task: `kernel-lsp check TASK --device cuda --format json` first (the product's numbers: each side's
+back-to-back `wall_us`, GPU time `gpu_us` and host issue time `host_us`; with `--from-check REPORT`, taken from a check
+of all tasks instead). Then, in this process, the implementation, the reference and torch.compile of the reference,
+built as kernel-lsp builds them (the measure stage's inputs, seed 1), each timed four ways one after another:
+- `do_bench_us`: `triton.testing.do_bench(fn, warmup=25, rep=100, return_mode="median")` (L2 flushed before each
+  call, an event pair around it, no synchronize between calls);
+- `loop_us`: a plain loop, 200 calls between two synchronizes by the host clock, median of five: what a loop pays;
+- `kl_gpu_us`, `kl_wall_us`, `kl_issue_us`: kernel-lsp's own timer (engine/timing.py: `time_sides` and
+  `time_back_to_back` on a `CudaClock`), here, on the same callables.
+A side is `host`-bound when kernel-lsp's issue time is over 0.8 of its GPU time. Where the GPU bounds a side, every
+timer reads its GPU time; where the host does, do_bench does not read what a loop pays: its flush (about 61 us on an
+H200) runs while the host issues the next call, so a wrapper up to that much slower than its kernels reads as the
+kernels' time (docs/performance-method.md). `--probe` adds where each do_bench call's time goes.
 """
 
 from __future__ import annotations
@@ -18,6 +26,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+HOST_BOUND = 0.8  # issue time over this fraction of the GPU time: the host may bound a loop
 DEFAULT = ["Activation/gelu_triton.py", "Normalization/layer_norm_triton.py", "Normalization/rms_norm_triton.py",
            "Index/index_add_triton.py", "Convolution/pointwise_conv2d_triton.py"]
 
@@ -43,13 +52,90 @@ def kernel_lsp_times(path: Path, report: dict | None = None) -> dict:
             "launch_bound": [d["message"] for d in doc["diagnostics"] if d["code"] == "KL404"]}
 
 
-def do_bench_times(path: Path) -> dict[str, float]:
+def plain_loop_us(fn, calls: int = 200, repeats: int = 5) -> float:
+    """What a loop pays per call: `calls` calls between two synchronizes by the host clock, median of `repeats`."""
+    import statistics
+    import time
+
+    import torch
+    walls = []
+    for _ in range(repeats):
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        torch.cuda.synchronize()
+        walls.append((time.perf_counter() - t0) * 1e6 / calls)
+    return statistics.median(walls)
+
+
+def probe(fn, calls: int = 400) -> dict:
+    """Where a do_bench call's time goes, on the GPU's and the host's clocks: do_bench's loop (flush, start event,
+    call, end event) with an extra event before each flush and the host's time inside each call; the same loop with
+    no flush; a plain loop (no flush, no events) timed by the host; the call's host time with the GPU idle; and the
+    synchronizations PyTorch reports inside one call. Medians over the second half (the steady state) and over
+    calls 4-24 (kernel-lsp's batches)."""
+    import time
+    import warnings
+
+    import torch
+    flush = torch.empty(256 << 18, dtype=torch.int32, device="cuda")
+    ev = lambda: torch.cuda.Event(enable_timing=True)  # noqa: E731
+    med = lambda xs: round(sorted(xs)[len(xs) // 2], 2)  # noqa: E731
+    out = {}
+    for mode in ("flush", "noflush"):
+        e0, s, e = [ev() for _ in range(calls)], [ev() for _ in range(calls)], [ev() for _ in range(calls)]
+        host = []
+        torch.cuda.synchronize()
+        for i in range(calls):
+            e0[i].record()
+            if mode == "flush":
+                flush.zero_()
+            s[i].record()
+            t = time.perf_counter()
+            fn()
+            host.append((time.perf_counter() - t) * 1e6)
+            e[i].record()
+        torch.cuda.synchronize()
+        call = [a.elapsed_time(b) * 1e3 for a, b in zip(s, e)]
+        pre = [a.elapsed_time(b) * 1e3 for a, b in zip(e0, s)]
+        idle = [e[i - 1].elapsed_time(e0[i]) * 1e3 for i in range(1, calls)]
+        half = calls // 2
+        out[mode] = {"call_us": med(call[half:]), "call_us_4_24": med(call[4:24]), "flush_us": med(pre[half:]),
+                     "idle_before_us": med(idle[half:]), "host_in_loop_us": med(host[half:]),
+                     "host_in_loop_4_24_us": med(host[4:24])}
+    out["plain_loop_us"] = round(plain_loop_us(fn), 2)
+    idle_host = []
+    for _ in range(21):
+        torch.cuda.synchronize()
+        t = time.perf_counter()
+        fn()
+        idle_host.append((time.perf_counter() - t) * 1e6)
+    torch.cuda.synchronize()
+    out["issue_idle_us"] = med(idle_host)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        torch.cuda.set_sync_debug_mode(1)
+        try:
+            fn()
+        finally:
+            torch.cuda.set_sync_debug_mode(0)
+    out["syncs"] = [str(w.message)[:160] for w in caught]
+    torch.cuda.synchronize()
+    return out
+
+
+def independent_times(path: Path, probes: dict | None = None) -> dict[str, dict]:
+    """Per side: do_bench, a plain loop and kernel-lsp's timer, in this process, on the same inputs."""
+    import statistics
+
     import torch
     import triton.testing
 
     from kernel_lsp.engine.link import link_file
     from kernel_lsp.engine.loader import load_problem
     from kernel_lsp.engine.measure import INPUT_SEED
+    from kernel_lsp.engine.timing import CudaClock, time_back_to_back, time_sides
     from kernel_lsp.engine.variants import clone_inputs
     source = path.read_text()
     link = link_file(path, source, root=ROOT / "tasks").link
@@ -59,13 +145,23 @@ def do_bench_times(path: Path) -> dict[str, float]:
     torch.set_grad_enabled(False)
     compiled = torch.compile(ref)
     sides = {"triton": impl, "eager": ref, "torch.compile": compiled}
+    clock = CudaClock()
     out = {}
     for name, fn in sides.items():
         inputs = clone_inputs(pristine)
-        fn(*inputs)  # compile, load
+        call = lambda fn=fn, inputs=inputs: fn(*inputs)  # noqa: E731
+        call()  # compile, load
         torch.cuda.synchronize()
-        out[name] = triton.testing.do_bench(lambda fn=fn, inputs=inputs: fn(*inputs), warmup=25, rep=100,
-                                            return_mode="median") * 1e3
+        row = {"do_bench_us": triton.testing.do_bench(call, warmup=25, rep=100, return_mode="median") * 1e3}
+        row["loop_us"] = plain_loop_us(call)
+        events = time_sides({name: [call]}, clock, budget_s=0.5)[name]
+        back = time_back_to_back({name: [call]}, clock)[name]
+        row["kl_gpu_us"] = statistics.median(events.event_us)
+        row["kl_wall_us"] = statistics.median(back.loop_us())
+        row["kl_issue_us"] = statistics.median(back.issue_us)
+        out[name] = {k: round(v, 2) for k, v in row.items()}
+        if probes is not None:
+            probes[name] = probe(call)
     return out
 
 
@@ -75,9 +171,13 @@ def main() -> int:
     ap.add_argument("--from-check", metavar="JSON",
                     help="take kernel-lsp's times from this `check tasks --device cuda --format json` report "
                          "instead of checking each task again")
+    ap.add_argument("--probe", action="store_true",
+                    help="also take each side's time apart (`probe`): flush, GPU idle, host time in the loop")
     ap.add_argument("tasks", nargs="*", default=DEFAULT)
     args = ap.parse_args()
     rows = []
+    print("| task | side | bound | do_bench | loop | kernel-lsp here: wall | gpu | issue | check: wall | gpu | host |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     report = json.loads(Path(args.from_check).read_text()) if args.from_check else None
     for task in args.tasks:
         path = ROOT / "tasks" / task
@@ -86,16 +186,22 @@ def main() -> int:
             rows.append({"task": task, "error": ours["error"]})
             print(f"{task}: not measured: {ours['error']}", flush=True)
             continue
-        bench = do_bench_times(path)
-        for side, us in bench.items():
+        probes = {} if args.probe else None
+        here = independent_times(path, probes)
+        for side, t in here.items():
             s = ours["sides"].get(side, {})
-            row = {"task": task, "side": side, "do_bench_us": round(us, 2), "wall_us": s.get("wall_us"),
-                   "gpu_us": s.get("gpu_us"), "host_us": s.get("host_us"),
-                   "ratio": round(s["wall_us"] / us, 3) if s.get("wall_us") else None,
+            row = {"task": task, "side": side, **t,
+                   "bound": "host" if t["kl_issue_us"] > HOST_BOUND * t["kl_gpu_us"] else "gpu",
+                   "wall_us": s.get("wall_us"), "gpu_us": s.get("gpu_us"), "host_us": s.get("host_us"),
                    "launch_bound": ours["launch_bound"]}
+            if probes is not None:
+                row["probe"] = probes[side]
             rows.append(row)
-            print(f"| {task} | {side} | {row['do_bench_us']} | {row['wall_us']} | {row['gpu_us']} | {row['host_us']} | "
-                  f"{row['ratio']} |", flush=True)
+            print(f"| {task} | {side} | {row['bound']} | {t['do_bench_us']} | {t['loop_us']} | {t['kl_wall_us']} | "
+                  f"{t['kl_gpu_us']} | {t['kl_issue_us']} | {row['wall_us']} | {row['gpu_us']} | {row['host_us']} |",
+                  flush=True)
+            if probes is not None:
+                print("    probe:", json.dumps(probes[side]), flush=True)
     if args.json:
         Path(args.json).write_text(json.dumps({"rows": rows}, indent=2) + "\n")
     return 0

@@ -1,5 +1,6 @@
-"""What the sandbox and the isolated re-run cost per check on the CPU: `python benchmarks/sandbox_cost.py --out
-benchmarks/results/sandbox-cost-cpu.json` (docs/performance.md).
+"""What the sandbox and the isolated re-run cost per check: `python benchmarks/sandbox_cost.py --out
+benchmarks/results/sandbox-cost-cpu.json` on the CPU, `--device cuda --out benchmarks/results/sandbox-cost-h200.json`
+on a GPU, where each check also times its kernels (docs/performance.md).
 
 Three settings, each a project folder holding copies of the same corpus files and a pyproject.toml:
 - `default`: the sandbox and the isolated re-run (kernel-lsp's defaults);
@@ -49,6 +50,7 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--out")
+    ap.add_argument("--device", default="cpu", help="cuda: the checks time on the GPU too (the measure stage)")
     args = ap.parse_args()
     base = Path(tempfile.mkdtemp())
     try:
@@ -56,7 +58,7 @@ def main() -> int:
         for name, extra in SETTINGS.items():
             folder = base / name
             folder.mkdir()
-            (folder / "pyproject.toml").write_text("[tool.kernel-lsp]\n" + extra)
+            (folder / "pyproject.toml").write_text(f'[tool.kernel-lsp]\ndevice = "{args.device}"\n' + extra)
             for f in FILES:
                 shutil.copy(CORPUS / f, folder / f)
             folders[name] = folder
@@ -87,7 +89,7 @@ def main() -> int:
     print("the same findings with and without the sandbox" if same else "FINDINGS DIFFER with the sandbox")
     print(f"without the re-run, findings change on: {', '.join(lost) or 'none'}")
     if args.out:
-        Path(args.out).write_text(json.dumps({"date": time.strftime("%Y-%m-%d"), "files": FILES,
+        Path(args.out).write_text(json.dumps({"date": time.strftime("%Y-%m-%d"), "device": args.device, "files": FILES,
                                               "rounds": args.rounds, "settings": rows,
                                               "rerun_only_findings": lost}, indent=1) + "\n")
     return 0 if same else 1

@@ -186,26 +186,27 @@ def test_gpu_a_cold_check_waits_for_its_compile_warmer_and_still_times_torch_com
 
 
 def test_gpu_back_to_back_agrees_with_do_bench_on_five_tasks(tmp_path):
-    """kernel-lsp's back-to-back time per call against triton.testing.do_bench (median, L2 flushed between calls)
-    on five tasks whose host launch the GPU time hides (benchmarks/do_bench_compare.py; the recorded run is
-    benchmarks/results/do_bench_agreement.json, taken before back-to-back times included the host's issue time):
-    within 10% on every side the GPU bounds, between the host's time and do_bench's on a side the host bounds."""
-    out = tmp_path / "agreement.json"
-    proc = run_cli("--version")  # the CLI imports; the script runs the checks itself
+    """kernel-lsp's timer against independent ones on five tasks whose host launch is near or over their GPU time
+    (benchmarks/do_bench_compare.py; the recorded run is benchmarks/results/do_bench_agreement.json). In one process,
+    on the same callables: kernel-lsp's back-to-back time within 10% of a plain loop's time per call on every side;
+    where the GPU bounds a side, kernel-lsp's GPU time, here and in the check, within 10% of triton.testing.do_bench.
+    Where the host bounds it, do_bench's L2 flush lets the host get ahead by the flush's length, so do_bench reads
+    less than a loop pays (H200, 2026-12-02: rms_norm's torch.compile 42 us by do_bench, 71 us in a loop): not
+    compared."""
     import subprocess
     import sys
+    out = tmp_path / "agreement.json"
     proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "do_bench_compare.py"), "--json", str(out)],
                           capture_output=True, text=True, timeout=900, cwd=ROOT)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    rows = [r for r in json.loads(out.read_text())["rows"] if "ratio" in r]
-    assert len({r["task"] for r in rows}) == 5, proc.stdout
-    # A side whose host issue time exceeds its GPU time: do_bench's own flush launch and event records add to the
-    # host's time per call, so it reads more than a loop pays (H200, 2026-12-01: rms_norm's torch.compile 77 us, its
-    # wrapper 63 us, its kernels 41 us); kernel-lsp's number then lies between the host's time and do_bench's.
-    host_bound = [r for r in rows if r["host_us"] > r["gpu_us"]]
-    off = [r for r in rows if r not in host_bound and not 0.9 <= r["ratio"] <= 1.1]
-    off += [r for r in host_bound if not r["host_us"] * 0.95 <= r["wall_us"] <= r["do_bench_us"] * 1.1]
-    assert not off, off
+    print(proc.stdout)  # the table (pytest -s shows it)
+    rows = [r for r in json.loads(out.read_text())["rows"] if "loop_us" in r]
+    assert len({r["task"] for r in rows}) == 5 and len(rows) == 15, proc.stdout
+    near = lambda a, b: 0.9 <= a / b <= 1.1  # noqa: E731
+    off = [r for r in rows if not near(r["kl_wall_us"], r["loop_us"])]
+    off += [r for r in rows if r["bound"] == "gpu" and not (near(r["kl_gpu_us"], r["do_bench_us"])
+                                                            and near(r["gpu_us"], r["do_bench_us"]))]
+    assert not off, proc.stdout
 
 
 # Correct kernels of tests/corpus of each kind the timer meets: elementwise, a row reduction, a matmul, an in-place

@@ -79,8 +79,7 @@ def main(pairs):
 if __name__ == "__main__":
     main([
         ("tasks/Convolution/depthwise_conv2d.py",
-         ["tasks/Convolution/depthwise_conv2d_triton.py", "benchmarks/cand11/depthwise_conv2d_triton.py",
-          "benchmarks/cand11/depthwise_split_triton.py"]),
+         ["tasks/Convolution/depthwise_conv2d_triton.py"]),
         ("tasks/Convolution/pointwise_conv2d.py",
          ["tasks/Convolution/pointwise_conv2d_triton.py", "benchmarks/cand11/pointwise_tma_triton.py"]),
     ])

@@ -91,17 +91,8 @@ T = "tasks/"
 C = "benchmarks/cand11/"
 FAMILIES = {}
 
-FAMILIES["depthwise"] = lambda: [
-    sweep(C + "depthwise_conv2d_triton", T + "Convolution/depthwise_conv2d.py", ["BP", "BW", "RB", "U", "WARPS"],
-          [(4, 128, 32, 2, 4), (4, 128, 32, 1, 4), (4, 128, 32, 4, 4), (4, 128, 16, 2, 4), (4, 128, 64, 2, 4),
-           (4, 128, 128, 2, 4), (2, 128, 32, 2, 2), (2, 128, 16, 2, 2), (8, 128, 32, 2, 4), (8, 128, 32, 2, 8),
-           (8, 128, 16, 2, 8), (4, 128, 16, 4, 4), (1, 128, 32, 2, 1), (2, 128, 32, 4, 2), (8, 128, 64, 1, 8),
-           (4, 128, 8, 2, 4), (2, 128, 8, 4, 2), (4, 128, 16, 1, 4)],
-          truth64=True, max_err=1e-4, apply=True),
-]
-
 FAMILIES["depthwise_split"] = lambda: [
-    sweep(C + "depthwise_split_triton", T + "Convolution/depthwise_conv2d.py", ["BP", "BW", "RB", "U", "WARPS"],
+    sweep(T + "Convolution/depthwise_conv2d_triton", T + "Convolution/depthwise_conv2d.py", ["BP", "BW", "RB", "U", "WARPS"],
           [(4, 128, 32, 2, 4), (4, 128, 32, 1, 4), (4, 128, 32, 4, 4), (4, 128, 16, 2, 4), (4, 128, 64, 2, 4),
            (2, 128, 32, 2, 2), (8, 128, 32, 2, 4), (8, 128, 32, 2, 8), (8, 128, 16, 4, 8), (4, 128, 16, 4, 4),
            (1, 128, 32, 4, 1), (2, 128, 16, 4, 2), (16, 128, 32, 2, 8), (4, 128, 8, 4, 4)],
@@ -122,10 +113,12 @@ FAMILIES["pointwise"] = lambda: [
 ]
 
 FAMILIES["bmm"] = lambda: [
-    sweep(T + "LinearAlgebra/bmm_triton", T + "LinearAlgebra/bmm.py", ["BM", "BN", "BK", "GROUP", "WARPS", "STAGES"],
-          [(128, 256, 64, 4, 8, 3), (128, 256, 64, 4, 8, 4), (128, 128, 64, 4, 8, 4), (128, 128, 64, 4, 4, 4),
-           (256, 128, 64, 4, 8, 3), (128, 256, 32, 4, 8, 5), (128, 128, 128, 4, 8, 3), (128, 256, 64, 1, 8, 3),
-           (128, 256, 64, 8, 8, 3), (64, 256, 64, 4, 4, 4)],
+    sweep(T + "LinearAlgebra/bmm_triton", T + "LinearAlgebra/bmm.py",
+          ["BM", "BN", "BK", "GROUP", "WARPS", "STAGES", "WS", "SUB"],
+          [(128, 256, 64, 4, 8, 3, False, False), (128, 256, 64, 4, 8, 3, False, True), (128, 256, 64, 4, 8, 3, True, False),
+           (128, 256, 64, 4, 8, 3, True, True), (128, 256, 64, 8, 8, 4, True, True), (128, 256, 64, 4, 8, 4, False, True),
+           (128, 128, 64, 4, 8, 4, True, True), (128, 128, 64, 4, 4, 4, True, False), (256, 128, 64, 4, 8, 3, True, True),
+           (128, 128, 128, 4, 8, 3, True, True), (128, 256, 32, 4, 8, 6, True, True), (128, 256, 64, 1, 8, 4, True, True)],
           apply=True),
 ]
 

@@ -39,6 +39,48 @@ def faithful_scalars() -> bool:
     return True
 
 
+_scoped = False
+
+
+def scoped_helper_calls() -> bool:
+    """Make the interpreter's call of a `@triton.jit` helper undo its patches of `triton.language` when it returns.
+
+    Triton 3.9's interpreter patches `tl`, `tl.core`, `tl.math` and `tl.tensor` with its own semantics for each
+    call: a kernel's launch restores them afterwards, but a helper called from a kernel (`tl.sum`, `tl.max`,
+    `tl.cdiv` and any user helper are such) patches them again and never restores them. Everything compiled in
+    the process afterwards then builds with the interpreter's builder, and `triton.compile` fails on valid code
+    ("'value' object has no attribute 'dtype'" at the first `.to(...)`): the compile for the targets runs after
+    the interpreter in a worker, so on a fresh Triton cache every kernel that reduced was a false KL100. Restoring
+    each helper's own scope on return brings back the state its caller had (the kernel's patches during a launch,
+    the real language after it). False where this Triton has no patch scopes (older ones patch for good and do
+    not need it, or cannot be helped here)."""
+    global _scoped
+    if _scoped:
+        return True
+    try:
+        import triton.runtime.interpreter as interp
+        cls = interp.InterpretedFunction
+        patch, error = interp._patch_lang, interp.InterpreterError
+        if not hasattr(interp, "_LangPatchScope") or not hasattr(cls, "rewrite"):
+            return False
+    except (ImportError, AttributeError):
+        return False
+
+    def __call__(self, *args, **kwargs):
+        scope = patch(self.fn)
+        try:
+            return self.rewrite()(*args, **kwargs)
+        except Exception as e:
+            raise error(repr(e)) from e
+        finally:
+            if scope is not None:
+                scope.restore()
+
+    cls.__call__ = __call__
+    _scoped = True
+    return True
+
+
 class _Ops:
     count = 0
 

@@ -10,9 +10,9 @@ Steps (docs/performance-method.md says why each is there):
 4. under the GPU's lease (gpu_lease.py: one process times per GPU, across processes; waiting shows as progress):
    the sides interleaved (timing.time_sides: GPU time, the host's launch hidden), cold L2 unless configured hot;
    the host clock replaces the events for a side whose work escaped the stream (KL406); then each side back to
-   back (timing.time_back_to_back: the time a loop that calls it pays, host launch included, as do_bench sees
-   it), and its host issue time; another process busy on the GPU meanwhile (neighbours.py) makes the stage time
-   again once, then say so (KL408, information);
+   back (timing.time_back_to_back: the time a plain loop that calls it pays, host launch included), and its host
+   issue time; another process busy on the GPU meanwhile (neighbours.py) makes the stage time again once, then
+   say so (KL408, information);
 5. the implementation's last timed output checked against the float64 truth (KL405);
 6. CUDA-graph replay of every side when the call is short enough to be launch-bound;
 7. the verdicts on the time `measure.time` picks (wall: back to back, the default; gpu), the other shown beside
@@ -288,7 +288,7 @@ def measure_problem(problem, recorder, rep, job: CheckJob, clock=None, ceilings=
         # The verdicts' time: back to back (what a loop that calls the side pays), unless measure.time says gpu or
         # the host clock replaced the events (escaped work: back-to-back events would not see it either).
         verdict = opts.time if "host clock" not in timers else "gpu"
-        wall = {name: (back[name].loop_us(), back[name].copy) if name in back else ([], []) for name in sides}
+        wall = {name: (back[name].loop_us(), back[name].loop_groups()) if name in back else ([], []) for name in sides}
         timings = [_timing(name, times[name], samples[name].copy, wall[name][0], wall[name][1],
                            back[name].issue_us if name in back else None, verdict, graphs.get(name))
                    for name in sides]

@@ -285,9 +285,10 @@ def _run_stages(job: CheckJob, w: Sink, rep: Reporter, recorder: LaunchRecorder,
     interpreted = os.environ.get("TRITON_INTERPRET") == "1"
     if interpreted:
         recorder.interpret_autotune_without_benchmarks()
-        from .interpreter import count_ops, faithful_scalars, watch_dots
+        from .interpreter import count_ops, faithful_scalars, scoped_helper_calls, watch_dots
         from .interpreter_gaps import close_gaps
         faithful_scalars()
+        scoped_helper_calls()
         close_gaps()
         count_ops()
         watch_dots()

@@ -16,9 +16,15 @@ device-wide synchronize):
    stream and the host clock around 1-3 is the honest number. Another process busy on the same GPU slows the
    calls but leaves no tail: contention is not taken for escaped work.
 
-`time_back_to_back` is the other clock a user meets: calls issued back to back with an event pair around each (and
-the flush between them), as `triton.testing.do_bench` times, so a call whose host launch takes longer than its GPU
-work shows the host's share; it also records how long the host took to issue each call (the Python wrapper).
+`time_back_to_back` is the other clock a user meets, in three passes per batch: calls issued back to back with an
+event pair around each and the flush between them, as `triton.testing.do_bench` times (the events' view, for the
+escaped-work rule); the host's time to issue each call with the GPU idle (the Python wrapper, for KL404); and a plain
+loop, neither flushed nor bracketed by events, timed by the host to its final synchronize: what a loop that calls
+the side pays per call, the host's launch included. The flush gives the host a head start of its own length
+(about 61 us on an H200) on every timed call, so do_bench reads a wrapper that takes up to that much longer than its
+kernels as its kernels' time, which a loop without flushes does not (H200, 2026-12-02: rms_norm's torch.compile
+42 us by do_bench, 71 us per call in a loop); the plain loop runs with the L2 as a loop leaves it (warm where the
+data fits).
 
 `time_sides` interleaves the sides (A B C, B C A, C A B, ...) so a change of clocks hits all alike, after a
 warm-up, until each side has enough samples and the budget is spent. Each side may have several copies of its
@@ -82,14 +88,20 @@ class BackToBack:
     # of which the final synchronize: how long the GPU still ran after the host had issued the last call
     wait_us: list[float] = field(default_factory=list)
     batch_calls: int = 0  # calls issued per batch (those left out of the samples included)
+    plain_us: list[float] = field(default_factory=list)  # per call in a plain loop: two samples per batch
 
     def loop_us(self) -> list[float]:
-        """Per call, what a loop that calls the side pays: the larger of its event time and the host's time to issue
-        it (taken with the GPU idle; for a wrapper that synchronizes, that includes its own GPU work). The L2 flush
-        between the timed calls gives the host that long to get ahead, which a loop without flushes does not: on the
-        H200 a torch.compile wrapper that took 63 us to issue 41 us of kernels read 41 us back to back from the
-        events alone (do_bench: 77 us)."""
+        """What a loop that calls the side pays per call: the plain loop's samples (host launch included, no flush
+        giving the host a head start). Without them (a clock that took none), the larger of each call's event time
+        and the host's time to issue it."""
+        if self.plain_us:
+            return list(self.plain_us)
         return [max(w, i) for w, i in zip(self.wall_us, self.issue_us)] if self.issue_us else list(self.wall_us)
+
+    def loop_groups(self) -> list[int]:
+        """The clusters of `loop_us` for the bootstrap: a plain-loop sample rotates through every input copy, so each
+        is its own; a per-call sample belongs to its copy."""
+        return list(range(len(self.plain_us))) if self.plain_us else list(self.copy)
 
     def events_under_report(self, flush_us: float) -> bool:
         """The events claim far less time than the GPU took over the same batches: work ran where the events do not
@@ -104,6 +116,31 @@ class BackToBack:
         per_call = sorted(self.wall_us)[len(self.wall_us) // 2]
         waited = sorted(waits)[len(waits) // 2]
         return waited > 2.0 * calls * (per_call + flush_us) + calls * 20.0
+
+
+def plain_loop_us(fns: list[Callable[[], Any]], calls: int, sync: Callable[[], Any]) -> float:
+    """Per call, what a plain loop pays: a loop of `calls` calls and one of twice as many (rotating through `fns`), each
+    from an idle GPU to its final `sync`, by the host clock; the difference leaves out what both pay once (the
+    first call's launch onto an idle GPU, the last call's run after the host is done)."""
+    calls = max(1, calls)
+    totals = []
+    for n in (calls, 2 * calls):
+        sync()
+        t0 = _perf_counter()
+        for i in range(n):
+            fns[i % len(fns)]()
+        sync()
+        totals.append((_perf_counter() - t0) * 1e6)
+    return max(totals[1] - totals[0], 0.0) / calls
+
+
+PLAIN_LONG_US = 500.0  # a call this long is the GPU's time in any loop: a short plain loop measures it
+
+
+def plain_calls(calls: int, ends: list, starts: list) -> int:
+    """The plain loop's length: half a batch, or 4 calls when the batch's calls each took PLAIN_LONG_US or more."""
+    times = sorted(_elapsed(s, e) * 1e3 for s, e in zip(starts, ends))
+    return 4 if times and times[len(times) // 2] >= PLAIN_LONG_US else max(1, calls // 2)
 
 
 class CudaClock:
@@ -169,6 +206,7 @@ class CudaClock:
         _device_sync()
         done = _perf_counter()
         batch_us, wait_us = (done - batch_start) * 1e6, (done - issued) * 1e6
+        plain = plain_calls(calls, ends, starts)
         # The host's time to issue each call, taken apart with the GPU idle (flushed, then synchronized): in the
         # batch above a wrapper that synchronizes (`.item()`, a size read from the data) would also wait out the
         # flush queued before it, which a loop without flushes never pays.
@@ -182,7 +220,8 @@ class CudaClock:
             issue.append((_perf_counter() - t0) * 1e6)
         _device_sync()
         return BackToBack([_elapsed(s, e) * 1e3 for s, e in zip(starts, ends)], issue,
-                          [i % len(fns) for i in range(calls)], [batch_us], wait_us=[wait_us])
+                          [i % len(fns) for i in range(calls)], [batch_us], wait_us=[wait_us],
+                          plain_us=[plain_loop_us(fns, plain, _device_sync) for _ in range(2)])
 
     def flush_us(self) -> float:
         """The GPU time of one L2 flush (0 when hot): what a back-to-back batch spends between the timed calls."""
@@ -224,6 +263,7 @@ class HostClock:
             out.issue_us.append(us)
             out.copy.append(i % len(fns))
         out.batch_us.append(sum(out.wall_us))
+        out.plain_us += [plain_loop_us(fns, calls // 2, lambda: None) for _ in range(2)]
         return out
 
     def flush_us(self) -> float:
@@ -298,7 +338,8 @@ def honest_times(samples: Samples, overhead_us: float, tail_overhead_us: float =
 QUEUE_WARMUP = 4  # the first calls of a batch start from an idle GPU; a loop's steady state comes after them
 
 
-def time_back_to_back(sides: dict[str, list[Side]], clock, *, rounds: int = 6, calls: int = 24) -> dict[str, BackToBack]:
+def time_back_to_back(sides: dict[str, list[Side]], clock, *, rounds: int = 6,
+                      calls: int = 24) -> dict[str, BackToBack]:
     """Each side's back-to-back times: `rounds` batches of `calls` calls per side, the sides' batches interleaved
     (rotating order), so a change of clocks hits all alike. The first QUEUE_WARMUP calls of each batch are left out
     of the samples: after the batch's synchronize the GPU is idle and the host has not got ahead yet, which a loop
@@ -315,6 +356,7 @@ def time_back_to_back(sides: dict[str, list[Side]], clock, *, rounds: int = 6, c
             out[name].copy += batch.copy[skip:]
             out[name].batch_us += batch.batch_us
             out[name].wait_us += batch.wait_us
+            out[name].plain_us += batch.plain_us
             out[name].batch_calls = len(batch.wall_us)
     return out
 

@@ -1,5 +1,6 @@
 """Compile errors land on the exact line and column of the offending expression, for several error kinds."""
 
+import json
 import re
 
 import pytest
@@ -46,3 +47,16 @@ def test_compile_error_position_and_message(report, name):
     assert (d["range"]["line"], d["range"]["col"]) == (line, col), d
     assert EXPECTED_MESSAGES[name] in d["message"]
     assert "sm_80" in d["message"] and "sm_90" in d["message"]  # one finding names every failing target
+
+
+def test_a_kernel_that_reduces_compiles_after_the_interpreter_ran_it_on_a_fresh_triton_cache(tmp_path):
+    """The variants run under the CPU interpreter before the compile for the targets, in one worker. Triton 3.9's
+    interpreter left `triton.language` patched after a kernel called a jit helper (`tl.max` and `tl.sum` are
+    such), so the compile built with the interpreter's builder: every reducing kernel was a false KL100 ("'value'
+    object has no attribute 'dtype'") on a machine whose Triton cache did not hold it already."""
+    from tests.conftest import CORPUS, run_cli
+    proc = run_cli("check", str(CORPUS / "ok_softmax_fp32.py"), "--no-cache", "--format", "json", "--device", "cpu",
+                   env={"TRITON_CACHE_DIR": str(tmp_path / "triton-cache")})
+    doc = json.loads(proc.stdout)
+    assert proc.returncode == 0 and not doc["diagnostics"], doc["diagnostics"]
+    assert any((tmp_path / "triton-cache").rglob("*.cubin"))  # compiled here, not taken from a cache

@@ -43,10 +43,13 @@ def test_timing_back_to_back_rotates_sides_and_input_copies():
     calls: list[tuple[str, int]] = []
     sides = {name: [lambda n=name, k=k: calls.append((n, k)) for k in range(2)] for name in ("triton", "eager")}
     out = time_back_to_back(sides, HostClock(), rounds=2, calls=6)
-    batch = lambda name: [(name, k % 2) for k in range(6)]  # noqa: E731
+    # Per batch: 6 timed calls, then twice the plain loop's 3 and 6 calls, each rotating through the copies.
+    batch = lambda name: [(name, k % 2) for k in (*range(6), *(*range(3), *range(6)) * 2)]  # noqa: E731
     assert calls == batch("triton") + batch("eager") + batch("eager") + batch("triton")
     # The first calls of each batch start from an idle GPU: left out, as a loop is past them.
     assert out["triton"].copy == [0, 1, 0, 1] and len(out["eager"].wall_us) == 4 and out["eager"].batch_calls == 6
+    # Two plain-loop samples per batch, each its own cluster (each used every copy).
+    assert len(out["triton"].plain_us) == 4 and out["triton"].loop_groups() == [0, 1, 2, 3]
 
 
 def test_timing_rotates_through_input_copies_and_records_them():
@@ -99,11 +102,29 @@ def test_timing_runs_on_while_one_sides_interval_is_wide():
 def test_timing_a_loop_pays_the_hosts_issue_time_when_it_is_longer_than_the_gpus():
     """The L2 flush between timed calls lets the host get ahead, so events alone hid a wrapper's launch (H200: a
     torch.compile wrapper issuing for 63 us read 41 us back to back; do_bench, 77 us): per call, a loop pays the
-    larger of the two."""
+    larger of the two; the plain loop's samples, where there are, are what it pays."""
     from kernel_lsp.engine.timing import BackToBack
     b = BackToBack(wall_us=[41.0, 42.0, 130.0], issue_us=[63.0, 64.0, 35.0], copy=[0, 1, 0])
-    assert b.loop_us() == [63.0, 64.0, 130.0]
+    assert b.loop_us() == [63.0, 64.0, 130.0] and b.loop_groups() == [0, 1, 0]
     assert BackToBack(wall_us=[5.0]).loop_us() == [5.0]
+    assert BackToBack(wall_us=[41.0], issue_us=[63.0], plain_us=[71.0, 70.0]).loop_us() == [71.0, 70.0]
+
+
+def test_timing_the_plain_loop_leaves_out_what_every_loop_pays_once():
+    """A host that takes 50 us per call and a final synchronize that waits 300 us (the last call's run): a loop of n
+    calls takes 50 n + 300 us, and the difference of two loops gives 50 us per call, not 50 + 300 / n."""
+    from kernel_lsp.engine import timing
+    clock = {"now": 0.0}
+    timing_perf, timing._perf_counter = timing._perf_counter, lambda: clock["now"] / 1e6
+    try:
+        def call():
+            clock["now"] += 50.0
+
+        def sync():
+            clock["now"] += 300.0
+        assert timing.plain_loop_us([call], 12, sync) == 50.0
+    finally:
+        timing._perf_counter = timing_perf
 
 
 def test_a_slow_host_is_not_taken_for_events_that_under_report():
