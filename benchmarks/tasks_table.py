@@ -10,6 +10,10 @@ import json
 import math
 import sys
 from pathlib import Path
+from types import SimpleNamespace
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from kernel_lsp.engine.perf_rules import side_launch_bound  # noqa: E402  (the rule KL404 uses)
 
 
 def rows_of(doc: dict) -> dict[str, dict]:
@@ -88,7 +92,8 @@ def main() -> int:
         if gpu_ratio:
             compile_gpu.append(gpu_ratio)
         bound = ", ".join(label for label, sd in (("Triton", t), ("eager", eg), ("compile", cp))
-                          if sd.get("host_us") and sd.get("gpu_us") and sd["host_us"] > 1.2 * sd["gpu_us"] + 5)
+                          if sd and side_launch_bound(SimpleNamespace(**{k: sd.get(k) for k in
+                                                                         ("host_us", "gpu_us", "wall_us")})))
         line = (f"| {r['category']} | {name} | {both(t)} | {both(eg)} | {both(cp)} | {fmt_ratio(e)} | "
                 f"{fmt_ratio(c)} | {f'{gpu_ratio:.2f}x' if gpu_ratio else '-'} | "
                 f"{roof.get('percent', float('nan')):.0f}% | {bound or '-'} |")

@@ -187,12 +187,12 @@ def test_gpu_a_cold_check_waits_for_its_compile_warmer_and_still_times_torch_com
 
 def test_gpu_back_to_back_agrees_with_do_bench_on_five_tasks(tmp_path):
     """kernel-lsp's timer against independent ones on five tasks whose host launch is near or over their GPU time
-    (benchmarks/do_bench_compare.py; the recorded run is benchmarks/results/do_bench_agreement.json). In one process,
-    on the same callables: kernel-lsp's back-to-back time within 10% of a plain loop's time per call on every side;
-    where the GPU bounds a side, kernel-lsp's GPU time, here and in the check, within 10% of triton.testing.do_bench.
-    Where the host bounds it, do_bench's L2 flush lets the host get ahead by the flush's length, so do_bench reads
-    less than a loop pays (H200, 2026-12-02: rms_norm's torch.compile 42 us by do_bench, 71 us in a loop): not
-    compared."""
+    (benchmarks/do_bench_compare.py; the recorded run is benchmarks/results/do_bench_agreement.json), in one process
+    on the same callables and in the check itself. Where the GPU bounds a side: back-to-back times within 10% of a
+    plain 200-call loop, GPU times within 10% of triton.testing.do_bench. Where the host bounds it, do_bench's L2
+    flush lets the host get ahead by the flush's length, so do_bench reads less than a loop pays (H200, 2026-12-02:
+    rms_norm's torch.compile 42 us in do_bench's loop, 71 us in a plain one): compared with the plain loop only, as
+    loosely as a noisy host requires (below)."""
     import subprocess
     import sys
     out = tmp_path / "agreement.json"
@@ -202,10 +202,19 @@ def test_gpu_back_to_back_agrees_with_do_bench_on_five_tasks(tmp_path):
     print(proc.stdout)  # the table (pytest -s shows it)
     rows = [r for r in json.loads(out.read_text())["rows"] if "loop_us" in r]
     assert len({r["task"] for r in rows}) == 5 and len(rows) == 15, proc.stdout
-    near = lambda a, b: 0.9 <= a / b <= 1.1  # noqa: E731
-    off = [r for r in rows if not near(r["kl_wall_us"], r["loop_us"])]
-    off += [r for r in rows if r["bound"] == "gpu" and not (near(r["kl_gpu_us"], r["do_bench_us"])
-                                                            and near(r["gpu_us"], r["do_bench_us"]))]
+    near = lambda a, b, by=0.1: 1 - by <= a / b <= 1 + by  # noqa: E731
+    gpu = [r for r in rows if r["bound"] == "gpu"]
+    host = [r for r in rows if r["bound"] == "host"]
+    # Where the GPU bounds a side, every timer reads its GPU time: here, in the check's worker, and do_bench.
+    off = [r for r in gpu if not (near(r["kl_wall_us"], r["loop_us"]) and near(r["wall_us"], r["loop_us"])
+                                  and near(r["kl_gpu_us"], r["do_bench_us"]) and near(r["gpu_us"], r["do_bench_us"]))]
+    # Where the host does, the time is the host's, and a noisy host moves it: on a second H200 the same day two
+    # plain loops in one process differed by up to 36% (layer_norm's Triton side, 55.6 against 41.0 us;
+    # docs/performance-method.md). The test requires what holds on any host: kernel-lsp's loop, here and in the
+    # check, reads no less than the GPU's time (0.8 of it: the GPU time is cold-L2, a loop's warm), and here within
+    # 40% of the 200-call loop.
+    off += [r for r in host if not (near(r["kl_wall_us"], r["loop_us"], 0.4) and r["kl_wall_us"] >= 0.8 * r["kl_gpu_us"]
+                                    and r["wall_us"] >= 0.8 * r["gpu_us"])]
     assert not off, proc.stdout
 
 

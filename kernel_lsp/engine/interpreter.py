@@ -60,14 +60,15 @@ def scoped_helper_calls() -> bool:
     try:
         import triton.runtime.interpreter as interp
         cls = interp.InterpretedFunction
-        patch, error = interp._patch_lang, interp.InterpreterError
-        if not hasattr(interp, "_LangPatchScope") or not hasattr(cls, "rewrite"):
+        error = interp.InterpreterError
+        if not hasattr(interp, "_LangPatchScope") or not hasattr(cls, "rewrite") or \
+                not callable(getattr(interp, "_patch_lang", None)):
             return False
     except (ImportError, AttributeError):
         return False
 
     def __call__(self, *args, **kwargs):
-        scope = patch(self.fn)
+        scope = interp._patch_lang(self.fn)  # looked up per call: interpreter_gaps wraps it too
         try:
             return self.rewrite()(*args, **kwargs)
         except Exception as e:

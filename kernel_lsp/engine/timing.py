@@ -23,8 +23,8 @@ loop, neither flushed nor bracketed by events, timed by the host to its final sy
 the side pays per call, the host's launch included. The flush gives the host a head start of its own length
 (about 61 us on an H200) on every timed call, so do_bench reads a wrapper that takes up to that much longer than its
 kernels as its kernels' time, which a loop without flushes does not (H200, 2026-12-02: rms_norm's torch.compile
-42 us by do_bench, 71 us per call in a loop); the plain loop runs with the L2 as a loop leaves it (warm where the
-data fits).
+42 us in do_bench's loop, 71 us per call in a plain loop); the plain loop runs with the L2 as a loop leaves it (warm
+where the data fits).
 
 `time_sides` interleaves the sides (A B C, B C A, C A B, ...) so a change of clocks hits all alike, after a
 warm-up, until each side has enough samples and the budget is spent. Each side may have several copies of its
@@ -48,7 +48,10 @@ try:
     import torch as _torch
     _event_base = _torch._C._CudaEventBase
     _record_on, _elapsed, _event_sync = _event_base.record, _event_base.elapsed_time, _event_base.synchronize
-    _device_sync, _current_stream = _torch.cuda.synchronize, _torch.cuda.current_stream
+    _current_stream = _torch.cuda.current_stream
+    # The C function itself: `torch.cuda.synchronize` looks `torch._C._cuda_synchronize` up on every call, so
+    # holding the Python wrapper would not keep a replacement of the C attribute out.
+    _device_sync = getattr(_torch._C, "_cuda_synchronize", None) or _torch.cuda.synchronize
 
     def _record(event) -> None:
         _record_on(event, _current_stream())
@@ -99,9 +102,10 @@ class BackToBack:
         return [max(w, i) for w, i in zip(self.wall_us, self.issue_us)] if self.issue_us else list(self.wall_us)
 
     def loop_groups(self) -> list[int]:
-        """The clusters of `loop_us` for the bootstrap: a plain-loop sample rotates through every input copy, so each
-        is its own; a per-call sample belongs to its copy."""
-        return list(range(len(self.plain_us))) if self.plain_us else list(self.copy)
+        """The clusters of `loop_us` for the bootstrap: the plain-loop samples of one batch together (taken one after
+        the other, under the same conditions; each went through every input copy); a per-call sample belongs to its
+        copy."""
+        return [i // PLAIN_PER_BATCH for i in range(len(self.plain_us))] if self.plain_us else list(self.copy)
 
     def events_under_report(self, flush_us: float) -> bool:
         """The events claim far less time than the GPU took over the same batches: work ran where the events do not
@@ -118,23 +122,36 @@ class BackToBack:
         return waited > 2.0 * calls * (per_call + flush_us) + calls * 20.0
 
 
-def plain_loop_us(fns: list[Callable[[], Any]], calls: int, sync: Callable[[], Any]) -> float:
+def plain_loop_us(fns: list[Callable[[], Any]], calls: int, sync: Callable[[], Any],
+                  events: tuple | None = None) -> float:
     """Per call, what a plain loop pays: a loop of `calls` calls and one of twice as many (rotating through `fns`), each
     from an idle GPU to its final `sync`, by the host clock; the difference leaves out what both pay once (the
-    first call's launch onto an idle GPU, the last call's run after the host is done)."""
+    first call's launch onto an idle GPU, the last call's run after the host is done). With `events` (a start and
+    an end CUDA event), each loop is also bracketed on the GPU and waited for through the end event's own C method,
+    and its time is the longer of the two clocks: a `sync` that returned early (replaced by checked code) cannot
+    make a loop shorter than the GPU took. A difference that a hiccup of the host made negative falls back to the
+    longer loop's time per call."""
     calls = max(1, calls)
     totals = []
     for n in (calls, 2 * calls):
         sync()
         t0 = _perf_counter()
+        if events is not None:
+            _record(events[0])
         for i in range(n):
             fns[i % len(fns)]()
+        if events is not None:
+            _record(events[1])
+            _event_sync(events[1])
         sync()
-        totals.append((_perf_counter() - t0) * 1e6)
-    return max(totals[1] - totals[0], 0.0) / calls
+        host = (_perf_counter() - t0) * 1e6
+        totals.append(max(host, _elapsed(events[0], events[1]) * 1e3) if events is not None else host)
+    diff = (totals[1] - totals[0]) / calls
+    return diff if diff > 0 else totals[1] / (2 * calls)
 
 
 PLAIN_LONG_US = 500.0  # a call this long is the GPU's time in any loop: a short plain loop measures it
+PLAIN_PER_BATCH = 2  # plain-loop samples per back-to-back batch
 
 
 def plain_calls(calls: int, ends: list, starts: list) -> int:
@@ -221,7 +238,8 @@ class CudaClock:
         _device_sync()
         return BackToBack([_elapsed(s, e) * 1e3 for s, e in zip(starts, ends)], issue,
                           [i % len(fns) for i in range(calls)], [batch_us], wait_us=[wait_us],
-                          plain_us=[plain_loop_us(fns, plain, _device_sync) for _ in range(2)])
+                          plain_us=[plain_loop_us(fns, plain, _device_sync, (self.start, self.end))
+                                    for _ in range(PLAIN_PER_BATCH)])
 
     def flush_us(self) -> float:
         """The GPU time of one L2 flush (0 when hot): what a back-to-back batch spends between the timed calls."""
@@ -263,7 +281,7 @@ class HostClock:
             out.issue_us.append(us)
             out.copy.append(i % len(fns))
         out.batch_us.append(sum(out.wall_us))
-        out.plain_us += [plain_loop_us(fns, calls // 2, lambda: None) for _ in range(2)]
+        out.plain_us += [plain_loop_us(fns, calls // 2, lambda: None) for _ in range(PLAIN_PER_BATCH)]
         return out
 
     def flush_us(self) -> float:

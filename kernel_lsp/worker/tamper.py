@@ -21,6 +21,7 @@ WATCHED = {
               "as_strided", "cat", "stack", "from_numpy", "tensor"],
     "torch.cuda": ["synchronize", "current_stream", "default_stream", "Event", "Stream", "_sleep",
                    "mem_get_info", "is_available", "current_device", "get_device_properties"],
+    "torch._C": ["_cuda_synchronize"],
     "torch.testing": ["assert_close"],
     "triton.testing": ["do_bench", "do_bench_cudagraph"],
     "json": ["dumps", "loads"],

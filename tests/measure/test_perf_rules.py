@@ -62,6 +62,17 @@ def test_perf_rules_gpu_bound_sides_are_not_launch_bound():
     assert "KL404" not in codes(judge(m, None))
 
 
+def test_perf_rules_a_slow_issue_that_a_loop_does_not_pay_is_not_launch_bound():
+    """H200, 2026-12-02: torch.compile's wrapper on rms_norm took 56 us to issue from an idle GPU, its kernels ran
+    41 us, and a loop paid 43 us per call: the loop hides the wrapper, so no KL404."""
+    m = measurement()
+    c = m.side("torch.compile")
+    c.gpu_us, c.wall_us, c.host_us = 40.6, 43.1, 55.9
+    assert "KL404" not in codes(judge(m, None))
+    c.wall_us = 66.0  # layer_norm's: the loop pays the wrapper
+    assert "KL404" in codes(judge(m, None))
+
+
 def test_perf_rules_a_verdict_says_which_time_it_uses_and_shows_the_other():
     m = measurement()
     m.provenance.verdict_time = "wall"
