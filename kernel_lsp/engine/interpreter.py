@@ -67,12 +67,14 @@ def scoped_helper_calls() -> bool:
     except (ImportError, AttributeError):
         return False
 
-    def __call__(self, *args, **kwargs):
+    def __call__(self, *args, **kwargs):  # Triton 3.9's, with the restore added
         scope = interp._patch_lang(self.fn)  # looked up per call: interpreter_gaps wraps it too
         try:
-            return self.rewrite()(*args, **kwargs)
-        except Exception as e:
-            raise error(repr(e)) from e
+            fn = self.rewrite()
+            try:
+                return fn(*args, **kwargs)
+            except Exception as e:
+                raise error(repr(e)) from e
         finally:
             if scope is not None:
                 scope.restore()
