@@ -19,8 +19,9 @@ device-wide synchronize):
 `time_back_to_back` is the other clock a user meets, in three passes per batch: calls issued back to back with an
 event pair around each and the flush between them, as `triton.testing.do_bench` times (the events' view, for the
 escaped-work rule); the host's time to issue each call with the GPU idle (the Python wrapper, for KL404); and a plain
-loop, neither flushed nor bracketed by events, timed by the host to its final synchronize: what a loop that calls
-the side pays per call, the host's launch included. The flush gives the host a head start of its own length
+loop, with no flush and no event pair between its calls, timed to its final synchronize by the host and by one
+event pair around the whole loop (the longer counts): what a loop that calls the side pays per call, the host's
+launch included. The flush gives the host a head start of its own length
 (about 61 us on an H200) on every timed call, so do_bench reads a wrapper that takes up to that much longer than its
 kernels as its kernels' time, which a loop without flushes does not (H200, 2026-12-02: rms_norm's torch.compile
 42 us in do_bench's loop, 71 us per call in a plain loop); the plain loop runs with the L2 as a loop leaves it (warm
