@@ -47,6 +47,9 @@ class Evidence:
     inputs_after: list = field(default_factory=list)  # the implementation's inputs after its first run
     reference_inputs_after: list = field(default_factory=list)  # the reference's inputs after its call
     earlier: list = field(default_factory=list)  # flattened outputs of earlier calls on other inputs
+    # fingerprint() of every informative output of every earlier variant (its first run and its second), with the
+    # variant's name: a cache can hold a result much longer than `earlier` keeps tensors
+    earlier_prints: dict = field(default_factory=dict)
     untrusted: bool = False  # the CPU interpreter computes these kernels' numbers wrongly: values not judged
     sample_message: str | None = None  # random ops: the reference's per-sample invariant, broken
     result_line: int | None = None  # no launch: the line of the user's file that returned the result
@@ -57,6 +60,7 @@ class Evidence:
     constants: list | None = None  # per output, how far the truth moves, per element, with its float constants in fp32
     inputs_before: list = field(default_factory=list)  # the inputs as drawn (before any call)
     fresh_draws: bool = False  # random ops: the reference draws new numbers on every call (no seed among its inputs)
+    rerun_launches: int | None = None  # Triton launches during the second run (None: no second call was made)
 
     def budget_args(self, j: int) -> dict:
         """compare_tensor's extra arguments for output j."""
@@ -186,17 +190,54 @@ def informative(y) -> bool:
     return torch.unique(flat[:4096]).numel() >= MIN_DISTINCT_FOR_STALE
 
 
+_PRINT_INTS = {1: "int8", 2: "int16", 4: "int32", 8: "int64"}
+_PRINT_CHUNK = 1 << 22
+
+
+def fingerprint(y) -> tuple | None:
+    """A bit-level fingerprint of a tensor (shape, dtype and two position-weighted sums of its bits, computed where
+    the tensor lives): equal tensors have equal prints, and unequal ones collide with odds of about 2^-64 per pair
+    (a collision could only turn a wrong output's mismatch into KL206, never pass one). None when not a tensor."""
+    import torch
+    if not isinstance(y, torch.Tensor):
+        return None
+    flat = y.detach().contiguous().reshape(-1)
+    if flat.is_complex():
+        flat = torch.view_as_real(flat).reshape(-1)
+    if flat.dtype == torch.bool:
+        flat = flat.to(torch.uint8)
+    ints = flat.view(getattr(torch, _PRINT_INTS[flat.element_size()]))
+    s1 = s2 = 0
+    for start in range(0, ints.numel(), _PRINT_CHUNK):  # in chunks: a few times the chunk in temporaries
+        bits = ints[start:start + _PRINT_CHUNK].to(torch.int64)
+        pos = torch.arange(start, start + bits.numel(), device=bits.device, dtype=torch.int64)
+        w1 = pos * 0x9E3779B1 + 0x7F4A7C15  # int64 arithmetic wraps: the sums are over Z/2^64
+        w2 = (pos ^ 0x5BD1E995) * 0x27D4EB2F + 1
+        s1 = (s1 + int((bits * w1).sum())) % 2**64
+        s2 = (s2 + int(((bits + 0x165667B1) * w2).sum())) % 2**64
+    return (tuple(y.shape), str(y.dtype), s1, s2)
+
+
+def earlier_call(e: Evidence, j: int, y) -> str | None:
+    """Whether y (wrong, informative) is bit for bit an earlier call's output on other inputs: "" for one of the
+    recent calls, the variant's name for an older one, None when it is new."""
+    if any(len(prev) == len(e.outputs) and same(prev[j], y) for prev in e.earlier):
+        return ""
+    return e.earlier_prints.get(fingerprint(y))
+
+
 def stale_output(e: Evidence, j: int, comparison: Comparison) -> RuleFinding | None:
     """KL206: a wrong output equal to an earlier call's output on other inputs (and informative enough that the
     equality cannot be chance: a constant wrong output is reported as the mismatch it is)."""
     y = e.outputs[j]
     if comparison.ok or comparison.code not in ("KL200", "KL201") or not informative(y):
         return None
-    if not any(len(prev) == len(e.outputs) and same(prev[j], y) for prev in e.earlier):
+    which = earlier_call(e, j, y)
+    if which is None:
         return None
-    return RuleFinding("KL206", located(e, f"{e.name(j)} is identical to an earlier call's "
-                                           "output on different inputs: results are cached or do not depend on the "
-                                           "inputs"))
+    return RuleFinding("KL206", located(e, f"{e.name(j)} is identical to an earlier call's output on different "
+                                           f"inputs{f' (variant {which})' if which else ''}: results are cached or "
+                                           "do not depend on the inputs"))
 
 
 def repeat_differs(e: Evidence, j: int) -> RuleFinding | None:
@@ -209,6 +250,21 @@ def repeat_differs(e: Evidence, j: int) -> RuleFinding | None:
                         aa if isinstance(aa, torch.Tensor) and aa.is_floating_point() else None, **e.budget_args(j))
     if c2.ok or c2.code not in ("KL200", "KL201"):
         return None
+    # Not a race: the second call returned what an earlier call on other inputs had returned, or it launched no
+    # kernel at all (where the first did) and returned a wrong result: a result remembered across calls.
+    which = earlier_call(e, j, y_b) if informative(y_b) else None
+    if which is not None:
+        return RuleFinding("KL206", located(e, f"the second run on the same inputs returned {e.name(j)} identical to "
+                                               f"an earlier call's output on different inputs"
+                                               f"{f' (variant {which})' if which else ''}, where the first run was "
+                                               f"right: results are cached ({c2.message})"),
+                           place="store", output=j, rerun=True, comparison=c2)
+    if e.rerun_launches == 0 and e.launches:
+        return RuleFinding("KL206", located(e, f"the second run on the same inputs launched no Triton kernel (the "
+                                               f"first launched {e.launches}) and returned a wrong {e.name(j)}, where "
+                                               f"the first run was right: a result remembered across calls "
+                                               f"({c2.message})"),
+                           place="store", output=j, rerun=True, comparison=c2)
     return RuleFinding("KL207", located(e, f"two runs on the same inputs differ beyond rounding, a likely race "
                                            f"({c2.message})"), place="store", output=j, rerun=True, comparison=c2)
 
@@ -247,6 +303,7 @@ def judge_outputs(e: Evidence) -> tuple[list[RuleFinding], Comparison | None, bo
         elif c.code is None:
             race = repeat_differs(e, j)
             if race is not None:
+                stale = stale or race.code == "KL206"
                 findings.append(race)
     return findings, worst, stale
 

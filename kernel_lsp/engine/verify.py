@@ -33,7 +33,8 @@ from .loader import IMPLEMENTATION, UserCodeError, deepest_line, raise_device_fa
 from .positions import api_note, readable
 from .probes import (constant_rounding, no_grad_call, only_input, reference_repeat, reference_spread, returning_line,
                      rng_state)
-from .rules import SENTINEL, Evidence, RuleFinding, describe_variant, judge, judge_random, same
+from .rules import (SENTINEL, Evidence, RuleFinding, describe_variant, fingerprint, informative, judge, judge_random,
+                    same)
 from .shapes import describe_init, int_floor, size_plan
 from .ties import NotApplicable, tie_inputs
 from .variants import (CPU_ELEMENT_BUDGET, Variant, absolute, aligned_knobs, base_knobs, clone_inputs,
@@ -63,6 +64,7 @@ class VerifyState:
     failures: list[Failure] = field(default_factory=list)
     rows: list[VariantRow] = field(default_factory=list)
     outputs: list[list] = field(default_factory=list)  # recent implementation outputs, for the stale check
+    prints: dict = field(default_factory=dict)  # fingerprints of all earlier informative outputs -> their variant
 
 
 def _address_of(t, index) -> int:
@@ -277,6 +279,9 @@ class Verifier:
         if judgement.verdict != "structure" and not random:
             self.state.outputs = evidence.earlier[-3:] + [[x.clone() if hasattr(x, "clone") else x
                                                            for x in evidence.outputs]]
+            for y in evidence.outputs + evidence.rerun:
+                if informative(y):
+                    self.state.prints.setdefault(fingerprint(y), v.name)
         self.row(v, evidence.shapes, judgement.verdict, judgement.worst)
 
     def name_layout_culprits(self, v: Variant, failures: list[Failure]) -> None:
@@ -499,14 +504,17 @@ class Verifier:
                 isinstance(y, torch.Tensor) and y.is_floating_point() and bool(torch.isnan(y).any())
                 for y in flatten_outputs(y1) + [impl_inputs[i] for i in updated]):
             y2, rerun_inputs = y1, impl_inputs
+            rerun_launches = None
         else:
             self.impl_runs += 1
+            before = self.recorder.count
             try:
                 with poisoned_allocations(SENTINEL):
                     y2 = impl_call(impl, rerun_inputs)
             except Exception as e:
                 raise_device_fault(e)
                 y2 = None
+            rerun_launches = self.recorder.count - before
             self.collect_oob(v)
         y1_flat = flatten_outputs(y1)
         y2_flat = flatten_outputs(y2) if y2 is not None else [None] * len(y1_flat)
@@ -521,9 +529,9 @@ class Verifier:
         if p.random and p.sample_check is not None and len(y1_flat) == len(r_flat):
             sample_message = p.sample_check(inputs, y1_flat[0] if len(y1_flat) == 1 else y1_flat)
         return Evidence(v.name, v.kind, v.description, shapes, y1_flat, y2_flat, r_flat, t_flat, a_flat, truth_dtype,
-                        launches, impl_inputs, ref_inputs, self.state.outputs, untrusted,
+                        launches, impl_inputs, ref_inputs, self.state.outputs, self.state.prints, untrusted,
                         sample_message, result_line, updated, spread, terms, constants, inputs,
-                        bool(self.fresh_draws))
+                        bool(self.fresh_draws), rerun_launches)
 
     def place(self, f: RuleFinding, e: Evidence) -> int | None:
         """The line a rule's finding belongs on: the store that wrote the bad element, else the launch site."""

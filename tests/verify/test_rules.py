@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from kernel_lsp.engine.rules import SENTINEL, Evidence, judge, judge_random, ks_statistic
+from kernel_lsp.engine.rules import SENTINEL, Evidence, fingerprint, judge, judge_random, ks_statistic
 
 
 def evidence(outputs, reference=None, truth=None, **kw) -> Evidence:
@@ -119,6 +119,51 @@ def test_rules_second_run_beyond_budget_is_kl207():
     j = judge(evidence([t.clone()], reference=[t.clone()], rerun=[again]))
     (f,) = j.findings
     assert f.code == "KL207" and f.rerun and f.place == "store" and j.verdict == "ok"
+
+
+def test_rules_second_run_returning_an_earlier_calls_output_is_kl206_not_a_race():
+    """pygpubench's warm-up cheat: the first call on these inputs was right, the second returned what a call on other
+    inputs had returned (remembered by input address). A cache, not a race: an error, not KL207's warning."""
+    old, t = torch.randn(64), torch.randn(64)
+    j = judge(evidence([t.clone()], reference=[t.clone()], rerun=[old.clone()], earlier=[[old.clone()]]))
+    (f,) = j.findings
+    assert f.code == "KL206" and f.rerun and "second run" in f.message and j.verdict == "stale"
+    # Older than the tensors kept: found by its fingerprint, and the message names the variant it came from.
+    j = judge(evidence([t.clone()], reference=[t.clone()], rerun=[old.clone()],
+                       earlier_prints={fingerprint(old): "odd-size"}))
+    (f,) = j.findings
+    assert f.code == "KL206" and "(variant odd-size)" in f.message
+    # A wrong second run that no earlier call returned stays the race it looks like.
+    again = t.clone()
+    again[3] += 0.5
+    j = judge(evidence([t.clone()], reference=[t.clone()], rerun=[again], earlier_prints={fingerprint(old): "x"},
+                       rerun_launches=1))
+    assert codes(j) == ["KL207"]
+    # ... unless the second call launched nothing: a wrong result no kernel made is remembered, not raced.
+    j = judge(evidence([t.clone()], reference=[t.clone()], rerun=[again], launches=2, rerun_launches=0))
+    (f,) = j.findings
+    assert f.code == "KL206" and "launched no Triton kernel (the first launched 2)" in f.message
+
+
+def test_rules_first_run_equal_to_an_old_calls_output_is_kl206_by_fingerprint():
+    old, t = torch.randn(64), torch.randn(64)
+    j = judge(evidence([old.clone()], reference=[t], earlier_prints={fingerprint(old): "seed-2"}))
+    assert codes(j) == ["KL206"] and "(variant seed-2)" in j.findings[0].message and j.verdict == "stale"
+
+
+def test_fingerprint_is_bit_level():
+    x = torch.randn(6, 5)
+    assert fingerprint(x) == fingerprint(x.clone()) == fingerprint(x.t().contiguous().t())  # values, not layout
+    y = x.clone()
+    y.view(-1).view(torch.int32)[7] ^= 1  # one bit
+    assert fingerprint(y) != fingerprint(x)
+    assert fingerprint(x.reshape(5, 6)) != fingerprint(x)  # the shape
+    assert fingerprint(x.reshape(-1)[:28].roll(1)) != fingerprint(x.reshape(-1)[:28])  # the order
+    assert fingerprint(torch.tensor([0.0, 1.0])) != fingerprint(torch.tensor([-0.0, 1.0]))
+    assert fingerprint(torch.zeros(4, dtype=torch.int32)) != fingerprint(torch.zeros(4, dtype=torch.float32))
+    for t in (x.half(), x.bfloat16(), x > 0, torch.randn(3, dtype=torch.complex64), torch.arange(5, dtype=torch.int8)):
+        assert fingerprint(t) == fingerprint(t.clone())
+    assert fingerprint(3.0) is None
 
 
 def test_rules_untrusted_values_are_not_judged():

@@ -1,8 +1,9 @@
 # expect: KL206
 # may-add: KL200 KL201
-# race: the allocator's addresses decide who catches it: the verifier's variants (identical outputs, KL206) or the
-# isolated re-run (a stale result on refilled buffers, KL206); a remembered output returned for new values can
-# also read as wrong values (CI, 2026-12-02: one run each way, local against Ray)
+# race: the allocator's addresses decide who catches it: the verifier's variants (an output identical to an earlier
+# call's on other inputs, or a second call that launched nothing and returned a wrong result: KL206) or the isolated
+# re-run (a stale result on refilled buffers, KL206); a remembered output returned for new values can also read as
+# wrong values. Before the second run was checked for both, one check in seventeen gave only KL207's warning.
 # class: pygpubench: warm-up detection (once an input address repeats, as in a timing loop, the launch is skipped and the remembered output returned)
 # source: gpu-mode/pygpubench exploits/submission_warmup.py and submission_combined.py (https://github.com/gpu-mode/pygpubench/blob/main/exploits/submission_warmup.py)
 # kernel-lsp: entry=relu reference=ref inputs=make_inputs
