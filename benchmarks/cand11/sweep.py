@@ -122,6 +122,29 @@ FAMILIES["bmm"] = lambda: [
           apply=True),
 ]
 
+C12 = "benchmarks/cand12/"
+
+# Issue 28's second batch (benchmarks/cand12/README.md): conv1d, its own tiles and the fused-split candidate (fp32
+# accuracy required: a plain TF32 product errs by about 1e-3 here, the three-product split by about 1e-6), and
+# max_pool1d's program size.
+FAMILIES["conv1d"] = lambda: [
+    sweep(T + "Convolution/conv1d_triton", T + "Convolution/conv1d.py", ["BO", "BL", "BC", "WARPS", "STAGES"],
+          [(128, 128, 16, 8, 3), (128, 256, 16, 8, 3), (128, 256, 16, 8, 2), (128, 128, 32, 8, 3), (128, 256, 32, 8, 2),
+           (128, 128, 16, 4, 4), (128, 64, 32, 4, 4), (64, 256, 16, 8, 3), (128, 128, 16, 8, 4), (128, 256, 8, 8, 4)],
+          truth64=True, max_err=5e-5, apply=True),
+]
+FAMILIES["conv1d_fused"] = lambda: [
+    sweep(C12 + "conv1d_fused_triton", T + "Convolution/conv1d.py", ["BL", "BO", "BC", "WARPS", "STAGES"],
+          [(128, 128, 16, 8, 3), (256, 128, 16, 8, 3), (256, 128, 16, 8, 2), (128, 128, 32, 8, 3), (256, 128, 32, 8, 2),
+           (128, 128, 16, 4, 4), (64, 128, 32, 4, 4), (256, 64, 16, 8, 3), (128, 128, 16, 8, 4), (256, 128, 8, 8, 4)],
+          truth64=True, max_err=5e-5, apply=True),
+]
+FAMILIES["max_pool1d"] = lambda: [
+    sweep(T + "Pooling/max_pool1d_triton", T + "Pooling/max_pool1d.py", ["BLOCK_MAX", "WARPS"],
+          [(512, 4), (1024, 4), (1024, 8), (2048, 8), (2048, 16), (256, 2), (512, 2), (4096, 16)],
+          max_err=0.0, apply=True),
+]
+
 if __name__ == "__main__":
     for fam in sys.argv[1:]:
         try:

@@ -4,6 +4,9 @@ import torch.nn as nn
 import triton
 import triton.language as tl
 
+# Outputs per program (at most) and warps per program.
+BLOCK_MAX, WARPS = 512, 4
+
 
 @triton.jit
 def _max2(a, b):
@@ -52,11 +55,11 @@ class ModelNew(nn.Module):
         b, c, length = x.shape
         l_out = (length - 4) // 2 + 1
         out = torch.empty((b, c, l_out), dtype=x.dtype, device=x.device)
-        block = min(512, triton.next_power_of_2(l_out))
+        block = min(BLOCK_MAX, triton.next_power_of_2(l_out))
         grid = (b * c, triton.cdiv(l_out, block))
         if x.stride(2) == 1:
             _max_pool1d_k4s2_kernel[grid](x, out, c, length, l_out, x.stride(0), x.stride(1), BLOCK=block,
-                                          num_warps=4)
+                                          num_warps=WARPS)
         else:
             _max_pool1d_kernel[grid](x, out, c, length, l_out, x.stride(0), x.stride(1), x.stride(2), KS=4,
                                      STRIDE=2, BLOCK=block)
