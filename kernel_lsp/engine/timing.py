@@ -155,9 +155,10 @@ PLAIN_LONG_US = 500.0  # a call this long is the GPU's time in any loop: a short
 PLAIN_PER_BATCH = 2  # plain-loop samples per back-to-back batch
 
 
-def plain_calls(calls: int, ends: list, starts: list) -> int:
-    """The plain loop's length: half a batch, or 4 calls when the batch's calls each took PLAIN_LONG_US or more."""
-    times = sorted(_elapsed(s, e) * 1e3 for s, e in zip(starts, ends))
+def plain_calls(calls: int, gpu_us: list[float]) -> int:
+    """The plain loop's length: half a batch, or 4 calls when the batch's calls took PLAIN_LONG_US or more (median
+    of their GPU times, in us)."""
+    times = sorted(gpu_us)
     return 4 if times and times[len(times) // 2] >= PLAIN_LONG_US else max(1, calls // 2)
 
 
@@ -224,7 +225,8 @@ class CudaClock:
         _device_sync()
         done = _perf_counter()
         batch_us, wait_us = (done - batch_start) * 1e6, (done - issued) * 1e6
-        plain = plain_calls(calls, ends, starts)
+        gpu_us = [_elapsed(s, e) * 1e3 for s, e in zip(starts, ends)]
+        plain = plain_calls(calls, gpu_us)
         # The host's time to issue each call, taken apart with the GPU idle (flushed, then synchronized): in the
         # batch above a wrapper that synchronizes (`.item()`, a size read from the data) would also wait out the
         # flush queued before it, which a loop without flushes never pays.
@@ -237,7 +239,7 @@ class CudaClock:
             fns[i % len(fns)]()
             issue.append((_perf_counter() - t0) * 1e6)
         _device_sync()
-        return BackToBack([_elapsed(s, e) * 1e3 for s, e in zip(starts, ends)], issue,
+        return BackToBack(gpu_us, issue,
                           [i % len(fns) for i in range(calls)], [batch_us], wait_us=[wait_us],
                           plain_us=[plain_loop_us(fns, plain, _device_sync, (self.start, self.end))
                                     for _ in range(PLAIN_PER_BATCH)])

@@ -3,7 +3,8 @@ HostClock exists for exactly these tests; no reported number ever comes from it.
 
 from __future__ import annotations
 
-from kernel_lsp.engine.timing import HostClock, Samples, escaped, honest_times, time_sides
+from kernel_lsp.engine.timing import (PLAIN_LONG_US, HostClock, Samples, escaped, honest_times, plain_calls,
+                                      time_sides)
 
 
 def test_timing_sides_are_interleaved_with_a_rotating_order():
@@ -133,6 +134,13 @@ def test_timing_the_plain_loop_leaves_out_what_every_loop_pays_once():
         assert abs(timing.plain_loop_us([slow_once], 12, sync) - (24 * 50.0 + 300.0) / 24) < 1e-9
     finally:
         timing._perf_counter = timing_perf
+
+
+def test_the_plain_loop_is_half_a_batch_or_four_long_calls():
+    assert plain_calls(12, [20.0] * 12) == 6
+    assert plain_calls(1, [20.0]) == 1
+    assert plain_calls(12, [PLAIN_LONG_US] * 7 + [1.0] * 5) == 4  # the median call is long: 4 calls measure it
+    assert plain_calls(12, [PLAIN_LONG_US] * 5 + [1.0] * 7) == 6
 
 
 def test_a_slow_host_is_not_taken_for_events_that_under_report():
