@@ -8,18 +8,21 @@ is judged by. So, once a file passes the verifier, three more steps run, each in
 
 1. `prepare` (a checker process that never imports the implementation): loads the reference side alone (for a
    reference in the implementation's own file, the file without the implementation: `reference_source`), picks
-   sizes, draws inputs A, B (fresh values of the same shapes) and C (A with only its later half changed), and a
+   sizes, draws inputs A, B and D (fresh values of the same shapes), C (A with only its later half changed) and S
+   (A with a few elements from B, at positions drawn from the system's randomness), and a
    larger set when the implementation's literals suggest a size cap; computes the float64 truth and PyTorch's
    own result for each; saves inputs, truth and the harness's instructions in the run's folder;
 2. the harness (worker/harness.py, a neutral process: no kernel-lsp module, variable, argument or stack frame)
-   imports the implementation under its own name and calls it: on A; on A with every Triton launch skipped and
-   the tensors it was given poisoned; on A's buffers refilled in place with B; on C; on the larger set;
+   imports the implementation under its own name and calls it: on A; on A's buffers refilled in place fourteen
+   times (B, D, B, A, D, B, ... A, then S: REFILLS); on C; on A with every Triton launch skipped and the tensors it
+   was given poisoned; on the larger set;
 3. `judge` (another checker process): compares what the harness saved with the truth. Findings:
    - KL220: the implementation raises, launches nothing, or computes a wrong result where it cannot see the check;
    - KL221: output elements that no Triton launch computed (the values are the same with every launch skipped,
      and change with the inputs): the kernel's work is discarded or partly replaced by PyTorch;
-   - KL206: a stale result for buffers refilled in place, or for inputs that differ only past their first
-     elements (a cache keyed on an address or on part of the input);
+   - KL206: a stale result for buffers refilled in place, for a few elements changed, or for inputs that differ
+     only past their first elements (a cache keyed on an address, on part of the input, or replaying once an
+     address repeats);
    - KL200: wrong at the larger size (a launcher that caps its grid, say);
    - KL222 (information): the re-run could not be made, and why.
 Only gross errors count here (the verifier already judged the fine precision): an error no rounding explains.
@@ -162,6 +165,38 @@ def _tail_changed(a: list, fresh: list) -> list:
     return out
 
 
+# The calls on one set of buffers after the "plain" call on A, each refilled in place first: (run, input set). No
+# two in a row share values, so a result replayed once an address has repeated (a warmed-up timing loop: pygpubench
+# replays from the third call, a patient cheat later) is wrong on one of them; the last refill is A again, then
+# "sparse" changes a few elements of it (never the first or last), which a cache keyed on the address and a sample
+# of the values (the first and last elements, say) takes for the same call.
+REFILLS = [("refilled", "B"), ("refilled-2", "D"), ("refilled-3", "B")] + [
+    (f"refilled-{i}", "ADB"[(i - 4) % 3]) for i in range(4, 14)] + [("sparse", "S")]
+SPARSE_CHANGES = 8  # elements changed per floating-point input in "sparse"
+
+
+def _sparse_changed(a: list, fresh: list) -> list:
+    """A copy of `a` whose floating-point tensors (of 16 elements or more) take SPARSE_CHANGES elements from `fresh`
+    (a draw of the problem's own distribution, so still inputs the reference accepts), at positions drawn from the
+    system's randomness, never the first or the last: nothing in the checked code can predict them."""
+    import random
+
+    import torch
+    rng = random.SystemRandom()
+    out = []
+    for x, y in zip(a, fresh):
+        if (isinstance(x, torch.Tensor) and isinstance(y, torch.Tensor) and x.shape == y.shape
+                and x.is_floating_point() and x.numel() >= 16):
+            c = x.contiguous().clone()
+            flat, other = c.reshape(-1), y.contiguous().reshape(-1)
+            for i in rng.sample(range(1, flat.numel() - 1), SPARSE_CHANGES):
+                flat[i] = other[i]
+            out.append(c)
+        else:
+            out.append(x)
+    return out
+
+
 def _cpu(inputs: list) -> list:
     import torch
     return [x.detach().to("cpu") if isinstance(x, torch.Tensor) else x for x in inputs]
@@ -228,7 +263,7 @@ def _prepare(job: CheckJob, sink: Sink) -> None:
     c = _tail_changed(a, _cpu(problem.make_inputs(seed + 103, small)))
     d = _cpu(problem.make_inputs(seed + 105, small))
     reference, init = side.reference(small)
-    sets: dict[str, list] = {"A": a, "B": b, "C": c, "D": d}
+    sets: dict[str, list] = {"A": a, "B": b, "C": c, "D": d, "S": _sparse_changed(a, b)}
     large_knobs = _large_knobs(job, problem, knobs, small, on_gpu)
     truth: dict[str, Any] = {}
     if large_knobs is not None:
@@ -238,8 +273,13 @@ def _prepare(job: CheckJob, sink: Sink) -> None:
             sets.pop("large")  # the model's own shape changes with this size: one model serves every call
         else:
             truth["large"] = _truth(large_ref, sets["large"], seed)
-    for name in ("A", "B", "C", "D"):
-        truth[name] = _truth(reference, sets[name], seed)
+    for name in ("A", "B", "C", "D", "S"):
+        try:
+            truth[name] = _truth(reference, sets[name], seed)
+        except Exception:
+            if name != "S":
+                raise
+            sets.pop("S")  # a reference that rejects the mixed values: the other refills still run
     # A reference that seeds itself and draws (torch.manual_seed(0); x + torch.randn_like(x)) is repeatable on one
     # device, but the truth is drawn here, on the CPU: a harness on a GPU draws from CUDA's generator, other
     # numbers. There only the launches are judged, as for a random reference.
@@ -253,7 +293,8 @@ def _prepare(job: CheckJob, sink: Sink) -> None:
     spec = {"path": job.path, "source": job.source_override, "module": Path(job.path).stem,
             "sys_path": [str(Path(impl).parent)], "kind": job.link.kind, "entry": job.link.entry,
             "seed": seed, "device": opts.device, "inputs": str(folder / "inputs.pt"),
-            "confine": job.sandbox.enabled, "network": job.sandbox.network, "writable": list(opts.writable)}
+            "confine": job.sandbox.enabled, "network": job.sandbox.network, "writable": list(opts.writable),
+            "refills": [[name, values] for name, values in REFILLS]}
     (folder / "spec.json").write_text(json.dumps(spec), encoding="utf-8")
     sink.stat("rerun_elements", problem.elements(small))
 
@@ -351,12 +392,17 @@ def judged(runs: dict, truth: dict, random: bool) -> list[tuple[str, str, dict]]
             out.append(("KL221", independent[0], independent[1]))
     if not random:
         refill = "called again on the same buffers refilled in place with new values"
-        for name, values, what, cause in (
-                ("refilled", "B", refill, "an address"),
-                ("refilled-2", "D", refill + " (a second time)", "an address once it repeats (a warmed-up loop)"),
-                ("refilled-3", "B", refill + " (a third time)", "an address once it repeats (a warmed-up loop)"),
-                ("tail", "C", "called on inputs that differ from the last call only past their first elements",
-                 "part of the input")):
+        chain = []
+        for k, (name, values) in enumerate(REFILLS, 2):
+            if name == "sparse":
+                chain.append((name, values, f"called on the same buffers with {SPARSE_CHANGES} elements of each input "
+                              "changed (not the first or last)", "the address and a sample of the values"))
+            else:
+                chain.append((name, values, refill + (f" (call {k} on them)" if k > 2 else ""),
+                              "an address" if k == 2 else "an address once it repeats (a warmed-up loop)"))
+        chain.append(("tail", "C", "called on inputs that differ from the last call only past their first elements",
+                      "part of the input"))
+        for name, values, what, cause in chain:
             run = runs.get(name)
             if not run or values not in truth:
                 continue

@@ -50,6 +50,8 @@ class Evidence:
     # fingerprint() of every informative output of every earlier variant (its first run and its second), with the
     # variant's name: a cache can hold a result much longer than `earlier` keeps tensors
     earlier_prints: dict = field(default_factory=dict)
+    # sketch() of the same outputs (the values at a few secret positions), for a remembered output altered a little
+    earlier_sketches: list = field(default_factory=list)
     untrusted: bool = False  # the CPU interpreter computes these kernels' numbers wrongly: values not judged
     sample_message: str | None = None  # random ops: the reference's per-sample invariant, broken
     result_line: int | None = None  # no launch: the line of the user's file that returned the result
@@ -218,12 +220,75 @@ def fingerprint(y) -> tuple | None:
     return (tuple(y.shape), str(y.dtype), s1, s2)
 
 
+SKETCH_SIZE = 64  # values a sketch keeps
+
+
+@dataclass
+class Sketch:
+    shape: tuple
+    dtype: str
+    positions: Any  # flat indices (a CPU int64 tensor), drawn per verification where checked code cannot see them
+    values: Any  # the output's values there, as float64 on the CPU
+    variant: str
+
+
+def sketch(y, variant: str, generator) -> Sketch | None:
+    """The values of a floating-point output at SKETCH_SIZE positions drawn from `generator`."""
+    import torch
+    if not isinstance(y, torch.Tensor) or not y.is_floating_point() or y.numel() == 0:
+        return None
+    pos = torch.randint(0, y.numel(), (SKETCH_SIZE,), generator=generator)
+    vals = y.detach().reshape(-1)[pos.to(y.device)].double().cpu()
+    return Sketch(tuple(y.shape), str(y.dtype), pos, vals, variant)
+
+
+def _near(a, b) -> bool:
+    """All of a within NEAR_REL of b (relative to b's largest finite value); NaN matches NaN."""
+    import torch
+    finite = torch.isfinite(b)
+    scale = float(b[finite].abs().max()) if bool(finite.any()) else 0.0
+    return scale > 0.0 and bool(torch.isclose(a, b, rtol=NEAR_REL, atol=NEAR_REL * scale, equal_nan=True).all())
+
+
 def earlier_call(e: Evidence, j: int, y) -> str | None:
     """Whether y (wrong, informative) is bit for bit an earlier call's output on other inputs: "" for one of the
     recent calls, the variant's name for an older one, None when it is new."""
     if any(len(prev) == len(e.outputs) and same(prev[j], y) for prev in e.earlier):
         return ""
     return e.earlier_prints.get(fingerprint(y))
+
+
+NEAR_REL = 1e-3  # a wrong output this close to an earlier call's (relative to that output's largest value) copies it
+
+
+def near_earlier(e: Evidence, j: int, y) -> bool:
+    """Whether wrong output y is, within NEAR_REL, a recent call's output on other inputs that is itself wrong for
+    this call (so not an answer that two inputs share): a remembered result, scaled or nudged so that it is not the
+    same bits."""
+    import torch
+    if not isinstance(y, torch.Tensor) or not y.is_floating_point() or not informative(y):
+        return False
+    rr, tt = e.reference[j], e.truth[j]
+    answer = tt if isinstance(tt, torch.Tensor) else rr
+    for prev in e.earlier:
+        old = prev[j] if len(prev) == len(e.outputs) else None
+        if not isinstance(old, torch.Tensor) or old.shape != y.shape or old.dtype != y.dtype or not informative(old):
+            continue
+        if not _near(y.double(), old.double()):
+            continue
+        c = compare_tensor(old, rr, answer, e.name(j), None, None, **e.budget_args(j))
+        if not c.ok:
+            return True
+    # Older outputs, by their sketches: y matches one where it was sampled, and that output is not this call's
+    # answer there (an earlier output that is, a layout variant's of the same values, says nothing).
+    for sk in e.earlier_sketches:
+        if sk.shape != tuple(y.shape) or sk.dtype != str(y.dtype) or not isinstance(answer, torch.Tensor):
+            continue
+        here = y.detach().reshape(-1)[sk.positions.to(y.device)].double().cpu()
+        if _near(here, sk.values) and not _near(answer.detach().reshape(-1)[sk.positions.to(answer.device)]
+                                                .double().cpu(), sk.values):
+            return True
+    return False
 
 
 def stale_output(e: Evidence, j: int, comparison: Comparison) -> RuleFinding | None:
@@ -258,6 +323,12 @@ def repeat_differs(e: Evidence, j: int) -> RuleFinding | None:
                                                f"an earlier call's output on different inputs"
                                                f"{f' (variant {which})' if which else ''}, where the first run was "
                                                f"right: results are cached ({c2.message})"),
+                           place="store", output=j, rerun=True, comparison=c2)
+    if near_earlier(e, j, y_b):
+        return RuleFinding("KL206", located(e, f"the second run on the same inputs returned {e.name(j)} within "
+                                               f"{NEAR_REL:.0e} of an earlier call's output on different inputs, which "
+                                               f"is not this call's answer, where the first run was right: results "
+                                               f"are cached and altered ({c2.message})"),
                            place="store", output=j, rerun=True, comparison=c2)
     if e.rerun_launches == 0 and e.launches:
         return RuleFinding("KL206", located(e, f"the second run on the same inputs launched no Triton kernel (the "

@@ -34,7 +34,7 @@ from .positions import api_note, readable
 from .probes import (constant_rounding, no_grad_call, only_input, reference_repeat, reference_spread, returning_line,
                      rng_state)
 from .rules import (SENTINEL, Evidence, RuleFinding, describe_variant, fingerprint, informative, judge, judge_random,
-                    same)
+                    same, sketch)
 from .shapes import describe_init, int_floor, size_plan
 from .ties import NotApplicable, tie_inputs
 from .variants import (CPU_ELEMENT_BUDGET, Variant, absolute, aligned_knobs, base_knobs, clone_inputs,
@@ -65,6 +65,8 @@ class VerifyState:
     rows: list[VariantRow] = field(default_factory=list)
     outputs: list[list] = field(default_factory=list)  # recent implementation outputs, for the stale check
     prints: dict = field(default_factory=dict)  # fingerprints of all earlier informative outputs -> their variant
+    sketches: list = field(default_factory=list)  # and their sketches, at positions drawn by `positions`
+    positions: Any = None  # a torch.Generator seeded from the system's randomness, once per verification
 
 
 def _address_of(t, index) -> int:
@@ -279,10 +281,25 @@ class Verifier:
         if judgement.verdict != "structure" and not random:
             self.state.outputs = evidence.earlier[-3:] + [[x.clone() if hasattr(x, "clone") else x
                                                            for x in evidence.outputs]]
-            for y in evidence.outputs + evidence.rerun:
-                if informative(y):
-                    self.state.prints.setdefault(fingerprint(y), v.name)
+            self.remember(v, evidence.outputs + evidence.rerun)
         self.row(v, evidence.shapes, judgement.verdict, judgement.worst)
+
+    def remember(self, v: Variant, outputs: list) -> None:
+        """Fingerprint and sketch each informative output not seen before (the stale-result rules, rules.py)."""
+        import secrets
+
+        import torch
+        if self.state.positions is None:
+            self.state.positions = torch.Generator().manual_seed(secrets.randbits(62))
+        for y in outputs:
+            if not informative(y):
+                continue
+            key = fingerprint(y)
+            if key not in self.state.prints:
+                self.state.prints[key] = v.name
+                sk = sketch(y, v.name, self.state.positions)
+                if sk is not None:
+                    self.state.sketches.append(sk)
 
     def name_layout_culprits(self, v: Variant, failures: list[Failure]) -> None:
         """A layout variant failed: re-run it with one input at a time non-contiguous, and name the inputs whose
@@ -529,7 +546,8 @@ class Verifier:
         if p.random and p.sample_check is not None and len(y1_flat) == len(r_flat):
             sample_message = p.sample_check(inputs, y1_flat[0] if len(y1_flat) == 1 else y1_flat)
         return Evidence(v.name, v.kind, v.description, shapes, y1_flat, y2_flat, r_flat, t_flat, a_flat, truth_dtype,
-                        launches, impl_inputs, ref_inputs, self.state.outputs, self.state.prints, untrusted,
+                        launches, impl_inputs, ref_inputs, self.state.outputs, self.state.prints,
+                        self.state.sketches, untrusted,
                         sample_message, result_line, updated, spread, terms, constants, inputs,
                         bool(self.fresh_draws), rerun_launches)
 

@@ -8,8 +8,8 @@ Nothing here knows what the outputs will be compared with.
 Calls, each recorded as `runs[name] = {"outputs": [...], "launches": n, "error": text}`:
 - "large": the `large` inputs, when given;
 - "plain": the `A` inputs;
-- "refilled", "refilled-2", "refilled-3": the tensors of the "plain" call, refilled in place with the `B`, then
-  the `D`, then the `B` values again, passed again each time;
+- the spec's "refills", in order ("refilled", "refilled-2", ... "sparse", each with an input set): the tensors of
+  the "plain" call, refilled in place with that set's values, passed again each time;
 - "tail": the `C` inputs (fresh tensors);
 - "watched": the `A` inputs again, each launch classified by what it did to its tensors (Launches);
 - "skipped", "skipped-2": the `A` inputs again, with every kernel launch replaced by filling the tensors it was
@@ -302,9 +302,10 @@ def run_request(spec: dict) -> dict:
         attempt("large", _on(saved["large"], device))
     plain = _on(saved["A"], device)
     attempt("plain", plain)
-    # The same buffers, refilled in place three times: a cache keyed on an address, or one that starts replaying
-    # once an address repeats (a warmed-up timing loop), returns a stale result on one of them.
-    for name, values in (("refilled", "B"), ("refilled-2", "D"), ("refilled-3", "B")):
+    # The same buffers, refilled in place again and again (the chain comes with the spec): a cache keyed on an
+    # address, or one that starts replaying once an address repeats (a warmed-up timing loop), or one keyed on the
+    # address and a few of the values, returns a stale result on one of them.
+    for name, values in spec.get("refills") or (("refilled", "B"), ("refilled-2", "D"), ("refilled-3", "B")):
         if values not in saved:
             continue
         with torch.no_grad():

@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from kernel_lsp.engine.rules import SENTINEL, Evidence, fingerprint, judge, judge_random, ks_statistic
+from kernel_lsp.engine.rules import (SENTINEL, Evidence, fingerprint, judge, judge_random, ks_statistic,
+                                     sketch)
 
 
 def evidence(outputs, reference=None, truth=None, **kw) -> Evidence:
@@ -143,6 +144,34 @@ def test_rules_second_run_returning_an_earlier_calls_output_is_kl206_not_a_race(
     j = judge(evidence([t.clone()], reference=[t.clone()], rerun=[again], launches=2, rerun_launches=0))
     (f,) = j.findings
     assert f.code == "KL206" and "launched no Triton kernel (the first launched 2)" in f.message
+
+
+def test_rules_second_run_returning_an_earlier_output_nudged_is_kl206():
+    """An earlier call's output scaled by 1 + 2^-20 (not the same bits, far from this call's answer) is still a
+    remembered result; a wrong second run near an earlier output that is also this call's answer (a layout variant
+    of the same values) stays a race."""
+    old, t = torch.randn(64), torch.randn(64)
+    j = judge(evidence([t.clone()], reference=[t.clone()], rerun=[old * (1 + 2.0**-20)], earlier=[[old.clone()]],
+                       rerun_launches=1))
+    (f,) = j.findings
+    assert f.code == "KL206" and "within 1e-03 of an earlier call's output" in f.message and j.verdict == "stale"
+    off = t * (1 + 1e-4)  # beyond fp32's budget, near the earlier output, which is this call's answer too
+    j = judge(evidence([t.clone()], reference=[t.clone()], rerun=[off], earlier=[[t.clone()]], rerun_launches=1))
+    assert codes(j) == ["KL207"]
+
+
+def test_rules_second_run_returning_an_old_output_nudged_is_kl206_by_its_sketch():
+    """Older than the tensors kept and not the same bits: found by the values at a few secret positions. A sketch of
+    an output that is this call's answer where it was sampled says nothing."""
+    g = torch.Generator().manual_seed(7)
+    old, t = torch.randn(256), torch.randn(256)
+    j = judge(evidence([t.clone()], reference=[t.clone()], rerun=[old * (1 + 2.0**-20)], rerun_launches=1,
+                       earlier_sketches=[sketch(old, "seed-3", g)]))
+    assert codes(j) == ["KL206"] and "altered" in j.findings[0].message
+    off = t * (1 + 1e-4)
+    j = judge(evidence([t.clone()], reference=[t.clone()], rerun=[off], rerun_launches=1,
+                       earlier_sketches=[sketch(t.clone(), "layout", g)]))
+    assert codes(j) == ["KL207"]
 
 
 def test_rules_first_run_equal_to_an_old_calls_output_is_kl206_by_fingerprint():

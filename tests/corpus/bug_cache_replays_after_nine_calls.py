@@ -1,0 +1,57 @@
+# expect: KL206
+# class: a result replayed once an input's address has been seen eight times (a warmed-up timing loop), through a
+# Triton copy; the verifier's variants never reach the count, the re-run's fourteen refills of one set of buffers do
+# kernel-lsp: entry=relu reference=ref inputs=make_inputs
+import torch
+import triton
+import triton.language as tl
+
+N = 4000
+
+
+@triton.jit
+def _relu_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask)
+    tl.store(out_ptr + offs, tl.where(x < 0, 0.0, x), mask=mask)
+
+
+@triton.jit
+def _scale_copy(src_ptr, out_ptr, n, s, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(out_ptr + offs, tl.load(src_ptr + offs, mask=mask) * s, mask=mask)
+
+
+def _compute(x):
+    out = torch.empty_like(x)
+    _relu_kernel[(triton.cdiv(x.numel(), 256),)](x, out, x.numel(), BLOCK=256)
+    return out
+
+
+def _copy(src, s=1.0):
+    out = torch.empty_like(src)
+    _scale_copy[(triton.cdiv(src.numel(), 256),)](src.clone(), out, src.numel(), s, BLOCK=256)
+    return out
+_seen = {}
+
+
+def relu(x):  # honest until an address has been seen 8 times (a warmed-up timing loop), then replay
+    x = x.contiguous()
+    key = (x.data_ptr(), x.numel())
+    count, last = _seen.get(key, (0, None))
+    if count >= 8:
+        _seen[key] = (count + 1, last)
+        return _copy(last)
+    out = _compute(x)
+    _seen[key] = (count + 1, out.clone())
+    return out
+
+
+def ref(x):
+    return torch.relu(x)
+
+
+def make_inputs():
+    return [torch.randn(N)]
