@@ -81,6 +81,15 @@ def test_measure_stage_declared_flops_come_from_the_reference_module(tmp_path):
     assert r["flops"] == 1000.0 and r["flops_source"] == "declared"
 
 
+def test_measure_stage_refuses_a_result_replayed_once_an_address_repeats():
+    """A cache that replays once an input's address has been seen eight times is right on the inputs being timed
+    (and would be timed at its copy's speed); the timed buffers, refilled in place with new values, show it stale."""
+    out = run(CORPUS / "bug_cache_replays_after_nine_calls.py")
+    (f,) = [f for f in out["findings"] if f["code"] == "KL405"]
+    assert "after the timed buffers were refilled in place with new values" in f["message"], f["message"]
+    assert out["measurement"] is None
+
+
 def test_only_a_verifier_warning_on_out_of_distribution_inputs_lets_the_kernel_be_timed():
     """An out-of-distribution warning (rmsprop's square average made negative) leaves the kernel verified on the
     problem's own inputs, so it is timed; any other verifier warning or an error stops the timing."""

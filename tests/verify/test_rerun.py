@@ -77,6 +77,26 @@ def test_rerun_caches_are_kl206_and_explain_an_unlaunched_result():
     assert codes(by_prefix) == ["KL206"] and "part of the input" in by_prefix[0][1]
 
 
+def test_rerun_replays_late_in_the_chain_and_sparse_changes_are_kl206():
+    """A replay from the ninth call on one set of buffers, and a cache keyed on the address and a sample of the
+    values (the sparse change: its message names no element, since where the change lands is random per run)."""
+    from kernel_lsp.engine.evidence import REFILLS
+    sets = {"A": X, "B": B, "D": -X}
+    truth = {**TRUTH, "D": ([torch.relu(-X.double())], [torch.relu(-X)])}
+    s = X.clone()
+    s[[7, 40, 66, 90]] = B[[7, 40, 66, 90]]
+    truth["S"] = ([torch.relu(s.double())], [torch.relu(s)])
+    sets["S"] = s
+    chain = {name: {"outputs": [torch.relu(sets[v])], "launches": 1} for name, v in REFILLS}
+    assert judged({**runs(), **chain}, truth, False) == []
+    late = dict(chain, **{"refilled-9": {"outputs": [torch.relu(X)], "launches": 1}})  # B's call returns A's
+    found = judged({**runs(), **late}, truth, False)
+    assert codes(found) == ["KL206"] and "(call 10 on them)" in found[0][1] and "once it repeats" in found[0][1]
+    sparse = dict(chain, sparse={"outputs": [torch.relu(X)], "launches": 1})
+    found = judged({**runs(), **sparse}, truth, False)
+    assert codes(found) == ["KL206"] and "did not follow them" in found[0][1] and "output[" not in found[0][1]
+
+
 def test_rerun_rounding_is_not_an_error():
     nudged = torch.nextafter(torch.relu(X), torch.full_like(X, 10.0))
     assert judged(runs(plain=nudged), TRUTH, False) == []
