@@ -182,24 +182,41 @@ def _outputs_ok(got, truth, reference, abs_terms) -> str | None:
 
 def _refilled_ok(problem, ref, impl, buffers: list) -> str | None:
     """The timed buffers refilled in place with new values, then one more call: None when its outputs are right for
-    the new values. A result replayed once an address repeats (a warmed-up loop) is right on the inputs it was timed
-    on, and would be timed at the speed of its copy; here it is stale."""
+    the values it was called on. A result replayed once an address repeats (a warmed-up loop) is right on the inputs
+    it was timed on, and would be timed at the speed of its copy; here it is stale. Only where every input can be
+    refilled as it is (tensors of the same shape and dtype, not broadcast views; other arguments equal), and the
+    truth comes from a copy of what the call was given; anything else, or any error but a device fault, skips it."""
     import torch
     fresh = problem.make_inputs(INPUT_SEED + 1)
+    if len(fresh) != len(buffers):
+        return None
     for x, f in zip(buffers, fresh):
-        if isinstance(x, torch.Tensor) and isinstance(f, torch.Tensor) and x.shape == f.shape and x.dtype == f.dtype:
-            x.copy_(f)
-    got = impl(*buffers)
-    r = ref(*clone_inputs(fresh))
+        if isinstance(x, torch.Tensor):
+            if (not isinstance(f, torch.Tensor) or x.shape != f.shape or x.dtype != f.dtype
+                    or any(st == 0 for st, n in zip(x.stride(), x.shape) if n > 1)):
+                return None
+        elif type(x) not in (int, float, bool, str, type(None)) or x != f:
+            return None
     try:
-        truth = problem.float64(ref)(*upcast(clone_inputs(fresh)))
-    except Exception:
-        truth = r
-    try:
-        abs_terms = problem.float64(ref, absolute=True)(*absolute(upcast(clone_inputs(fresh))))
-    except Exception:
-        abs_terms = None
-    text = _outputs_ok(got, truth, r, abs_terms)
+        for x, f in zip(buffers, fresh):
+            if isinstance(x, torch.Tensor):
+                x.copy_(f)
+        given = clone_inputs(buffers)
+        got = impl(*buffers)
+        r = ref(*clone_inputs(given))
+        try:
+            truth = problem.float64(ref)(*upcast(clone_inputs(given)))
+        except Exception:
+            truth = r
+        try:
+            abs_terms = problem.float64(ref, absolute=True)(*absolute(upcast(clone_inputs(given))))
+        except Exception:
+            abs_terms = None
+        text = _outputs_ok(got, truth, r, abs_terms)
+    except Exception as e:
+        if is_device_fault(e):
+            raise
+        return None
     return None if text is None else f"after the timed buffers were refilled in place with new values, {text}"
 
 

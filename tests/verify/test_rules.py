@@ -193,6 +193,17 @@ def test_fingerprint_is_bit_level():
     for t in (x.half(), x.bfloat16(), x > 0, torch.randn(3, dtype=torch.complex64), torch.arange(5, dtype=torch.int8)):
         assert fingerprint(t) == fingerprint(t.clone())
     assert fingerprint(3.0) is None
+    d = torch.randn(16, dtype=torch.float64)
+    assert fingerprint(-d) != fingerprint(d)  # sign bits of 8-byte values do not cancel
+
+
+def test_rules_informative_takes_every_output_dtype():
+    """It runs on every output of every variant now (fingerprints): complex and fp8 outputs, which torch.unique
+    refuses, must not end the verification."""
+    from kernel_lsp.engine.rules import informative
+    assert informative(torch.randn(64, dtype=torch.complex64))
+    assert informative(torch.randn(64).to(torch.float8_e4m3fn))
+    assert not informative(torch.zeros(64)) and not informative(torch.zeros(0))
 
 
 def test_rules_untrusted_values_are_not_judged():
