@@ -163,6 +163,23 @@ def _copies(pristine: list, sides: int) -> int:
     return max(1, min(COPIES, int(0.25 * free) // max(1, per_copy * sides)))
 
 
+def _judged_against(problem, ref, inputs: list) -> tuple:
+    """(the reference's result, its float64 truth, the float64 reference on absolute inputs) for `inputs`: what
+    _outputs_ok judges by. The truth falls back to the reference's own result, the last to None, where the reference
+    cannot run in float64. The accumulation floor is the verifier's budget's (compare.py), so the check is the same
+    rule."""
+    r = ref(*clone_inputs(inputs))
+    try:
+        truth = problem.float64(ref)(*upcast(clone_inputs(inputs)))
+    except Exception:
+        truth = r
+    try:
+        abs_terms = problem.float64(ref, absolute=True)(*absolute(upcast(clone_inputs(inputs))))
+    except Exception:
+        abs_terms = None
+    return r, truth, abs_terms
+
+
 def _outputs_ok(got, truth, reference, abs_terms) -> str | None:
     """None when every output of a timed call is within the verifier's budget, else the first problem."""
     import torch
@@ -203,15 +220,7 @@ def _refilled_ok(problem, ref, impl, buffers: list) -> str | None:
                 x.copy_(f)
         given = clone_inputs(buffers)
         got = impl(*buffers)
-        r = ref(*clone_inputs(given))
-        try:
-            truth = problem.float64(ref)(*upcast(clone_inputs(given)))
-        except Exception:
-            truth = r
-        try:
-            abs_terms = problem.float64(ref, absolute=True)(*absolute(upcast(clone_inputs(given))))
-        except Exception:
-            abs_terms = None
+        r, truth, abs_terms = _judged_against(problem, ref, given)
         text = _outputs_ok(got, truth, r, abs_terms)
     except Exception as e:
         if is_device_fault(e):
@@ -241,15 +250,7 @@ def measure_problem(problem, recorder, rep, job: CheckJob, clock=None, ceilings=
     previous_grad = torch.is_grad_enabled()
     torch.set_grad_enabled(False)
     try:
-        r = ref(*clone_inputs(pristine))
-        try:
-            truth = problem.float64(ref)(*upcast(clone_inputs(pristine)))
-        except Exception:
-            truth = r
-        try:  # the accumulation floor of the verifier's budget (compare.py), so the check below is the same rule
-            abs_terms = problem.float64(ref, absolute=True)(*absolute(upcast(clone_inputs(pristine))))
-        except Exception:
-            abs_terms = None
+        r, truth, abs_terms = _judged_against(problem, ref, pristine)
         clock = clock or CudaClock(opts.cache)
         k = _copies(pristine, 2 + int(opts.compile) + int(opts.against is not None))
         inputs = {name: [clone_inputs(pristine) for _ in range(k)] for name in ("triton", "eager")}

@@ -199,7 +199,7 @@ def informative(y) -> bool:
         return False  # a dtype torch cannot take apart here: no stale-result rule for it
 
 
-_PRINT_INTS = {1: "int8", 2: "int16", 4: "int32", 8: "int64"}
+_PRINT_INTS = {1: "int8", 2: "int16"}  # the integer view of a 1- or 2-byte value; 4- and 8-byte values as int32
 _PRINT_CHUNK = 1 << 22
 
 
@@ -216,8 +216,7 @@ def fingerprint(y) -> tuple | None:
     if flat.dtype == torch.bool:
         flat = flat.to(torch.uint8)
     # 8-byte values as two 32-bit halves: a sign bit times an odd weight is 2^63, which two such bits cancel mod 2^64
-    size = flat.element_size()
-    ints = flat.view(torch.int32) if size == 8 else flat.view(getattr(torch, _PRINT_INTS[size]))
+    ints = flat.view(getattr(torch, _PRINT_INTS.get(flat.element_size(), "int32")))
     s1 = s2 = 0
     for start in range(0, ints.numel(), _PRINT_CHUNK):  # in chunks: a few times the chunk in temporaries
         bits = ints[start:start + _PRINT_CHUNK].to(torch.int64)
@@ -254,6 +253,9 @@ def sketch(y, variant: str, generator) -> Sketch | None:
     return Sketch(tuple(y.shape), str(y.dtype), pos, vals, variant)
 
 
+NEAR_REL = 1e-3  # a wrong output this close to an earlier call's (relative to that output's largest value) copies it
+
+
 def _near(a, b) -> bool:
     """All of a within NEAR_REL of b (relative to b's largest finite value); NaN matches NaN."""
     import torch
@@ -268,9 +270,6 @@ def earlier_call(e: Evidence, j: int, y) -> str | None:
     if any(len(prev) == len(e.outputs) and same(prev[j], y) for prev in e.earlier):
         return ""
     return e.earlier_prints.get(fingerprint(y))
-
-
-NEAR_REL = 1e-3  # a wrong output this close to an earlier call's (relative to that output's largest value) copies it
 
 
 def near_earlier(e: Evidence, j: int, y) -> bool:

@@ -281,7 +281,8 @@ class Verifier:
         if judgement.verdict != "structure" and not random:
             self.state.outputs = evidence.earlier[-3:] + [[x.clone() if hasattr(x, "clone") else x
                                                            for x in evidence.outputs]]
-            self.remember(v, evidence.outputs + evidence.rerun)
+            # No second call made (rerun_launches None): `rerun` holds the first run's own tensors.
+            self.remember(v, evidence.outputs + (evidence.rerun if evidence.rerun_launches is not None else []))
         self.row(v, evidence.shapes, judgement.verdict, judgement.worst)
 
     def remember(self, v: Variant, outputs: list) -> None:

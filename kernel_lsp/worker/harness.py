@@ -309,11 +309,10 @@ def run_request(spec: dict) -> dict:
     # Past the first three, the refills stop once they have taken `refill_budget_s` (a slow kernel under the
     # interpreter must not run the whole re-run past its timeout); "sparse" still runs.
     began = time.monotonic()
-    for k, (name, values) in enumerate(spec.get("refills") or (("refilled", "B"), ("refilled-2", "D"),
-                                                               ("refilled-3", "B"))):
+    for k, (name, values) in enumerate(spec["refills"]):
         if values not in saved:
             continue
-        if k >= 3 and name != "sparse" and time.monotonic() - began > spec.get("refill_budget_s", 1e9):
+        if k >= 3 and name != "sparse" and time.monotonic() - began > spec["refill_budget_s"]:
             continue
         with torch.no_grad():
             for x, b in zip(plain, _on(saved[values], device)):
