@@ -4,7 +4,7 @@ import torch.nn as nn
 import triton
 import triton.language as tl
 
-BAG_CAP, BLOCK_CAP, WARPS = 32, 256, 4  # rows of a bag gathered at once, columns per program
+BAG_CAP, BLOCK_CAP, WARPS = 16, 64, 1  # rows of a bag gathered at once, columns per program
 
 
 @triton.jit

@@ -4,6 +4,8 @@ import torch.nn as nn
 import triton
 import triton.language as tl
 
+BLOCK, TILES, WARPS = 4096, 4, 8  # elements per tile, tiles per program, warps per program
+
 
 @triton.jit
 def _sq_err_partial_kernel(p_ptr, t_ptr, partial_ptr, n, BLOCK: tl.constexpr, TILES: tl.constexpr):
@@ -13,7 +15,8 @@ def _sq_err_partial_kernel(p_ptr, t_ptr, partial_ptr, n, BLOCK: tl.constexpr, TI
     for t in range(TILES):
         offs = (pid * TILES + t) * BLOCK + tl.arange(0, BLOCK)
         mask = offs < n
-        d = tl.load(p_ptr + offs, mask=mask, other=0.0).to(tl.float32) - tl.load(t_ptr + offs, mask=mask, other=0.0).to(tl.float32)
+        d = (tl.load(p_ptr + offs, mask=mask, other=0.0).to(tl.float32)
+             - tl.load(t_ptr + offs, mask=mask, other=0.0).to(tl.float32))
         acc += d * d
     tl.store(partial_ptr + pid, tl.sum(acc, axis=0))
 
@@ -34,10 +37,9 @@ class ModelNew(nn.Module):
     def forward(self, pred: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
         p, t = pred.contiguous(), target.contiguous()
         n = p.numel()
-        block, tiles = 1024, 8
-        n_partial = triton.cdiv(n, block * tiles)
+        n_partial = triton.cdiv(n, BLOCK * TILES)
         partial = torch.empty((n_partial,), dtype=torch.float32, device=p.device)
-        _sq_err_partial_kernel[(n_partial,)](p, t, partial, n, BLOCK=block, TILES=tiles)
+        _sq_err_partial_kernel[(n_partial,)](p, t, partial, n, BLOCK=BLOCK, TILES=TILES, num_warps=WARPS)
         out = torch.empty((), dtype=pred.dtype, device=p.device)
         _mean_kernel[(1,)](partial, out, n_partial, n, BLOCK=1024)
         return out

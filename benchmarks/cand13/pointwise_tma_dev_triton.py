@@ -1,0 +1,119 @@
+# kernel-lsp: reference=../../tasks/Convolution/pointwise_conv2d.py
+"""benchmarks/cand11/pointwise_tma_triton.py with its TMA descriptors made inside the kernel
+(`tl.make_tensor_descriptor`, scratch from `triton.set_allocator`): the wrapper builds no host descriptors, whose
+cost (93 us per call on the H200) made the faster kernel lose. The wrapper also caches the SM count per device and
+the weight and bias converted to the input's dtype (keyed on the parameters' storage and version counter)."""
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+BO, BP, BC, WARPS, STAGES = 128, 128, 64, 8, 3  # tile: output channels x pixels x input channels
+TM, TN, TK, TWARPS, TSTAGES = 128, 256, 32, 8, 4  # the TMA kernel's tiles
+
+_SMS = {}  # device index -> multiprocessor count
+
+
+def _sm_count(device) -> int:
+    index = device.index if device.index is not None else torch.cuda.current_device()
+    sms = _SMS.get(index)
+    if sms is None:
+        sms = _SMS[index] = torch.cuda.get_device_properties(index).multi_processor_count
+    return sms
+
+
+def _scratch(size: int, alignment: int, stream):
+    """Global scratch for the kernel's device-side TMA descriptors (128 bytes each, per program)."""
+    return torch.empty(size, device="cuda", dtype=torch.int8)
+
+
+@triton.jit
+def _pointwise_kernel(x_ptr, w_ptr, b_ptr, out_ptr, C_in, C_out, HW, W, sxn, sxc, sxh, sxw,
+                      BO: tl.constexpr, BP: tl.constexpr, BC: tl.constexpr, FLAT: tl.constexpr):
+    """out[n, o, p] = bias[o] + sum_c w[o, c] x[n, c, p] over pixels p: a (C_out x C_in) @ (C_in x HW) GEMM.
+    FLAT: each channel's pixels are one contiguous run (stride 1, rows unpadded), so loads need no division."""
+    n = tl.program_id(2).to(tl.int64)
+    ro = tl.program_id(0) * BO + tl.arange(0, BO)
+    rp = tl.program_id(1) * BP + tl.arange(0, BP)
+    rc = tl.arange(0, BC)
+    if FLAT:
+        pix = rp
+    else:
+        pix = (rp // W) * sxh + (rp % W) * sxw
+    acc = tl.zeros((BO, BP), dtype=tl.float32)
+    for c in range(0, C_in, BC):
+        w = tl.load(w_ptr + ro[:, None] * C_in + (c + rc)[None, :],
+                    mask=(ro[:, None] < C_out) & ((c + rc)[None, :] < C_in), other=0.0)
+        x = tl.load(x_ptr + n * sxn + (c + rc)[:, None] * sxc + pix[None, :],
+                    mask=((c + rc)[:, None] < C_in) & (rp[None, :] < HW), other=0.0)
+        acc = tl.dot(w, x, acc)
+    acc += tl.load(b_ptr + ro, mask=ro < C_out, other=0.0).to(tl.float32)[:, None]
+    tl.store(out_ptr + n * C_out * HW + ro[:, None] * HW + rp[None, :], acc.to(out_ptr.dtype.element_ty),
+             mask=(ro[:, None] < C_out) & (rp[None, :] < HW))
+
+
+@triton.jit
+def _pointwise_tma_kernel(w_ptr, x_ptr, o_ptr, b_ptr, N, C_out, HW, C_in, n_tiles,
+                          TM: tl.constexpr, TN: tl.constexpr, TK: tl.constexpr, NUM_SMS: tl.constexpr):
+    """out[n] = W @ x[n] + bias with every image's channels flattened into rows (x as (N*C_in, HW), out as
+    (N*C_out, HW)); one program per SM walks the (image, channel tile, pixel tile) tiles, the tile and K loops
+    flattened into one software pipeline. The descriptors are made here, once per program."""
+    w_desc = tl.make_tensor_descriptor(w_ptr, shape=[C_out, C_in], strides=[C_in, 1], block_shape=[TM, TK])
+    x_desc = tl.make_tensor_descriptor(x_ptr, shape=[N * C_in, HW], strides=[HW, 1], block_shape=[TK, TN])
+    o_desc = tl.make_tensor_descriptor(o_ptr, shape=[N * C_out, HW], strides=[HW, 1], block_shape=[TM, TN])
+    num_m = C_out // TM
+    num_n = tl.cdiv(HW, TN)
+    per_image = num_m * num_n
+    for tile in tl.range(tl.program_id(0), n_tiles, NUM_SMS, flatten=True):
+        img = tile // per_image
+        t = tile % per_image
+        pid_n = t // num_m
+        pid_m = t % num_m
+        acc = tl.zeros((TM, TN), dtype=tl.float32)
+        for k in range(0, C_in // TK):
+            w = w_desc.load([pid_m * TM, k * TK])
+            x = x_desc.load([img * C_in + k * TK, pid_n * TN])
+            acc = tl.dot(w, x, acc)
+        bias = tl.load(b_ptr + pid_m * TM + tl.arange(0, TM)).to(tl.float32)
+        o_desc.store([img * C_out + pid_m * TM, pid_n * TN], (acc + bias[:, None]).to(o_desc.dtype))
+
+
+class ModelNew(nn.Module):
+    def __init__(self, in_channels: int, out_channels: int):
+        super().__init__()
+        self.conv = nn.Conv2d(in_channels, out_channels, 1)
+
+    def _params(self, dtype):
+        """The weight as a contiguous (C_out, C_in) matrix and the bias, both in `dtype`, converted on every call
+        as the reference does (no cache across calls)."""
+        weight, bias = self.conv.weight, self.conv.bias
+        w = weight.to(dtype).reshape(weight.shape[0], -1)
+        return (w if w.is_contiguous() else w.contiguous()), bias.to(dtype)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        n, c_in, h, w = x.shape
+        weight, bias = self._params(x.dtype)
+        c_out = weight.shape[0]
+        hw = h * w
+        out = torch.empty((n, c_out, h, w), dtype=x.dtype, device=x.device)
+        esize = x.element_size()
+        if (x.is_contiguous() and n > 0 and hw > 0 and c_out % TM == 0 and c_in % TK == 0 and c_out > 0
+                and c_in > 0 and (hw * esize) % 16 == 0 and (c_in * esize) % 16 == 0 and x.data_ptr() % 16 == 0
+                and weight.data_ptr() % 16 == 0 and x.dtype in (torch.float16, torch.bfloat16)):
+            if x.is_cuda:
+                sms = _sm_count(x.device)
+                triton.set_allocator(_scratch)  # a ContextVar: set in the calling thread, costs ~0.1 us
+            else:
+                sms = 4
+            n_tiles = n * (c_out // TM) * triton.cdiv(hw, TN)
+            _pointwise_tma_kernel[(min(sms, n_tiles),)](
+                weight, x, out, bias, n, c_out, hw, c_in, n_tiles,
+                TM=TM, TN=TN, TK=TK, NUM_SMS=sms, num_warps=TWARPS, num_stages=TSTAGES)
+            return out
+        if out.numel() == 0:
+            return out
+        flat = x.stride(3) == 1 and x.stride(2) == w
+        grid = (triton.cdiv(c_out, BO), triton.cdiv(hw, BP), n)
+        _pointwise_kernel[grid](x, weight, bias, out, c_in, c_out, hw, w, x.stride(0), x.stride(1), x.stride(2),
+                                x.stride(3), BO=BO, BP=BP, BC=BC, FLAT=flat, num_warps=WARPS, num_stages=STAGES)
+        return out
