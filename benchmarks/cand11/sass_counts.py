@@ -81,5 +81,5 @@ if __name__ == "__main__":
         ("tasks/Convolution/depthwise_conv2d.py",
          ["tasks/Convolution/depthwise_conv2d_triton.py"]),
         ("tasks/Convolution/pointwise_conv2d.py",
-         ["tasks/Convolution/pointwise_conv2d_triton.py", "benchmarks/cand11/pointwise_tma_triton.py"]),
+         ["tasks/Convolution/pointwise_conv2d_triton.py"]),
     ])
