@@ -106,7 +106,8 @@ def sweep(cand, ref_rel, names, configs, truth64=False, max_err=None, apply=Fals
             text = re.sub(rf"^{re.escape(', '.join(n for n in names if not n == 'PREC'))} = [^#\n]*",
                           f"{', '.join(n for n in names if n != 'PREC')} = "
                           + ", ".join(repr(v) for n, v in zip(names, best[0]) if n != "PREC")
-                          + ("  " if re.search(rf"^{re.escape(', '.join(names))} = [^#\n]*#", text, re.M) else ""),
+                          + ("  " if re.search(rf"^{re.escape(', '.join(n for n in names if n != 'PREC'))} = [^#\n]*#", text,
+                                                re.M) else ""),
                           text, count=1, flags=re.M)
             if "PREC" in names:
                 text = re.sub(r'^PREC = .*$', f'PREC = {best[0][names.index("PREC")]!r}', text, count=1, flags=re.M)

@@ -34,8 +34,11 @@ class ModelNew(nn.Module):
         batch, bag = idx.shape
         w = self.weight.contiguous()
         dim = w.shape[1]
+        if batch == 0 or dim == 0 or bag == 0:  # an empty bag sums to 0
+            return torch.zeros((batch, dim), dtype=w.dtype, device=w.device)
         out = torch.empty((batch, dim), dtype=w.dtype, device=w.device)
         block = min(BLOCK_CAP, triton.next_power_of_2(dim))
+        block = max(block, triton.next_power_of_2(triton.cdiv(dim, 65535)))  # the grid's y dimension stops at 65535
         rows = min(BAG_CAP, triton.next_power_of_2(bag))
         _embedding_bag_kernel[(batch, triton.cdiv(dim, block))](w, idx, out, bag, dim, w.stride(0), idx.stride(0),
                                                                idx.stride(1), BAG=rows, BLOCK=block,
