@@ -107,7 +107,8 @@ def main(argv: list[str]) -> int:
         request = decode(sys.stdin.read())
         assert isinstance(request, WarmRequest)
         import torch
-        torch.cuda.init()  # the CUDA driver opens what it needs before the sandbox's rules close it
+        if torch.cuda.is_available():  # without a GPU the compile fails later, with the reference imported
+            torch.cuda.init()  # the CUDA driver opens what it needs before the sandbox's rules close it
         enter(request.job.sandbox, tempfile.mkdtemp(prefix="kernel-lsp-warmer-"))  # the reference is user code
         warm(request.job)
     except BaseException:  # the worker's own compile reports what failed (KL407): nothing to say here
