@@ -288,3 +288,22 @@ def test_tune_offers_tf32x3_for_an_ieee_fp32_dot_and_replaces_the_precision():
     assert len(diff) == 2 and 'input_precision="tf32x3"' in diff[1] and 'input_precision="ieee"' in diff[0], diff
     (again,) = launch_sites(new)
     assert "tf32x3" not in {k.name for k in again.knobs}
+
+
+def test_tune_tasks_picks_the_slow_ones_and_with_a_roofline_floor_the_far_ones():
+    """benchmarks/tune_tasks.py: a task slower than torch.compile beyond doubt is tuned; with --below-roofline, so
+    is a fast one far from its roofline (embedding_bag_sum was 2.83x torch.compile at 28% and gained 1.43x from
+    its constants alone), and one near its roofline or without a measurement is not."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("tune_tasks", ROOT / "benchmarks" / "tune_tasks.py")
+    tune_tasks = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tune_tasks)
+
+    def task(path, low, high, percent):
+        m = {"speedups": [{"against": "eager", "low": 2.0, "high": 3.0},
+                          {"against": "torch.compile", "low": low, "high": high}], "roofline": {"percent": percent}}
+        return {"path": path, "kernels": {"k": {"measurement": m}}}
+    doc = {"files": [task("slow.py", 0.8, 0.9, 95.0), task("far.py", 2.7, 2.9, 28.0), task("near.py", 0.95, 1.05, 97.0),
+                     {"path": "unmeasured.py", "kernels": {"k": {"measurement": None}}}]}
+    assert tune_tasks.slow_tasks(doc) == ["slow.py"]
+    assert tune_tasks.slow_tasks(doc, 60.0) == ["slow.py", "far.py"]
