@@ -25,22 +25,12 @@ def bench(fn, n=40):
     return ts[n // 2]
 
 def b2b(fns, n=10, reps=5):
-    """Per call, a plain loop's time (kernel-lsp's back-to-back rule: loops of n and 2n calls rotating over the input
-    copies, each from an idle GPU to its end event; the difference per call), median of reps."""
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    out = []
-    for _ in range(reps):
-        tot = []
-        for k in (n, 2 * n):
-            torch.cuda.synchronize()
-            start.record()
-            for i in range(k):
-                fns[i % len(fns)]()
-            end.record()
-            end.synchronize()
-            tot.append(start.elapsed_time(end) * 1e3)
-        out.append((tot[1] - tot[0]) / n)
-    return sorted(out)[reps // 2]
+    """Per call, a plain loop's time by kernel-lsp's own back-to-back rule (timing.plain_loop_us: loops of n and 2n
+    calls rotating over the input copies, from an idle GPU to the end event, the difference per call), median of
+    reps."""
+    from kernel_lsp.engine.timing import plain_loop_us
+    events = (torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+    return sorted(plain_loop_us(fns, n, torch.cuda.synchronize, events) for _ in range(reps))[reps // 2]
 
 
 def err(out, truth):

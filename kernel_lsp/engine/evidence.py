@@ -149,20 +149,26 @@ def _launcher_literals(source: str) -> list[int]:
     return sorted(found)
 
 
-def _tail_changed(a: list, fresh: list) -> list:
-    """A copy of `a` whose tensors keep their first half and take their second half from `fresh`."""
+def _taking(a: list, fresh: list, eligible, positions) -> list:
+    """A copy of `a` whose `eligible` tensors (of the same shape in `fresh`) take the flat positions
+    `positions(numel)` from `fresh`; other values stay as they are."""
     import torch
     out = []
     for x, y in zip(a, fresh):
-        if isinstance(x, torch.Tensor) and isinstance(y, torch.Tensor) and x.shape == y.shape and x.numel() > 1:
+        if isinstance(x, torch.Tensor) and isinstance(y, torch.Tensor) and x.shape == y.shape and eligible(x):
             c = x.contiguous().clone()
             flat, other = c.reshape(-1), y.contiguous().reshape(-1)
-            half = flat.numel() // 2
-            flat[half:] = other[half:]
+            at = positions(flat.numel())
+            flat[at] = other[at]
             out.append(c)
         else:
             out.append(x)
     return out
+
+
+def _tail_changed(a: list, fresh: list) -> list:
+    """A copy of `a` whose tensors keep their first half and take their second half from `fresh`."""
+    return _taking(a, fresh, lambda x: x.numel() > 1, lambda n: slice(n // 2, None))
 
 
 # The calls on one set of buffers after the "plain" call on A, each refilled in place first: (run, input set). No
@@ -181,21 +187,9 @@ def _sparse_changed(a: list, fresh: list) -> list:
     (a draw of the problem's own distribution, so still inputs the reference accepts), at positions drawn from the
     system's randomness, never the first or the last: nothing in the checked code can predict them."""
     import random
-
-    import torch
     rng = random.SystemRandom()
-    out = []
-    for x, y in zip(a, fresh):
-        if (isinstance(x, torch.Tensor) and isinstance(y, torch.Tensor) and x.shape == y.shape
-                and x.is_floating_point() and x.numel() >= 16):
-            c = x.contiguous().clone()
-            flat, other = c.reshape(-1), y.contiguous().reshape(-1)
-            for i in rng.sample(range(1, flat.numel() - 1), SPARSE_CHANGES):
-                flat[i] = other[i]
-            out.append(c)
-        else:
-            out.append(x)
-    return out
+    return _taking(a, fresh, lambda x: x.is_floating_point() and x.numel() >= 16,
+                   lambda n: rng.sample(range(1, n - 1), SPARSE_CHANGES))
 
 
 def _cpu(inputs: list) -> list:
