@@ -16,7 +16,9 @@ Either way the Ray side streams the job's live events (stages, previews) and the
 A job whose Ray worker, actor or node is lost mid-job (WorkerCrashedError, RayActorError, NodeDiedError, a lost
 object) is submitted again, at most `retries` times; only the attempt that ends gives a result, so none is lost
 or counted twice, and its outcome carries `Stat("retried", k)` (the report's stats say `retried: k`). The checked
-code's own faults are not retried: a kernel that crashes its child is KL300 here as on this machine.
+code's own faults are not retried: a kernel that crashes its child is KL300 here as on this machine. (Killing an
+actor kills its children first, so a job can report its child's death before the actor is gone; the actor is asked
+then, and one that answers from another process, or not at all, makes it a loss; see `_actor_lost`.)
 
 `ray` is imported only here, and only when this executor is made: kernel-lsp without the `ray` extra works, and
 asking for it then is a configuration error that says what to install.
@@ -244,6 +246,7 @@ class RayExecutor(Executor):
         ray, lost = self.ray, _lost_errors()
         submitted = time.monotonic()
         started: float | None = None
+        pid: int | None = None  # the process that runs the job there
         while True:
             if cancel.is_set():
                 self._cancel(stream, actor_job)
@@ -273,7 +276,7 @@ class RayExecutor(Executor):
                     self._cancel(stream, actor_job)
                     return WorkerOutcome(start_failed=f"a Ray worker was refused: "
                                          f"{mismatch(there.get('protocol'), there.get('version', ''))}"), None
-                started = time.monotonic()
+                started, pid = time.monotonic(), there.get("pid")
             elif "event" in item and on_event is not None:
                 event = decode_event(item["event"])
                 if isinstance(event, LIVE):
@@ -282,7 +285,29 @@ class RayExecutor(Executor):
                     except Exception:
                         pass
             elif "outcome" in item:
-                return outcome_from_dict(item["outcome"]), None
+                outcome = outcome_from_dict(item["outcome"])
+                if actor_job is not None and not outcome.completed and not outcome.cancelled:
+                    gone = self._actor_lost(actor_job[0], pid)
+                    if gone is not None:
+                        return None, gone
+                return outcome, None
+
+    def _actor_lost(self, actor, pid: int | None) -> str | None:
+        """Why the actor that ran a job that did not end (its child died, or never started) is not the one that
+        started it, or None when it is. Killing an actor (ray.kill, its node going away) kills its children first,
+        and the job's outcome, the child's death, can still leave before the actor itself is gone (it did in CI):
+        that is the actor's loss, to retry, not the checked code's crash (KL300). An actor that answers from
+        another process, or not at all, was lost; the checked code's own crash leaves the same actor answering."""
+        x = self.ray.exceptions
+        try:
+            now = self.ray.get(actor.ping.remote(), timeout=ACTOR_TIMEOUT)
+        except x.GetTimeoutError:
+            return f"its Ray actor did not answer within {ACTOR_TIMEOUT:.0f} s after its job's worker died"
+        except (x.ActorUnavailableError, x.ActorDiedError, *_lost_errors()) as e:
+            return f"its Ray actor was lost mid-job: {_one_line(e)}"
+        if pid is not None and now != pid:
+            return f"its Ray actor was restarted mid-job (process {pid} started the job, {now} answers now)"
+        return None
 
     def _cancel(self, stream, actor_job, force: bool = False) -> None:
         try:

@@ -43,8 +43,8 @@ def wait_gone(pids: set[int], timeout: float = 15.0) -> bool:
     return False
 
 
-def descendants(pid: int) -> set[int]:
-    """Every process below `pid` now (by walking /proc's parent links)."""
+def parents() -> dict[int, int]:
+    """pid -> parent pid for every process now, zombies included (from /proc)."""
     parent = {}
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
@@ -52,6 +52,12 @@ def descendants(pid: int) -> set[int]:
                 parent[int(entry.name)] = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
             except (OSError, IndexError, ValueError):
                 pass
+    return parent
+
+
+def descendants(pid: int) -> set[int]:
+    """Every process below `pid` now (by walking /proc's parent links)."""
+    parent = parents()
     out, frontier = set(), {pid}
     while frontier:
         frontier = {p for p, pp in parent.items() if pp in frontier} - out

@@ -14,10 +14,12 @@ import subprocess
 import sys
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
-from tests.conftest import CORPUS, CORPUS_FLAGS, ROOT, run_cli
+from tests.conftest import CORPUS, CORPUS_FLAGS, FIXTURES, ROOT, run_cli
+from tests.lsp.rawclient import parents
 
 try:
     import ray
@@ -178,6 +180,69 @@ def test_ray_actor_killed_mid_run_is_retried_and_nothing_is_lost_or_doubled(clus
     for r in reports:
         assert len({(f.code, f.span.line, f.message) for f in r.findings}) == len(r.findings)  # none doubled
         assert all(k.verification is not None for k in r.kernels.values())
+
+
+def _children(pid: int) -> set[int]:
+    """The processes whose parent is `pid` now, zombies included (a zombie child has not been reaped yet)."""
+    return {child for child, parent in parents().items() if parent == pid}
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return (Path("/proc") / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def _wait(condition, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.01)
+
+
+@needs_ray
+def test_ray_actor_killed_after_its_job_reported_its_worker_dead_is_a_loss_not_a_crash(cluster, tmp_path):
+    """Killing an actor kills its children first; the job's outcome (its worker killed by SIGKILL) can then reach
+    this side before the actor is gone, as it did in CI under load. Done here in that order, every time: the job's
+    file waits on a gate, the actor's children are killed, the actor notices (it reaps its worker's reaper), then
+    the actor is killed; only then the gate opens. The job is retried on the restarted actor, not reported KL300."""
+    from kernel_lsp.worker.ray_executor import RayExecutor
+    gate = tmp_path / "gate"
+    text = (CORPUS / "ok_add_fp32.py").read_text().replace("def make_inputs():\n", (
+        f"def make_inputs():\n    import os, time\n    while not os.path.exists({str(gate)!r}):\n"
+        "        time.sleep(0.01)\n"))
+    case = tmp_path / "add.py"
+    case.write_text(text)
+    with RayExecutor(device="cpu", actors=1, actor_gpus=0, retries=1) as executor:
+        actor = executor.actors[0]
+        pid = ray.get(actor.ping.remote())
+
+        def kill():
+            try:
+                before = _children(pid)
+                reaper = {c for c in before if b"kernel_lsp.worker.reaper" in Path(f"/proc/{c}/cmdline").read_bytes()}
+                assert reaper, "the actor runs no worker"
+                for child in before:
+                    os.kill(child, 9)
+                _wait(lambda: not reaper & _children(pid))  # reaped: the actor's executor has seen its worker die
+                ray.kill(actor, no_restart=False)
+                _wait(lambda: not _alive(pid))
+            finally:
+                gate.write_text("")
+        (report,) = _run_killing_once(executor, [case], kill)
+    assert _codes(report) == set() and report.stats.get("retried") == 1, [f.message for f in report.findings]
+
+
+@needs_ray
+def test_ray_a_file_that_crashes_its_worker_on_an_actor_is_KL300_and_not_retried(cluster):
+    """The other side of the test above: the checked code's own crash leaves the actor answering from the same
+    process, so it is the file's finding, once."""
+    from kernel_lsp.worker.ray_executor import RayExecutor
+    with RayExecutor(device="cpu", actors=1, actor_gpus=0) as executor:
+        report = _report(executor, FIXTURES / "faults" / "segfault.py")
+    assert "KL300" in _codes(report) and "retried" not in report.stats, report.findings
+    assert "SIGSEGV" in next(f.message for f in report.findings if f.code == "KL300")
 
 
 def _ray_task_workers() -> list[int]:
