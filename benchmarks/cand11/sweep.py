@@ -182,6 +182,30 @@ FAMILIES["noise"] = lambda: [  # random outputs: no error bound here, `kernel-ls
           [(2048, 2), (2048, 4), (4096, 4), (1024, 2), (4096, 8), (8192, 8)], apply=True),
 ]
 
+# benchmarks/cand14 (issue 28, not yet timed): conv1d with every operand tile loaded by TMA, and conv1d reading x as
+# it is and splitting it in registers (no split pass), beside the task's own kernel in the same call;
+# residual_layernorm_relu with rows per program and warps as constants.
+D = "benchmarks/cand14/"
+FAMILIES["conv1d_tma"] = lambda: [
+    sweep(T + "Convolution/conv1d_triton", T + "Convolution/conv1d.py", ["BO", "BL", "BC", "WARPS", "STAGES"],
+          [(128, 128, 16, 8, 3)], truth64=True, max_err=5e-5),
+    sweep(D + "conv1d_tma_triton", T + "Convolution/conv1d.py", ["TO", "TL", "TC", "TWARPS", "TSTAGES", "PERSIST"],
+          [(128, 128, 16, 8, 4, True), (128, 128, 16, 8, 3, True), (128, 128, 16, 8, 5, True),
+           (128, 128, 32, 8, 2, True), (128, 128, 8, 8, 6, True), (128, 256, 16, 8, 2, True),
+           (128, 64, 32, 8, 3, True), (128, 128, 16, 8, 4, False), (128, 128, 32, 8, 2, False),
+           (64, 128, 32, 4, 3, True)],
+          truth64=True, max_err=5e-5, apply=True),
+    sweep(D + "conv1d_fused_triton", T + "Convolution/conv1d.py", ["TO", "TL", "TC", "TWARPS", "TSTAGES", "PERSIST"],
+          [(128, 128, 16, 8, 3, True), (128, 128, 16, 8, 4, True), (128, 128, 32, 8, 3, True),
+           (128, 128, 32, 8, 2, True), (128, 128, 8, 8, 4, True), (256, 128, 16, 8, 3, True),
+           (128, 256, 16, 8, 3, True), (128, 128, 16, 8, 3, False), (64, 128, 16, 4, 3, False)],
+          truth64=True, max_err=5e-5, apply=True),
+]
+FAMILIES["residual"] = lambda: [
+    sweep(D + "residual_layernorm_relu_triton", T + "Fusion/residual_layernorm_relu.py", ["ROWS", "WARPS"],
+          [(1, 8), (1, 4), (1, 16), (2, 8), (2, 16), (4, 16), (1, 2)], max_err=1e-4, apply=True),
+]
+
 if __name__ == "__main__":
     for fam in sys.argv[1:]:
         try:
