@@ -52,6 +52,7 @@ log = logging.getLogger(__name__)
 CONNECT_TIMEOUT = 5.0  # seconds for a Ray address to answer at all
 START_TIMEOUT = 300.0  # seconds for a submitted job to reach a Ray worker (a cold one imports ray, then kernel-lsp)
 ACTOR_TIMEOUT = 300.0  # seconds for a (re)started GPU actor to answer
+PING_TIMEOUT = 60.0  # seconds for an actor whose job's worker died to answer (it answered a moment before)
 INSTALL = 'pip install "kernel-lsp[ray]"'
 
 
@@ -246,7 +247,7 @@ class RayExecutor(Executor):
         ray, lost = self.ray, _lost_errors()
         submitted = time.monotonic()
         started: float | None = None
-        pid: int | None = None  # the process that runs the job there
+        runner: list | None = None  # [host, pid] of the process that runs the job there
         while True:
             if cancel.is_set():
                 self._cancel(stream, actor_job)
@@ -276,7 +277,7 @@ class RayExecutor(Executor):
                     self._cancel(stream, actor_job)
                     return WorkerOutcome(start_failed=f"a Ray worker was refused: "
                                          f"{mismatch(there.get('protocol'), there.get('version', ''))}"), None
-                started, pid = time.monotonic(), there.get("pid")
+                started, runner = time.monotonic(), [there.get("host"), there.get("pid")]
             elif "event" in item and on_event is not None:
                 event = decode_event(item["event"])
                 if isinstance(event, LIVE):
@@ -287,26 +288,36 @@ class RayExecutor(Executor):
             elif "outcome" in item:
                 outcome = outcome_from_dict(item["outcome"])
                 if actor_job is not None and not outcome.completed and not outcome.cancelled:
-                    gone = self._actor_lost(actor_job[0], pid)
+                    gone = self._actor_lost(actor_job[0], runner, cancel)
+                    if cancel.is_set():
+                        return WorkerOutcome(cancelled=True), None
                     if gone is not None:
                         return None, gone
                 return outcome, None
 
-    def _actor_lost(self, actor, pid: int | None) -> str | None:
+    def _actor_lost(self, actor, runner: list | None, cancel: threading.Event) -> str | None:
         """Why the actor that ran a job that did not end (its child died, or never started) is not the one that
         started it, or None when it is. Killing an actor (ray.kill, its node going away) kills its children first,
         and the job's outcome, the child's death, can still leave before the actor itself is gone (it did in CI):
         that is the actor's loss, to retry, not the checked code's crash (KL300). An actor that answers from
-        another process, or not at all, was lost; the checked code's own crash leaves the same actor answering."""
-        x = self.ray.exceptions
-        try:
-            now = self.ray.get(actor.ping.remote(), timeout=ACTOR_TIMEOUT)
-        except x.GetTimeoutError:
-            return f"its Ray actor did not answer within {ACTOR_TIMEOUT:.0f} s after its job's worker died"
-        except (x.ActorUnavailableError, x.ActorDiedError, *_lost_errors()) as e:
-            return f"its Ray actor was lost mid-job: {_one_line(e)}"
-        if pid is not None and now != pid:
-            return f"its Ray actor was restarted mid-job (process {pid} started the job, {now} answers now)"
+        another process (host and pid), or not at all, was lost; the checked code's own crash leaves the same actor
+        answering. (The dying process did not answer in any of 25 such races on Ray 2.60: its kill handler holds
+        it until it exits.) Waiting stops when the job is cancelled."""
+        ref = actor.ping.remote()
+        deadline = time.monotonic() + PING_TIMEOUT
+        while not cancel.is_set():
+            ready, _ = self.ray.wait([ref], timeout=0.2)
+            if ready:
+                try:
+                    now = self.ray.get(ref)
+                except Exception as e:  # RayActorError (unavailable, died) and the other losses, or anything else
+                    return f"its Ray actor was lost mid-job: {_one_line(e)}"
+                if runner is not None and list(now) != runner:
+                    return (f"its Ray actor was restarted mid-job (process {runner[1]} on {runner[0]} started the job, "
+                            f"{now[1]} on {now[0]} answers now)")
+                return None
+            if time.monotonic() > deadline:
+                return f"its Ray actor did not answer within {PING_TIMEOUT:.0f} s after its job's worker died"
         return None
 
     def _cancel(self, stream, actor_job, force: bool = False) -> None:
@@ -389,8 +400,9 @@ class DeviceWorker:
         self.executor.warm_up()
         self.cancels: dict[int, threading.Event] = {}
 
-    def ping(self) -> int:
-        return os.getpid()
+    def ping(self) -> list:
+        """[host, pid]: which process this incarnation of the actor is (the job's first item says the same)."""
+        return [socket.gethostname(), os.getpid()]
 
     def run(self, job_id: int, job: dict, files: dict[str, str] | None, timeout: float) -> Iterator[dict]:
         cancel = self.cancels.setdefault(job_id, threading.Event())

@@ -55,6 +55,19 @@ def parents() -> dict[int, int]:
     return parent
 
 
+def children(pid: int) -> set[int]:
+    """The processes whose parent is `pid` now, zombies included (a zombie child has not been reaped yet)."""
+    return {child for child, parent in parents().items() if parent == pid}
+
+
+def alive(pid: int) -> bool:
+    """`pid` is a process that has not ended (a zombie has ended; only its parent has not reaped it yet)."""
+    try:
+        return (Path("/proc") / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return False
+
+
 def descendants(pid: int) -> set[int]:
     """Every process below `pid` now (by walking /proc's parent links)."""
     parent = parents()

@@ -53,8 +53,10 @@ def _open(client: LanguageClient, name: str, text: str | None = None, version: i
 def _record_publishes(client: LanguageClient) -> None:
     """Keep every publishDiagnostics the server sends, in order. pytest-lsp's wait_for_notification resolves only
     the next one: one that arrives before the next wait (two in one read, or while the test handles the last) is
-    lost, and a test waiting for it then times out (a CI run under load lost a pyproject's KL006 so)."""
-    client.published, client.published_seen, client.published_event = [], 0, asyncio.Event()
+    lost, and a test waiting for it then times out (a CI run under load lost a pyproject's KL006 so). Recorded
+    through the client protocol's notification handler (pygls 2.1's `_handle_notification(method, params)`, a
+    private hook: pytest-lsp 1.0 wraps the same one)."""
+    client.published, client.published_seen, client.published_event = [], {}, asyncio.Event()
     handle = client.protocol._handle_notification
 
     def record(method_name, params):
@@ -66,18 +68,20 @@ def _record_publishes(client: LanguageClient) -> None:
 
 
 async def _diagnostics(client: LanguageClient, uri: str, until, timeout: float = 90.0):
-    """The first publish for `uri` after those earlier calls took that satisfies `until(params)`; its params. Every
-    publish counts, however close together they came."""
+    """The first publish for `uri`, after the one the last call for `uri` returned, that satisfies `until(params)`;
+    its params. Every publish counts, however close together they came."""
     deadline = asyncio.get_running_loop().time() + timeout
     while True:
         client.published_event.clear()
-        while client.published_seen < len(client.published):
-            params = client.published[client.published_seen]
-            client.published_seen += 1
-            if params.uri == uri and until(params):
-                return params
+        for i in range(client.published_seen.get(uri, 0), len(client.published)):
+            params = client.published[i]
+            if params.uri == uri:
+                client.published_seen[uri] = i + 1
+                if until(params):
+                    return params
         remaining = deadline - asyncio.get_running_loop().time()
-        assert remaining > 0, f"no matching diagnostics for {uri}: {client.diagnostics.get(uri)}"
+        seen = [[str(d.code) for d in p.diagnostics] for p in client.published if p.uri == uri]
+        assert remaining > 0, f"no matching diagnostics for {uri}; its publishes' codes: {seen}"
         try:
             await asyncio.wait_for(client.published_event.wait(), remaining)
         except asyncio.TimeoutError:

@@ -12,22 +12,15 @@ import time
 
 from kernel_lsp.worker import reaper
 from kernel_lsp.worker.child import PARENT_ENV
+from tests.lsp.rawclient import alive
 
 SLEEPER = [sys.executable, "-c", "import os, time; print(os.getpid(), flush=True); time.sleep(120)"]
-
-
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().split()[2] != "Z"
-    except OSError:
-        return False
 
 
 def _wait_gone(pid: int, seconds: float = 10.0) -> bool:
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
-        if not _alive(pid):
+        if not alive(pid):
             return True
         time.sleep(0.1)
     return False
@@ -48,7 +41,7 @@ def test_reaper_outlives_the_thread_that_started_it():
     (proc,), (command,) = procs, pids
     try:
         time.sleep(1.0)  # the thread is gone; a parent-death signal would have come by now
-        assert proc.poll() is None and _alive(command)
+        assert proc.poll() is None and alive(command)
     finally:
         reaper.stop(proc)
     assert _wait_gone(command)
@@ -65,7 +58,7 @@ def test_reaper_ends_its_command_when_its_parent_dies():
     """)
     proc = subprocess.Popen([sys.executable, "-c", parent], stdout=subprocess.PIPE, text=True)
     command = int(proc.stdout.readline())
-    assert _alive(command)
+    assert alive(command)
     proc.kill()  # SIGKILL: the parent gets no chance to stop anything itself
     proc.wait()
     assert _wait_gone(command), "the reaper's command outlived the reaper's parent"
