@@ -68,6 +68,16 @@ def alive(pid: int) -> bool:
         return False
 
 
+def wait_ended(pid: int, timeout: float = 10.0) -> bool:
+    """True once `pid` has ended (see `alive`); False if it still runs at the timeout."""
+    deadline = time.monotonic() + timeout
+    while alive(pid):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.01)
+    return True
+
+
 def descendants(pid: int) -> set[int]:
     """Every process below `pid` now (by walking /proc's parent links)."""
     parent = parents()

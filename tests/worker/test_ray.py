@@ -15,12 +15,11 @@ import subprocess
 import sys
 import threading
 import time
-from pathlib import Path
 
 import pytest
 
 from tests.conftest import CORPUS, CORPUS_FLAGS, FIXTURES, ROOT, run_cli
-from tests.lsp.rawclient import alive, children
+from tests.lsp.rawclient import alive, children, wait_ended
 
 try:
     import ray
@@ -183,13 +182,6 @@ def test_ray_actor_killed_mid_run_is_retried_and_nothing_is_lost_or_doubled(clus
         assert all(k.verification is not None for k in r.kernels.values())
 
 
-def _wait(condition, timeout: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.01)
-
-
 @needs_ray
 def test_ray_actor_killed_after_its_job_reported_its_worker_dead_is_a_loss_not_a_crash(cluster, tmp_path):
     """Killing an actor kills its children first; the job's outcome (its worker killed by SIGKILL) can then reach
@@ -229,7 +221,7 @@ def test_ray_actor_killed_after_its_job_reported_its_worker_dead_is_a_loss_not_a
             try:
                 if alive(pid):  # the first outcome only; the retry's actor is another process
                     ray.kill(actor, no_restart=False)
-                    _wait(lambda: not alive(pid))
+                    assert wait_ended(pid, 60), "the killed actor's process still runs"
             except BaseException as e:
                 errors.append(e)
             finally:

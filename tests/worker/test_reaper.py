@@ -12,18 +12,9 @@ import time
 
 from kernel_lsp.worker import reaper
 from kernel_lsp.worker.child import PARENT_ENV
-from tests.lsp.rawclient import alive
+from tests.lsp.rawclient import alive, wait_ended
 
 SLEEPER = [sys.executable, "-c", "import os, time; print(os.getpid(), flush=True); time.sleep(120)"]
-
-
-def _wait_gone(pid: int, seconds: float = 10.0) -> bool:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if not alive(pid):
-            return True
-        time.sleep(0.1)
-    return False
 
 
 def test_reaper_outlives_the_thread_that_started_it():
@@ -44,7 +35,7 @@ def test_reaper_outlives_the_thread_that_started_it():
         assert proc.poll() is None and alive(command)
     finally:
         reaper.stop(proc)
-    assert _wait_gone(command)
+    assert wait_ended(command)
 
 
 def test_reaper_ends_its_command_when_its_parent_dies():
@@ -61,4 +52,4 @@ def test_reaper_ends_its_command_when_its_parent_dies():
     assert alive(command)
     proc.kill()  # SIGKILL: the parent gets no chance to stop anything itself
     proc.wait()
-    assert _wait_gone(command), "the reaper's command outlived the reaper's parent"
+    assert wait_ended(command), "the reaper's command outlived the reaper's parent"
