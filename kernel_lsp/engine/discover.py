@@ -91,10 +91,13 @@ class _Visitor(ast.NodeVisitor):
     visit_AsyncFunctionDef = visit_FunctionDef
 
     def visit_Call(self, node: ast.Call):
-        if isinstance(node.func, ast.Name):
-            self.plain_calls.append((node.func.id, node.lineno - 1))
-        elif isinstance(node.func, ast.Attribute):
-            self.plain_calls.append((node.func.attr, node.lineno - 1))
+        # The called name, and every name passed to a call: a jit function handed to `tl.reduce` or
+        # `tl.associative_scan` as its combine function runs inside the caller just as a called helper does.
+        for ref in (node.func, *node.args, *(kw.value for kw in node.keywords)):
+            if isinstance(ref, ast.Name):
+                self.plain_calls.append((ref.id, node.lineno - 1))
+            elif isinstance(ref, ast.Attribute):
+                self.plain_calls.append((ref.attr, node.lineno - 1))
         func = node.func
         if isinstance(func, ast.Subscript):
             target = func.value
@@ -137,7 +140,8 @@ def discover_source(source: str, filename: str = "<unknown>") -> Discovery:
         for k in by_name.get(name, []):
             k.launches.append(LaunchSite(name, Span(call.lineno - 1, call.col_offset, (call.end_lineno or call.lineno) - 1,
                                                     call.end_col_offset or call.col_offset + 1)))
-    # A jit function called from another kernel's body is a device helper, which is never launched itself.
+    # A jit function called from another kernel's body (or passed to a call there, as a combine function) is a
+    # device helper, which is never launched itself.
     for name, line in v.plain_calls:
         for caller in v.kernels:
             if caller.def_span.line <= line <= caller.end_line:

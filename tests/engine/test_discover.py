@@ -51,6 +51,37 @@ def launch(x):
     assert names["helper"].is_helper and not tuned.is_helper
 
 
+def test_discover_a_combine_function_passed_to_reduce_or_scan_is_a_helper():
+    src = '''
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _pair_max(a, ia, b, ib):
+    return tl.maximum(a, b), tl.where(a >= b, ia, ib)
+
+
+@triton.jit
+def _add(a, b):
+    return a + b
+
+
+@triton.jit
+def kernel(x_ptr, out_ptr, B: tl.constexpr):
+    x = tl.load(x_ptr + tl.arange(0, B))
+    m, i = tl.reduce((x, tl.arange(0, B)), 0, _pair_max)
+    s = tl.associative_scan(x, 0, combine_fn=_add)
+    tl.store(out_ptr, m + i + tl.sum(s))
+
+
+def launch(x, out):
+    kernel[(1,)](x, out, B=16)
+'''
+    names = {k.qualname: k for k in discover_source(src).kernels}
+    assert names["_pair_max"].is_helper and names["_add"].is_helper and not names["kernel"].is_helper
+
+
 def test_discover_syntax_error_is_reported_not_raised():
     found = discover_source("import triton\n@triton.jit\ndef k(x:\n    pass\n")
     assert found.kernels == [] and found.syntax_error is not None and found.syntax_error.lineno == 3
