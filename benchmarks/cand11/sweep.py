@@ -182,7 +182,8 @@ FAMILIES["noise"] = lambda: [  # random outputs: no error bound here, `kernel-ls
           [(2048, 2), (2048, 4), (4096, 4), (1024, 2), (4096, 8), (8192, 8)], apply=True),
 ]
 
-# benchmarks/cand14 (issue 28, not yet timed): conv1d with every operand tile loaded by TMA, and conv1d reading x as
+# benchmarks/cand14 (issue 28; timed 2026-12-02, benchmarks/cand15/README.md has the results): conv1d with every
+# operand tile loaded by TMA, and conv1d reading x as
 # it is and splitting it in registers (no split pass), beside the task's own kernel in the same call;
 # residual_layernorm_relu with rows per program and warps as constants.
 D = "benchmarks/cand14/"
@@ -204,6 +205,32 @@ FAMILIES["conv1d_tma"] = lambda: [
 FAMILIES["residual"] = lambda: [
     sweep(D + "residual_layernorm_relu_triton", T + "Fusion/residual_layernorm_relu.py", ["ROWS", "WARPS"],
           [(1, 8), (1, 4), (1, 16), (2, 8), (2, 16), (4, 16), (1, 2)], max_err=1e-4, apply=True),
+]
+# benchmarks/cand15 (issue 28): residual_layernorm_relu with streaming loads (evict_first) and stores (.cs).
+E = "benchmarks/cand15/"
+FAMILIES["residual15"] = lambda: [
+    sweep(E + "residual_layernorm_relu_triton", T + "Fusion/residual_layernorm_relu.py",
+          ["ROWS", "WARPS", "EVICT", "STORE_CM"],
+          [(1, 8, "", ""), (1, 8, "evict_first", ""), (1, 8, "", ".cs"), (1, 8, "evict_first", ".cs"),
+           (1, 16, "evict_first", ""), (1, 16, "evict_first", ".cs"), (1, 4, "evict_first", ".cs"),
+           (2, 8, "evict_first", ".cs")], max_err=1e-4, apply=True),
+]
+# Torch.compile's form of residual_layernorm_relu (two passes, Welford, evict_last then evict_first), and conv1d
+# with its x tiles cached in L1 (cp.async.ca) and the taps walked innermost.
+FAMILIES["residual_twopass"] = lambda: [
+    sweep(E + "residual_twopass_triton", T + "Fusion/residual_layernorm_relu.py", ["RB", "WARPS", "FIRST", "SECOND"],
+          [(2048, 8, "evict_last", "evict_first"), (2048, 8, "", ""), (2048, 16, "evict_last", "evict_first"),
+           (2048, 4, "evict_last", "evict_first"), (1024, 8, "evict_last", "evict_first"),
+           (1024, 4, "evict_last", "evict_first"), (512, 4, "evict_last", "evict_first"),
+           (2048, 8, "evict_last", "")], max_err=1e-4, apply=True),
+]
+FAMILIES["conv1d_l1"] = lambda: [
+    sweep(E + "conv1d_l1_triton", T + "Convolution/conv1d.py", ["BO", "BL", "BC", "WARPS", "STAGES", "X_CM", "TAPS_IN"],
+          [(128, 128, 16, 8, 3, "", False), (128, 128, 16, 8, 3, ".ca", False), (128, 128, 16, 8, 3, "", True),
+           (128, 128, 16, 8, 3, ".ca", True), (128, 128, 16, 8, 4, ".ca", True), (128, 256, 16, 8, 3, ".ca", True),
+           (128, 128, 32, 8, 3, ".ca", True), (128, 128, 32, 8, 2, ".ca", True), (64, 128, 16, 4, 3, ".ca", True),
+           (128, 64, 16, 4, 4, ".ca", True)],
+          truth64=True, max_err=5e-5, apply=True),
 ]
 
 if __name__ == "__main__":

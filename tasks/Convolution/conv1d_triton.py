@@ -71,16 +71,18 @@ def _conv1d_kernel(xh_ptr, xl_ptr, wh_ptr, wl_ptr, b_ptr, out_ptr, C_in, C_out, 
     acc = tl.zeros((BO, BL), dtype=tl.float32)
     n_c = tl.cdiv(C_in, BC)
     for i in tl.range(0, KS * n_c, num_stages=STAGES):
-        k = i // n_c
-        c = (i - k * n_c) * BC
+        # The taps innermost: the next tap's x window is this one shifted by a row, so its tiles are mostly in L1
+        # (loaded with .ca, cp.async.ca). H200, cold L2: 527 us against 561 with the channel blocks innermost.
+        k = i % KS
+        c = (i // KS) * BC
         w_off = k * C_out * C_in + ro[:, None] * C_in + (c + rc)[None, :]
         w_m = (ro[:, None] < C_out) & ((c + rc)[None, :] < C_in)
         x_off = b * L * C_in + (rl[None, :] + k) * C_in + (c + rc)[:, None]
         x_m = ((c + rc)[:, None] < C_in) & (rl[None, :] < L_out)
         w_hi = tl.load(wh_ptr + w_off, mask=w_m, other=0.0)
         w_lo = tl.load(wl_ptr + w_off, mask=w_m, other=0.0)
-        x_hi = tl.load(xh_ptr + x_off, mask=x_m, other=0.0)
-        x_lo = tl.load(xl_ptr + x_off, mask=x_m, other=0.0)
+        x_hi = tl.load(xh_ptr + x_off, mask=x_m, other=0.0, cache_modifier=".ca")
+        x_lo = tl.load(xl_ptr + x_off, mask=x_m, other=0.0, cache_modifier=".ca")
         acc = tl.dot(w_hi, x_lo, acc, input_precision="tf32")
         acc = tl.dot(w_lo, x_hi, acc, input_precision="tf32")
         acc = tl.dot(w_hi, x_hi, acc, input_precision="tf32")
