@@ -10,6 +10,8 @@ alone, as the compiler leaves them.
 
 from __future__ import annotations
 
+import contextlib
+
 import sys
 
 _installed = False
@@ -86,6 +88,25 @@ def scoped_helper_calls() -> bool:
 
 class _Ops:
     count = 0
+    limit: int | None = None  # the count past which the next operation raises OpBudgetExceeded (op_budget)
+    spent = False
+
+
+class OpBudgetExceeded(BaseException):
+    """The interpreter's operation past an `op_budget`. A BaseException, so that neither the checked code's
+    `except Exception` nor the verifier's own handlers take it for the kernel's failure."""
+
+
+@contextlib.contextmanager
+def op_budget(n: int):
+    """At most n more interpreter operations inside the block: the next one raises OpBudgetExceeded, and so does
+    every one after it, should the checked code swallow the first. Yields a callable that tells whether the budget
+    ran out (it may have been caught inside)."""
+    _Ops.limit, _Ops.spent = _Ops.count + n, False
+    try:
+        yield lambda: _Ops.spent
+    finally:
+        _Ops.limit = None
 
 
 _counting = False
@@ -112,6 +133,9 @@ def count_ops() -> bool:
 
         def counted(*args, _original=original, **kwargs):
             _Ops.count += 1
+            if _Ops.limit is not None and _Ops.count > _Ops.limit:
+                _Ops.spent = True
+                raise OpBudgetExceeded(f"past {_Ops.limit:,} interpreter operations")
             return _original(*args, **kwargs)
         setattr(builder, name, counted)
     _counting = True

@@ -27,7 +27,7 @@ from .autotune_configs import configs_prefix, verify_configs
 from .blocks import block_variants
 from .compare import Comparison, flatten_outputs, same_draws, same_finiteness
 from .guards import GuardRegions, MemoryGuard, poisoned_allocations
-from .interpreter import ops as interpreter_ops, ran_tf32_dot
+from .interpreter import OpBudgetExceeded, op_budget, ops as interpreter_ops, ran_tf32_dot
 from .interpreter_gaps import interpreter_limit
 from .loader import IMPLEMENTATION, UserCodeError, deepest_line, raise_device_fault, resizes_out
 from .positions import api_note, readable
@@ -47,6 +47,7 @@ from .variants import (CPU_ELEMENT_BUDGET, Variant, absolute, aligned_knobs, bas
 OPS_PER_VARIANT = 10_000
 SHRINK_AFTER_OPS = 3 * OPS_PER_VARIANT // 2
 LARGER_OPS = 10 * OPS_PER_VARIANT  # the larger-size variant's most, under the interpreter
+BLOCK_BUDGET_RUNS = 4  # a block-size variant's most, in runs at the verification's own sizes (LARGER_OPS at least)
 
 
 @dataclass
@@ -181,7 +182,7 @@ class Verifier:
             self.run_aligned(measure)
             self.rep.w.stage("verify", "planning sizes past the kernels' block constants")
             for v in block_variants(self, variants, measure):
-                self.run_one(v)
+                self.run_within_budget(v)
             verify_configs(self, variants)
         return time.monotonic() - start
 
@@ -209,6 +210,31 @@ class Verifier:
             return
         self.run_one(Variant("aligned-size", "size", 40, knobs or self.base, None, "sizes rounded to multiples of a "
                              "power of two the problem's own sizes share (the path aligned sizes take)", setting))
+
+    def run_within_budget(self, v: Variant) -> None:
+        """A block-size variant, stopped under the interpreter once it has run BLOCK_BUDGET_RUNS times the
+        operations one run at the problem's own verification sizes took (LARGER_OPS at least): its dry run counts
+        the programs a launch starts, not the tiles each walks, and a persistent kernel's few programs walk them
+        all (a conv1d on 4 programs took 65 s there, past the check's timeout). A stopped variant is reported
+        skipped, with what it found dropped; a GPU check runs it."""
+        counted = self.interpreted and self.first_ops > 0
+        if not counted:
+            self.run_one(v)
+            return
+        budget = max(LARGER_OPS, BLOCK_BUDGET_RUNS * self.first_ops)
+        marks = len(self.state.failures), len(self.state.rows), len(self.skipped)
+        try:
+            with op_budget(budget) as spent:
+                self.run_one(v)
+                stopped = spent()
+        except OpBudgetExceeded:
+            stopped = True
+        if stopped:
+            del self.state.failures[marks[0]:], self.state.rows[marks[1]:], self.skipped[marks[2]:]
+            self.skipped.append((v.name, f"stopped after {budget:,} interpreter operations, {BLOCK_BUDGET_RUNS} "
+                                 "times what one run at the verification's own sizes took: too slow for the CPU "
+                                 "interpreter at these sizes (a persistent kernel walks every tile in a few programs); "
+                                 "a check with --device cuda runs it"))
 
     def run_one(self, v: Variant) -> None:
         """Run one variant: its stage event, the reason it was skipped, and its row's seconds."""

@@ -32,3 +32,20 @@ def test_blocks_a_loop_over_column_blocks_runs_three_times_on_the_cpu():
     assert all(r["verdict"] == "ok" for name, r in rows.items() if name != "block-size-1")
     (f,) = [f for f in report["findings"] if f["code"] == "KL200"]
     assert "at shape (3, 2561)" in f["message"]
+
+
+def test_blocks_a_persistent_kernels_costly_block_variant_is_stopped_and_skipped():
+    """A persistent kernel launches a few programs whatever the size, so the dry run's program count lets every
+    block-size variant through, and at 2561 rows its 4 programs walk 2561 rows of a 96-term polynomial (a conv1d of
+    this form ran 65 s there, past the check's timeout). The variant is stopped at 4 times the operations of the
+    first run at the verification's sizes and reported skipped; the others, columns past two blocks among them,
+    still run, and the file passes."""
+    _, doc = check_json(CORPUS / "ok_persistent_polyval.py", extra=("--no-cache",))
+    (report,) = doc["files"]
+    assert not [f for f in report["findings"] if f["severity"] in ("error", "warning")], report["findings"]
+    (kernel,) = report["kernels"].values()
+    rows = {r["variant"]: r for r in kernel["verification"]["variants"]}
+    skipped = {s["variant"]: s["reason"] for s in kernel["verification"]["skipped"]}
+    stopped = [name for name, reason in skipped.items() if reason.startswith("stopped after")]
+    assert stopped and all(name.startswith("block-size") for name in stopped), skipped
+    assert any(r["inputs"].startswith("(3, 2561)") and r["verdict"] == "ok" for r in rows.values()), rows

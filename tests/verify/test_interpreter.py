@@ -230,3 +230,43 @@ def test_interpreter_limits_are_not_the_kernels_failure(tmp_path):
     assert limit["code"] == "KL210" and limit["severity"] == "warning", limit
     assert limit["message"].startswith("cannot be verified on the CPU: inline_asm not supported in interpreter mode")
     assert [f["code"] for f in files["bug_oob_read_behind_libdevice.py"]] == ["KL208"]
+
+
+BUDGET_SCRIPT = textwrap.dedent("""
+    import os
+    os.environ["TRITON_INTERPRET"] = "1"
+    import torch, triton, triton.language as tl
+    from kernel_lsp.engine.interpreter import OpBudgetExceeded, count_ops, op_budget
+
+    @triton.jit
+    def k(out_ptr, n):
+        for i in range(n):
+            tl.store(out_ptr + i, i * 1.0)
+
+    assert count_ops()
+    out = torch.zeros(1000)
+    try:
+        with op_budget(100) as spent:
+            k[(1,)](out, 1000)
+        raise SystemExit("the budget did not stop the kernel")
+    except OpBudgetExceeded:
+        pass
+    assert spent() and out[999] == 0
+    with op_budget(100) as swallowed:  # checked code that catches everything still ends with the budget spent
+        try:
+            k[(1,)](out, 1000)
+        except BaseException:
+            pass
+    assert swallowed()
+    k[(1,)](out, 1000)  # outside a budget it runs to the end
+    assert out[999] == 999
+    print("ok")
+""")
+
+
+def test_interpreter_an_op_budget_stops_a_kernel_and_ends_with_its_block():
+    """verify.py stops a block-size variant that runs past its budget of interpreter operations (a persistent
+    kernel's few programs walk every tile): the operation past it raises, a caller that swallows that still
+    finds the budget spent, and after the block kernels run unbounded again."""
+    proc = subprocess.run([sys.executable, "-c", BUDGET_SCRIPT], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr[-2000:]
