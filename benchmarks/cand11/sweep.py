@@ -232,6 +232,13 @@ FAMILIES["conv1d_l1"] = lambda: [
            (128, 64, 16, 4, 4, ".ca", True)],
           truth64=True, max_err=5e-5, apply=True),
 ]
+FAMILIES["conv1d_l1b"] = lambda: [  # the adopted form (taps innermost, x by .ca) at stage and tile shapes not tried
+    sweep(E + "conv1d_l1_triton", T + "Convolution/conv1d.py", ["BO", "BL", "BC", "WARPS", "STAGES", "X_CM", "TAPS_IN"],
+          [(128, 128, 16, 8, 3, ".ca", True), (128, 128, 16, 8, 2, ".ca", True), (128, 128, 8, 8, 3, ".ca", True),
+           (128, 128, 8, 8, 4, ".ca", True), (128, 128, 16, 4, 3, ".ca", True), (64, 256, 16, 8, 3, ".ca", True),
+           (128, 64, 16, 8, 3, ".ca", True)],
+          truth64=True, max_err=5e-5),
+]
 
 if __name__ == "__main__":
     for fam in sys.argv[1:]:
