@@ -56,6 +56,13 @@ def _is_jit(name: str, modules: set[str], jits: set[str]) -> bool:
     return (head in modules and tail in _JIT_NAMES) or (not head and name in jits)
 
 
+_COMBINING = {"reduce", "associative_scan"}  # tl functions whose third argument is a jit combine function
+
+
+def _name_of(func: ast.expr) -> str:
+    return func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
+
+
 class _Visitor(ast.NodeVisitor):
     def __init__(self, modules: set[str], jits: set[str]):
         self.modules, self.jits = modules, jits
@@ -91,9 +98,13 @@ class _Visitor(ast.NodeVisitor):
     visit_AsyncFunctionDef = visit_FunctionDef
 
     def visit_Call(self, node: ast.Call):
-        # The called name, and every name passed to a call: a jit function handed to `tl.reduce` or
-        # `tl.associative_scan` as its combine function runs inside the caller just as a called helper does.
-        for ref in (node.func, *node.args, *(kw.value for kw in node.keywords)):
+        # The called name, and the combine function handed to `tl.reduce` / `tl.associative_scan` (third argument
+        # or `combine_fn=`), which runs inside the caller just as a called helper does. No other argument: a name
+        # passed anywhere else (`tl.static_print("x", kernel)`) says nothing about how that function runs.
+        refs = [node.func]
+        if isinstance(node.func, (ast.Name, ast.Attribute)) and _name_of(node.func) in _COMBINING:
+            refs += node.args[2:3] + [kw.value for kw in node.keywords if kw.arg == "combine_fn"]
+        for ref in refs:
             if isinstance(ref, ast.Name):
                 self.plain_calls.append((ref.id, node.lineno - 1))
             elif isinstance(ref, ast.Attribute):
@@ -140,13 +151,15 @@ def discover_source(source: str, filename: str = "<unknown>") -> Discovery:
         for k in by_name.get(name, []):
             k.launches.append(LaunchSite(name, Span(call.lineno - 1, call.col_offset, (call.end_lineno or call.lineno) - 1,
                                                     call.end_col_offset or call.col_offset + 1)))
-    # A jit function called from another kernel's body (or passed to a call there, as a combine function) is a
-    # device helper, which is never launched itself.
+    # A jit function called from another kernel's body (or handed to tl.reduce / tl.associative_scan there) is a
+    # device helper, which is never launched itself. One launched from Python is a kernel whatever else calls it:
+    # a helper is left out of the verdict and of KL104, so a launched kernel named in a dead branch of another
+    # must not become one.
     for name, line in v.plain_calls:
         for caller in v.kernels:
             if caller.def_span.line <= line <= caller.end_line:
                 for k in by_name.get(name, []):
-                    if k is not caller:
+                    if k is not caller and not k.launches:
                         k.is_helper = True
     return Discovery(v.kernels)
 

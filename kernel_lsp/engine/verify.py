@@ -27,7 +27,7 @@ from .autotune_configs import configs_prefix, verify_configs
 from .blocks import block_variants
 from .compare import Comparison, flatten_outputs, same_draws, same_finiteness
 from .guards import GuardRegions, MemoryGuard, poisoned_allocations
-from .interpreter import OpBudgetExceeded, op_budget, ops as interpreter_ops, ran_tf32_dot
+from .interpreter import OpBudgetExceeded, extend_op_budget, op_budget, ops as interpreter_ops, ran_tf32_dot
 from .interpreter_gaps import interpreter_limit
 from .loader import IMPLEMENTATION, UserCodeError, deepest_line, raise_device_fault, resizes_out
 from .positions import api_note, readable
@@ -107,6 +107,9 @@ class Verifier:
         # else where it changed (KL007: no value is judged against a reference that does not repeat itself).
         self.unrepeatable: str | None = None
         self.limits: dict[str, list[str]] = {}  # the interpreter's limit -> the variants it stopped
+        # Block-size variants stopped past their operations budget: (variant, budget, kernels launched in it).
+        self.stopped: list[tuple[str, int, set[str]]] = []
+        self.run_budget = 0  # operations per run of the implementation within a budgeted variant (0: none)
         self.fresh_draws: bool | None = None  # random ops: the reference draws new numbers on every call
         self.before_report: Callable[[], Any] | None = None  # runs between the variants and the final findings
 
@@ -212,29 +215,42 @@ class Verifier:
                              "power of two the problem's own sizes share (the path aligned sizes take)", setting))
 
     def run_within_budget(self, v: Variant) -> None:
-        """A block-size variant, stopped under the interpreter once it has run BLOCK_BUDGET_RUNS times the
-        operations one run at the problem's own verification sizes took (LARGER_OPS at least): its dry run counts
-        the programs a launch starts, not the tiles each walks, and a persistent kernel's few programs walk them
-        all (a conv1d on 4 programs took 65 s there, past the check's timeout). A stopped variant is reported
-        skipped, with what it found dropped; a GPU check runs it."""
-        counted = self.interpreted and self.first_ops > 0
-        if not counted:
+        """A block-size variant, stopped under the interpreter once a run of the implementation has taken
+        BLOCK_BUDGET_RUNS times the operations of the first variant's run (LARGER_OPS at least): the dry run counts
+        the programs a launch starts, not the tiles each walks, and a persistent kernel's few programs walk them all
+        (a conv1d on 4 programs took 65 s there, past the check's timeout). A stopped variant is not a pass: what it
+        found and launched is dropped, and every kernel it launched is reported not verified (KL104), so a kernel
+        cannot hide a failure there by spending operations; a GPU check runs it whole."""
+        if not (self.interpreted and self.first_ops > 0):
             self.run_one(v)
             return
-        budget = max(LARGER_OPS, BLOCK_BUDGET_RUNS * self.first_ops)
-        marks = len(self.state.failures), len(self.state.rows), len(self.skipped)
+        budget = self.run_budget = max(LARGER_OPS, BLOCK_BUDGET_RUNS * self.first_ops)
+        marks = len(self.state.failures), len(self.state.rows), len(self.skipped), len(self.recorder.launches)
+        stopped = False
         try:
             with op_budget(budget) as spent:
-                self.run_one(v)
+                try:
+                    self.run_one(v)
+                except OpBudgetExceeded:
+                    if not spent():  # raised by the checked code itself: the implementation's own exception
+                        self.fail("KL209", v, "the implementation raised kernel-lsp's OpBudgetExceeded while no "
+                                  f"budget had run out; {self.where(v, '')}", self.launch_line())
                 stopped = spent()
-        except OpBudgetExceeded:
-            stopped = True
+        finally:
+            self.run_budget = 0
         if stopped:
+            launched = {n for launch in self.recorder.launches[marks[3]:]
+                        for n in (launch.spec.qualname, launch.spec.name)}
             del self.state.failures[marks[0]:], self.state.rows[marks[1]:], self.skipped[marks[2]:]
-            self.skipped.append((v.name, f"stopped after {budget:,} interpreter operations, {BLOCK_BUDGET_RUNS} "
-                                 "times what one run at the verification's own sizes took: too slow for the CPU "
-                                 "interpreter at these sizes (a persistent kernel walks every tile in a few programs); "
-                                 "a check with --device cuda runs it"))
+            del self.recorder.launches[marks[3]:]
+            self.guard.events.clear()
+            if self.gpu_guards is not None:
+                self.gpu_guards.clear()
+            self.stopped.append((v.name, budget, launched))
+            self.skipped.append((v.name, f"stopped after {budget:,} interpreter operations in one run of the "
+                                 f"implementation (the most a block-size variant may take: {BLOCK_BUDGET_RUNS} times "
+                                 f"the first variant's {self.first_ops:,}, {LARGER_OPS:,} at least): too slow for the "
+                                 "CPU interpreter at these sizes; a check with --device cuda runs it"))
 
     def run_one(self, v: Variant) -> None:
         """Run one variant: its stage event, the reason it was skipped, and its row's seconds."""
@@ -551,6 +567,7 @@ class Verifier:
             rerun_launches = None
         else:
             self.impl_runs += 1
+            extend_op_budget(self.run_budget)  # the budget is per run: a second run is what an unwritten output costs
             before = self.recorder.count
             try:
                 with poisoned_allocations(SENTINEL):
@@ -686,9 +703,24 @@ class Verifier:
                          severity=severity, variant=first.variant.name, variants=[f.variant.name for f in fs],
                          **first.data, **({"outside_distribution": True} if outside else {}))
         self.interpreter_limits()
+        # A kernel launched in a stopped block-size variant is not verified, whatever the other variants found (a
+        # kernel launched only there was cut from the recorder with the variant: pipeline.report_unexercised
+        # reports it).
+        stopped: dict[str, tuple[str, int]] = {}
+        for vname, budget, launched in self.stopped:
+            for name in launched:
+                stopped.setdefault(name, (vname, budget))
+        ran = self.ran_kernels()
+        for qual, fn, _, _ in self.launched_sources():
+            if fn.__name__ in stopped and fn.__name__ in ran:
+                vname, budget = stopped[fn.__name__]
+                self.rep.add("KL104", f"kernel {fn.__name__} is not verified: its block-size variant {vname} was "
+                             f"stopped after {budget:,} interpreter operations in one run, too slow for the CPU "
+                             "interpreter at those sizes; check it with --device cuda", self.rep.kernel_span(qual), source="kernel-lsp.verify",
+                             severity=Severity.INFO, kernel=qual, variant=vname)
         # A kernel is verified by the variants it ran on (a file may dispatch: a TMA path at the problem's own
         # sizes, a pointer path at odd ones); rows where no kernel ran concern every kernel.
-        for name in sorted(self.ran_kernels()):
+        for name in sorted(ran - set(stopped)):
             rows = [r for r in self.state.rows if not r.kernels or name in r.kernels]
             summary = Verification(rows, [SkippedVariant(n, r) for n, r in self.skipped],
                                    "cpu-interpreter" if self.interpreted else "cuda", round(seconds, 3),

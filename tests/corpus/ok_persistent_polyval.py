@@ -1,5 +1,5 @@
 # expect: clean
-# class: correct persistent kernel (a few programs walk every row): its block-size variant over many rows, too slow for the CPU interpreter, is stopped and skipped, not run into the timeout
+# class: correct persistent kernel (a few programs walk every row): its block-size variant over many rows, too slow for the CPU interpreter, is stopped and the kernel reported not verified (KL104 info), not run into the timeout
 # kernel-lsp: entry=polyval reference=ref inputs=make_inputs
 import torch
 import triton

@@ -82,6 +82,38 @@ def launch(x, out):
     assert names["_pair_max"].is_helper and names["_add"].is_helper and not names["kernel"].is_helper
 
 
+def test_discover_a_launched_kernel_named_inside_another_is_no_helper():
+    """A helper is left out of the verdict and of KL104 ("not verified"): a launched kernel that another kernel
+    names (as an argument of any call but a combine function's place, or even calls in a dead branch) must stay a
+    kernel, or a wrong kernel on a path the verification never takes would pass unmentioned."""
+    src = '''
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _wide(x_ptr, n, BLOCK: tl.constexpr):
+    pass
+
+
+@triton.jit
+def _narrow(x_ptr, n, BLOCK: tl.constexpr, DEBUG: tl.constexpr = False):
+    if DEBUG:
+        tl.static_print("variant", _wide)
+        _wide(x_ptr, n, BLOCK)
+    s = tl.reduce(tl.arange(0, BLOCK), 0, _wide)
+
+
+def launch(x, n):
+    if n >= 1 << 24:
+        _wide[(1,)](x, n, BLOCK=4096)
+    else:
+        _narrow[(1,)](x, n, BLOCK=1024)
+'''
+    names = {k.qualname: k for k in discover_source(src).kernels}
+    assert not names["_wide"].is_helper and not names["_narrow"].is_helper
+
+
 def test_discover_syntax_error_is_reported_not_raised():
     found = discover_source("import triton\n@triton.jit\ndef k(x:\n    pass\n")
     assert found.kernels == [] and found.syntax_error is not None and found.syntax_error.lineno == 3
