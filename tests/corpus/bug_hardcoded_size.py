@@ -1,4 +1,5 @@
 # expect: KL203 KL208
+# may-add: KL204
 # class: hard-coded shape
 # kernel-lsp: entry=scale reference=ref inputs=make_inputs
 import torch
