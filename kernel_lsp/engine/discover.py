@@ -111,8 +111,7 @@ class _Visitor(ast.NodeVisitor):
                 self.plain_calls.append((ref.attr, node.lineno - 1))
         func = node.func
         if isinstance(func, ast.Subscript):
-            target = func.value
-            name = target.attr if isinstance(target, ast.Attribute) else getattr(target, "id", None)
+            name = _name_of(func.value)
             if name:
                 self.calls.append((name, node))
         self.generic_visit(node)

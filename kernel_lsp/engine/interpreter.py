@@ -89,6 +89,7 @@ def scoped_helper_calls() -> bool:
 class _Ops:
     count = 0
     limit: int | None = None  # the count past which the next operation raises OpBudgetExceeded (op_budget)
+    size = 0  # the operations one run of the implementation may take in the budget in force (op_budget's n)
     spent = False
 
 
@@ -97,22 +98,24 @@ class OpBudgetExceeded(BaseException):
     `except Exception` nor the verifier's own handlers take it for the kernel's failure."""
 
 
-def extend_op_budget(n: int) -> None:
-    """n more operations for the budget in force (one more run of the implementation); nothing outside one."""
+def extend_op_budget() -> None:
+    """One more run of the implementation for the budget in force: as many more operations as `op_budget` was
+    given (its per-run size); nothing outside one."""
     if _Ops.limit is not None:
-        _Ops.limit += n
+        _Ops.limit += _Ops.size
 
 
 @contextlib.contextmanager
 def op_budget(n: int):
     """At most n more interpreter operations inside the block: the next one raises OpBudgetExceeded, and so does
-    every one after it, should the checked code swallow the first. Yields a callable that tells whether the budget
-    ran out (it may have been caught inside)."""
-    _Ops.limit, _Ops.spent = _Ops.count + n, False
+    every one after it, should the checked code swallow the first. n is the budget of one run of the
+    implementation: `extend_op_budget()` adds n more for each further run. Yields a callable that tells whether
+    the budget ran out (it may have been caught inside)."""
+    _Ops.limit, _Ops.size, _Ops.spent = _Ops.count + n, n, False
     try:
         yield lambda: _Ops.spent
     finally:
-        _Ops.limit = None
+        _Ops.limit, _Ops.size = None, 0
 
 
 _counting = False

@@ -107,9 +107,9 @@ class Verifier:
         # else where it changed (KL007: no value is judged against a reference that does not repeat itself).
         self.unrepeatable: str | None = None
         self.limits: dict[str, list[str]] = {}  # the interpreter's limit -> the variants it stopped
-        # Block-size variants stopped past their operations budget: (variant, budget, kernels launched in it).
+        # Block-size variants stopped past their operations budget: (variant, budget, names of the kernels launched
+        # in it).
         self.stopped: list[tuple[str, int, set[str]]] = []
-        self.run_budget = 0  # operations per run of the implementation within a budgeted variant (0: none)
         self.fresh_draws: bool | None = None  # random ops: the reference draws new numbers on every call
         self.before_report: Callable[[], Any] | None = None  # runs between the variants and the final findings
 
@@ -224,23 +224,18 @@ class Verifier:
         if not (self.interpreted and self.first_ops > 0):
             self.run_one(v)
             return
-        budget = self.run_budget = max(LARGER_OPS, BLOCK_BUDGET_RUNS * self.first_ops)
+        budget = max(LARGER_OPS, BLOCK_BUDGET_RUNS * self.first_ops)
         marks = len(self.state.failures), len(self.state.rows), len(self.skipped), len(self.recorder.launches)
-        stopped = False
-        try:
-            with op_budget(budget) as spent:
-                try:
-                    self.run_one(v)
-                except OpBudgetExceeded:
-                    if not spent():  # raised by the checked code itself: the implementation's own exception
-                        self.fail("KL209", v, "the implementation raised kernel-lsp's OpBudgetExceeded while no "
-                                  f"budget had run out; {self.where(v, '')}", self.launch_line())
-                stopped = spent()
-        finally:
-            self.run_budget = 0
+        with op_budget(budget) as spent:
+            try:
+                self.run_one(v)
+            except OpBudgetExceeded:
+                if not spent():  # raised by the checked code itself: the implementation's own exception
+                    self.fail("KL209", v, "the implementation raised kernel-lsp's OpBudgetExceeded while no "
+                              f"budget had run out; {self.where(v, '')}", self.launch_line())
+            stopped = spent()
         if stopped:
-            launched = {n for launch in self.recorder.launches[marks[3]:]
-                        for n in (launch.spec.qualname, launch.spec.name)}
+            launched = {launch.spec.name for launch in self.recorder.launches[marks[3]:]}
             del self.state.failures[marks[0]:], self.state.rows[marks[1]:], self.skipped[marks[2]:]
             del self.recorder.launches[marks[3]:]
             self.guard.events.clear()
@@ -457,7 +452,8 @@ class Verifier:
             except Exception as e:
                 raise_device_fault(e)
         # Inputs the reference updates in place (an optimizer step, `out=`, running statistics) are outputs too.
-        updated = [i for i, (a, b) in enumerate(zip(inputs, ref_inputs)) if isinstance(a, torch.Tensor) and not same(a, b)]
+        updated = [i for i, (a, b) in enumerate(zip(inputs, ref_inputs))
+                   if isinstance(a, torch.Tensor) and not same(a, b)]
         truth_inputs = upcast(clone_inputs(inputs))
         r_flat = flatten_outputs(r) + [ref_inputs[i] for i in updated]
         if not p.random and self.unrepeatable is None and not self.probing:
@@ -567,7 +563,7 @@ class Verifier:
             rerun_launches = None
         else:
             self.impl_runs += 1
-            extend_op_budget(self.run_budget)  # the budget is per run: a second run is what an unwritten output costs
+            extend_op_budget()  # the budget is per run: a second run is what an unwritten output costs
             before = self.recorder.count
             try:
                 with poisoned_allocations(SENTINEL):
@@ -716,8 +712,8 @@ class Verifier:
                 vname, budget = stopped[fn.__name__]
                 self.rep.add("KL104", f"kernel {fn.__name__} is not verified: its block-size variant {vname} was "
                              f"stopped after {budget:,} interpreter operations in one run, too slow for the CPU "
-                             "interpreter at those sizes; check it with --device cuda", self.rep.kernel_span(qual), source="kernel-lsp.verify",
-                             severity=Severity.INFO, kernel=qual, variant=vname)
+                             "interpreter at those sizes; check it with --device cuda", self.rep.kernel_span(qual),
+                             source="kernel-lsp.verify", severity=Severity.INFO, kernel=qual, variant=vname)
         # A kernel is verified by the variants it ran on (a file may dispatch: a TMA path at the problem's own
         # sizes, a pointer path at odd ones); rows where no kernel ran concern every kernel.
         for name in sorted(ran - set(stopped)):
