@@ -240,6 +240,32 @@ FAMILIES["conv1d_l1b"] = lambda: [  # the adopted form (taps innermost, x by .ca
           truth64=True, max_err=5e-5),
 ]
 
+# benchmarks/cand16 (issue 28): pointwise_conv2d with the weight and bias converted inside the kernel (no cast launches
+# on the host, whose issue time bounded its loop in the tasks table; adopted, so the family sweeps the task file),
+# gaussian_noise on the fast special functions (adopted; FAST = False is the previous kernel), and index_add with the rows sorted by
+# destination and summed in registers before one atomic per run (PROBE_STORE times what the atomics cost: wrong).
+F = "benchmarks/cand16/"
+FAMILIES["pointwise16"] = lambda: [
+    sweep(T + "Convolution/pointwise_conv2d_triton", T + "Convolution/pointwise_conv2d.py",
+          ["TM", "TN", "TK", "TWARPS", "TSTAGES"],
+          [(128, 256, 32, 8, 4), (128, 256, 64, 8, 3), (128, 128, 64, 8, 4), (128, 256, 32, 8, 3), (256, 128, 32, 8, 4),
+           (128, 128, 32, 4, 4)], max_err=0.25, apply=True),
+]
+FAMILIES["index_add16"] = lambda: [
+    sweep(T + "Index/index_add_triton", T + "Index/index_add.py", ["BLOCK_CAP", "ELEMS", "WARPS"], [(128, 2048, 4)],
+          max_err=1e-3),
+    sweep(F + "index_add_triton", T + "Index/index_add.py", ["BLOCK_CAP", "ELEMS", "WARPS", "SORTED", "PROBE_STORE"],
+          [(128, 2048, 4, False, True), (128, 2048, 4, False, False), (128, 8192, 4, True, False),
+           (128, 4096, 4, True, False), (128, 16384, 8, True, False), (256, 8192, 8, True, False),
+           (64, 4096, 4, True, False), (512, 16384, 8, True, False), (128, 32768, 8, True, False)],
+          max_err=1e-3, apply=True),
+]
+FAMILIES["noise16"] = lambda: [  # random outputs: `kernel-lsp check` judges the distribution, not this sweep
+    sweep(T + "Random/gaussian_noise_triton", T + "Random/gaussian_noise.py", ["BLOCK", "WARPS", "FAST"],
+          [(2048, 4, False), (2048, 4, True), (4096, 8, True), (1024, 4, True), (2048, 8, True), (4096, 4, True),
+           (8192, 8, True)], apply=True),
+]
+
 if __name__ == "__main__":
     for fam in sys.argv[1:]:
         try:
