@@ -40,10 +40,10 @@ def err(out, truth):
         return float((out.long() - truth.long()).abs().max())
     return float((out.double() - truth.double()).abs().max())
 
-def sweep(cand, ref_rel, names, configs, truth64=False, max_err=None, apply=False):
-    ref = load(os.path.join(ROOT, ref_rel), "ref_" + os.path.basename(cand))
-    mod = load(os.path.join(ROOT, cand + ".py"), "cand_" + os.path.basename(cand))
-    torch.manual_seed(0)
+def setup(ref, mod, seed):
+    """The reference's Model and the candidate's ModelNew on the GPU with the same parameters, the problem's inputs
+    (drawn after seeding with `seed`) and four copies of them to rotate through in a loop."""
+    torch.manual_seed(seed)
     init = ref.get_init_inputs()
     model = ref.Model(*init).cuda()
     new = mod.ModelNew(*init).cuda()
@@ -51,6 +51,13 @@ def sweep(cand, ref_rel, names, configs, truth64=False, max_err=None, apply=Fals
         new.load_state_dict(model.state_dict())
     inputs = [x.cuda() if isinstance(x, torch.Tensor) else x for x in ref.get_inputs()]
     copies = [inputs] + [[x.clone() if isinstance(x, torch.Tensor) else x for x in inputs] for _ in range(3)]
+    return init, model, new, inputs, copies
+
+
+def sweep(cand, ref_rel, names, configs, truth64=False, max_err=None, apply=False):
+    ref = load(os.path.join(ROOT, ref_rel), "ref_" + os.path.basename(cand))
+    mod = load(os.path.join(ROOT, cand + ".py"), "cand_" + os.path.basename(cand))
+    init, model, new, inputs, copies = setup(ref, mod, 0)
     loop = lambda f: b2b([(lambda c=c: f(*c)) for c in copies])
     with torch.no_grad():
         expect = model(*inputs)

@@ -9,7 +9,7 @@ _spec = importlib.util.spec_from_file_location(
     "sweep", os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "cand11", "sweep.py"))
 _sweep = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(_sweep)
-b2b, load = _sweep.b2b, _sweep.load
+b2b, load, setup = _sweep.b2b, _sweep.load, _sweep.setup
 
 
 def host_us(fn, n=40):
@@ -28,14 +28,7 @@ for path in sys.argv[1:]:
     ref_rel = text.split("reference=", 1)[1].split()[0]
     ref = load(os.path.join(os.path.dirname(path), ref_rel), "ref_" + os.path.basename(path))
     mod = load(path, "impl_" + os.path.basename(path))
-    torch.manual_seed(1)
-    init = ref.get_init_inputs()
-    model = ref.Model(*init).cuda()
-    new = mod.ModelNew(*init).cuda()
-    if list(new.state_dict()):
-        new.load_state_dict(model.state_dict())
-    inputs = [x.cuda() if isinstance(x, torch.Tensor) else x for x in ref.get_inputs()]
-    copies = [inputs] + [[x.clone() if isinstance(x, torch.Tensor) else x for x in inputs] for _ in range(3)]
+    _, model, new, inputs, copies = setup(ref, mod, 1)
     comp = torch.compile(model)
     row = []
     with torch.no_grad():
