@@ -273,6 +273,19 @@ FAMILIES["noise16"] = lambda: [  # random outputs: `kernel-lsp check` judges the
            (8192, 8, True)], apply=True),
 ]
 
+# benchmarks/cand17 (issue 28): conv1d's three TF32 products as one tl.dot over three reduction sections per step (the
+# task's loop has three dots, each waited for at once: wgmma.wait_group 0; one dot is pipelined, wait_group 1).
+G = "benchmarks/cand17/"
+FAMILIES["conv1d17"] = lambda: [
+    sweep(T + "Convolution/conv1d_triton", T + "Convolution/conv1d.py", ["BO", "BL", "BC", "WARPS", "STAGES"],
+          [(128, 128, 16, 8, 3)], truth64=True, max_err=5e-5),
+    sweep(G + "conv1d_onedot_triton", T + "Convolution/conv1d.py", ["BO", "BL", "BC", "SEC", "WARPS", "STAGES"],
+          [(128, 128, 16, 2, 8, 3), (128, 256, 16, 2, 8, 3), (128, 128, 8, 4, 8, 3), (128, 128, 16, 2, 8, 4),
+           (128, 128, 32, 1, 8, 3), (128, 128, 16, 1, 8, 4), (128, 256, 16, 2, 8, 2), (128, 128, 16, 2, 4, 3),
+           (128, 128, 16, 4, 8, 2), (128, 256, 8, 2, 8, 4)],
+          truth64=True, max_err=5e-5, apply=True),
+]
+
 if __name__ == "__main__":
     for fam in sys.argv[1:]:
         try:

@@ -1,13 +1,15 @@
 """Runtime evidence collectors for the verifier, installed in the worker only.
 
 - `MemoryGuard` checks, under the Triton interpreter, every address a masked load, store or atomic touches
-  against the extents of the tensors passed to the current launch. Out-of-bounds lanes are reported with the
-  kernel line and then masked off, so the access cannot corrupt the heap and the run goes on. It wraps the
-  interpreter builder's memory methods by name (`create_masked_load`, `create_masked_store`, and
-  `create_atomic_rmw` where it exists), which all Triton 3.x interpreters have; where a load or store method is
+  against the extents of the tensors passed to the current launch: the tensor whose pointer argument the block of
+  pointers was computed from (traced through the interpreter's pointer arithmetic), or where that trace is lost (a
+  pointer chosen between two tensors, one made from an integer) the tensor its first lane lies in. Out-of-bounds
+  lanes are reported with the kernel line and then masked off, so the access cannot corrupt the heap and the run
+  goes on. It wraps the interpreter builder's memory methods by name (`create_masked_load`, `create_masked_store`,
+  and `create_atomic_rmw` where it exists), which all Triton 3.x interpreters have; where a load or store method is
   missing the guard stays unavailable (`available` is False, and the verifier reports bounds as unchecked)
-  instead of failing. Atomic compare-and-swap is not guarded. It also records which line stored to which address, so a
-  wrong element can be traced to the `tl.store` that wrote it.
+  instead of failing. Atomic compare-and-swap is not guarded. It also records which line stored to which address,
+  so a wrong element can be traced to the `tl.store` that wrote it.
 - `poisoned_allocations(value)` makes `torch.empty`-style allocations start filled with a sentinel, so that
   elements an implementation never writes can be told apart from elements it wrote.
 - `GuardRegions` (GPU): every tensor the implementation receives or allocates sits inside a larger buffer, with
@@ -22,6 +24,25 @@ import sys
 import threading
 from dataclasses import dataclass, field
 from typing import Any
+
+
+_BASE = "kernel_lsp_base"  # TensorHandle.attr key: the (lo, hi, label) launch tensor a block of pointers derives from
+# Interpreter builder methods whose pointer results derive from their pointer operands.
+_POINTER_OPS = ("create_addptr", "create_splat", "create_unsplat", "create_broadcast", "create_expand_dims",
+                "create_reshape", "create_trans", "create_cat", "create_join", "create_split", "create_bitcast",
+                "create_select")
+
+
+def _extent(t) -> tuple[int, int]:
+    """The bytes [lo, hi) a tensor's elements span (its strides included)."""
+    lo = t.data_ptr()
+    span = 1 + sum((n - 1) * st for n, st in zip(t.shape, t.stride()) if n > 0) if t.numel() else 0
+    return lo, lo + span * t.element_size()
+
+
+def _is_pointer(h) -> bool:
+    dtype = getattr(h, "dtype", None)
+    return dtype is not None and getattr(dtype, "is_ptr", lambda: False)() and hasattr(h, "data")
 
 
 @dataclass
@@ -55,11 +76,7 @@ class MemoryGuard:
     def set_launch(self, launch, tensors: list) -> None:
         """The launch this thread is about to run (the interpreter runs a grid in the launching thread; launches
         handed to other threads run beside it, each against its own tensors)."""
-        ranges = []
-        for i, t in enumerate(tensors):
-            lo = t.data_ptr()
-            span = 1 + sum((s - 1) * st for s, st in zip(t.shape, t.stride()) if s > 0) if t.numel() else 0
-            ranges.append((lo, lo + span * t.element_size(), f"tensor argument {i} {tuple(t.shape)}"))
+        ranges = [(*_extent(t), f"tensor argument {i} {tuple(t.shape)}") for i, t in enumerate(tensors)]
         self.kernel, self.ranges = launch.spec.name, ranges
         self._threads[threading.get_ident()] = (launch.spec.name, ranges)
 
@@ -98,12 +115,86 @@ class MemoryGuard:
 
             setattr(builder, name, guarded)
 
+        def carry(name):
+            """Pointer results of `name` derive from the same tensor as its pointer operands (when they agree)."""
+            original = getattr(builder, name)
+            guard._saved.append((builder, name, original))
+
+            def carried(*args, **kwargs):
+                out = original(*args, **kwargs)
+                base = guard._base_of(args)
+                cond = getattr(args[0], "data", None) if name == "create_select" and len(args) == 3 else None
+                if base is None and cond is not None and cond.size and (cond.all() or not cond.any()):
+                    base = guard._base_of([args[1] if cond.reshape(-1)[0] else args[2]])  # every lane picks one
+                if base is not None:
+                    for h in out if isinstance(out, tuple) else (out,):
+                        if getattr(h, "attr", None) is not None and _is_pointer(h):
+                            h.attr[_BASE] = base
+                return out
+
+            setattr(builder, name, carried)
+
+        for name in _POINTER_OPS:
+            if hasattr(builder, name):
+                carry(name)
+        convert = getattr(interp, "_implicit_cvt", None)
+        if convert is not None:
+            guard._saved.append((interp, "_implicit_cvt", convert))
+
+            def converted(arg):
+                """A tensor argument's pointer derives from that tensor, not from whatever else starts at its address
+                (a view and its parent passed together)."""
+                out = convert(arg)
+                h = getattr(out, "handle", None)
+                if hasattr(arg, "data_ptr") and hasattr(arg, "stride") and _is_pointer(h):
+                    extent = _extent(arg)
+                    r = next((r for r in guard._launch()[1] if r[:2] == extent), None)
+                    if r is not None:
+                        h.attr[_BASE] = r
+                return out
+
+            interp._implicit_cvt = converted
+        described = getattr(interp, "TensorDescHandle", None)
+        if described is not None and hasattr(described, "materialize_pointers"):
+            materialize = described.materialize_pointers
+            guard._saved.append((described, "materialize_pointers", materialize))
+
+            def materialized(desc, *args, **kwargs):
+                """A TMA descriptor's tile of pointers derives from the tensor the descriptor describes."""
+                ptrs, mask = materialize(desc, *args, **kwargs)
+                base = guard._base_of([desc.base])
+                if base is not None and getattr(ptrs, "attr", None) is not None:
+                    ptrs.attr[_BASE] = base
+                return ptrs, mask
+
+            described.materialize_pointers = materialized
         wrap("create_masked_load", "load", 0, 1)
         wrap("create_masked_store", "store", 0, 2)
         if hasattr(builder, "create_atomic_rmw"):
             wrap("create_atomic_rmw", "atomic", 1, 3)
         self.available = True
         return True
+
+    def _base_of(self, args) -> tuple | None:
+        """The launch tensor the pointer operands among `args` derive from: their traced base, or for a scalar pointer
+        not yet traced (a kernel argument, a pointer loaded from memory) the tensor its address starts or lies in.
+        None when there is no pointer operand, or two derive from different tensors."""
+        found = None
+        for h in args:
+            if not _is_pointer(h):
+                continue
+            base = h.attr.get(_BASE) if getattr(h, "attr", None) is not None else None
+            if base is None and getattr(h.data, "size", 0) == 1:
+                addr = int(h.data.reshape(-1)[0])
+                holding = [r for r in self._launch()[1] if r[0] <= addr < r[1]]
+                starting = [r for r in holding if r[0] == addr]
+                base = max(starting or holding, key=lambda r: r[1] - r[0]) if holding else None
+                if starting and any(r[1] == addr for r in self._launch()[1]):
+                    base = None  # also one past the end of another tensor: which one it derives from is unknown
+            if base is None or (found is not None and base != found):
+                return None
+            found = base
+        return found
 
     def _line(self) -> int | None:
         frame = sys._getframe(2)
@@ -127,13 +218,22 @@ class MemoryGuard:
         if not active.any():
             return None
         a = addrs.astype(np.uint64)
-        # A block of pointers derives from one base tensor. Its first active lane (the tile's origin) is
-        # taken to lie in it; failing that, the tensor holding most active lanes. Lanes outside the base are
-        # out of bounds even when they land in another tensor that happens to sit next to it in memory.
+        # A block of pointers derives from one base tensor: the one traced through the pointer arithmetic, else
+        # the tensor its first active lane (the tile's origin) lies in, failing that the one holding most active
+        # lanes. Lanes outside the base are out of bounds even when they land in another tensor of the launch that
+        # happens to sit next to it in memory (with a traced base, even a tile that lies wholly inside that other
+        # tensor, so the allocator's placement does not decide what is found).
         spans = [((a >= np.uint64(lo)) & (a + np.uint64(elt) <= np.uint64(hi)), (lo, hi, label))
                  for lo, hi, label in ranges]
-        first = int(np.flatnonzero(active.reshape(-1))[0])
-        base = next((sp for sp in spans if sp[0].reshape(-1)[first]), None)
+        traced = ptrs.attr.get(_BASE) if getattr(ptrs, "attr", None) is not None else None
+        base = next((sp for sp in spans if sp[1] == traced), None) if traced is not None else None
+        known = base is not None
+        if known:  # tensors of the launch that overlap it share its storage (a view and its parent): one extent
+            shared = [sp[0] for sp in spans if sp[1][0] < traced[1] and traced[0] < sp[1][1]]
+            base = (np.logical_or.reduce(shared), traced)
+        if base is None:
+            first = int(np.flatnonzero(active.reshape(-1))[0])
+            base = next((sp for sp in spans if sp[0].reshape(-1)[first]), None)
         if base is None:
             base = max(spans, key=lambda sp: int((sp[0] & active).sum()))
         inside, base_range = base
@@ -142,7 +242,7 @@ class MemoryGuard:
             return None
         line = self._line()
         example = int(a[bad].reshape(-1)[0])
-        detail = self._describe(example, elt, base_range if bool((inside & active).any()) else None, ranges)
+        detail = self._describe(example, elt, base_range if known or bool((inside & active).any()) else None, ranges)
         key = (line, kind)
         ev = self.events.get(key)
         if ev is None:

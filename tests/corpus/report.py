@@ -49,12 +49,6 @@ def may_add(text: str) -> set[str]:
     return set(m.group(1).split()) if m else set()
 
 
-def allocator_dependent(text: str) -> bool:
-    """A case whose findings' details depend on where the allocator put its tensors (its `# allocator-dependent:`
-    line says why): two runs must agree on its codes, not on every detail."""
-    return re.search(r"^# allocator-dependent: ", text, re.M) is not None
-
-
 def matches(text: str, got: set[str]) -> bool:
     """`got` is what the case expects: one of its alternatives, plus codes its `# may-add:` line allows."""
     extra = may_add(text)
