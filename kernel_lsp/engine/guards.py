@@ -65,6 +65,7 @@ class MemoryGuard:
     available: bool = False
     _saved: list[tuple[Any, str, Any]] = field(default_factory=list)  # (builder, method, original)
     _threads: dict[int, tuple[str, list]] = field(default_factory=dict)  # thread -> (kernel, ranges) it launched
+    _live: dict[int, list] = field(default_factory=dict)  # thread -> live tensors' storages, found once per launch
 
     def uninstall(self) -> None:
         """Put the interpreter's memory methods back (a long-lived worker runs many jobs)."""
@@ -79,6 +80,7 @@ class MemoryGuard:
         ranges = [(*_extent(t), f"tensor argument {i} {tuple(t.shape)}") for i, t in enumerate(tensors)]
         self.kernel, self.ranges = launch.spec.name, ranges
         self._threads[threading.get_ident()] = (launch.spec.name, ranges)
+        self._live.pop(threading.get_ident(), None)
 
     def _launch(self) -> tuple[str, list]:
         return self._threads.get(threading.get_ident(), (self.kernel, self.ranges))
@@ -196,6 +198,28 @@ class MemoryGuard:
             found = base
         return found
 
+    def _live_storage(self, addr: int) -> tuple | None:
+        """The storage of a live CPU tensor that holds `addr`, as (lo, hi, label): where a kernel follows a pointer it
+        read from memory (a grouped GEMM's table of its tensors' addresses) to a tensor not passed to the launch.
+        Plain tensors only: a subclass's methods are checked code."""
+        live = self._live.get(threading.get_ident())
+        if live is None:  # once per launch: the tensors do not change while its programs run
+            import gc
+            import torch
+            live = []
+            for obj in gc.get_objects():
+                if type(obj) not in (torch.Tensor, torch.nn.Parameter) or obj.device.type != "cpu":
+                    continue
+                try:
+                    storage = obj.untyped_storage()
+                    lo, size = storage.data_ptr(), storage.nbytes()
+                except Exception:  # a tensor without storage (a functional wrapper, a sparse one)
+                    continue
+                if size:
+                    live.append((lo, lo + size, f"a tensor not passed to the launch {tuple(obj.shape)}"))
+            self._live[threading.get_ident()] = live
+        return next((r for r in live if r[0] <= addr < r[1]), None)
+
     def _line(self) -> int | None:
         frame = sys._getframe(2)
         while frame is not None:
@@ -234,6 +258,11 @@ class MemoryGuard:
         if base is None:
             first = int(np.flatnonzero(active.reshape(-1))[0])
             base = next((sp for sp in spans if sp[0].reshape(-1)[first]), None)
+            if base is None:  # a pointer read from memory (a table of tensors' addresses): the live tensor it is in
+                held = self._live_storage(int(a.reshape(-1)[first]))
+                if held is not None:
+                    base = ((a >= np.uint64(held[0])) & (a + np.uint64(elt) <= np.uint64(held[1])), held)
+                    known = True
         if base is None:
             base = max(spans, key=lambda sp: int((sp[0] & active).sum()))
         inside, base_range = base

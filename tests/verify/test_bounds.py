@@ -149,6 +149,43 @@ END_POINTERS = '''
         return [torch.randn(1000), torch.randn(700)]
 '''
 
+# A table of the tensors' addresses, as in Triton's grouped GEMM tutorial: the tensors themselves are not arguments.
+POINTER_TABLE = '''
+    # kernel-lsp: entry=sums reference=ref inputs=make_inputs
+    import torch
+    import triton
+    import triton.language as tl
+
+
+    @triton.jit
+    def _sums_kernel(ptrs_ptr, sizes_ptr, out_ptr, BLOCK: tl.constexpr):
+        g = tl.program_id(0)
+        p = tl.load(ptrs_ptr + g).to(tl.pointer_type(tl.float32))
+        n = tl.load(sizes_ptr + g)
+        acc = tl.zeros((BLOCK,), dtype=tl.float32)
+        for start in range(0, n, BLOCK):
+            offs = start + tl.arange(0, BLOCK)
+            acc += tl.load(p + offs, mask=offs < n, other=0.0)
+        tl.store(out_ptr + g, tl.sum(acc))
+
+
+    def sums(a, b):
+        a, b = a.contiguous(), b.contiguous()
+        ptrs = torch.tensor([a.data_ptr(), b.data_ptr()], dtype=torch.int64, device=a.device)
+        sizes = torch.tensor([a.numel(), b.numel()], dtype=torch.int32, device=a.device)
+        out = torch.empty(2, device=a.device, dtype=a.dtype)
+        _sums_kernel[(2,)](ptrs, sizes, out, BLOCK=256)
+        return out
+
+
+    def ref(a, b):
+        return torch.stack([a.sum(), b.sum()])
+
+
+    def make_inputs():
+        return [torch.randn(1000), torch.randn(700)]
+'''
+
 
 def _findings(path) -> list:
     proc = run_cli("check", str(path), "--no-cache", "--format", "json")
@@ -167,11 +204,19 @@ def test_a_tile_wholly_inside_the_next_tensor_is_out_of_bounds(tmp_path):
     assert "769 elements past the end of tensor argument 2 (1024,)" in f["message"], f
 
 
-@pytest.mark.parametrize("name", ["SHARED", "VIEW_AND_PARENT", "END_POINTERS"])
+@pytest.mark.parametrize("name", ["SHARED", "VIEW_AND_PARENT", "END_POINTERS", "POINTER_TABLE"])
 def test_correct_kernels_over_shared_or_neighbouring_memory_are_no_false_alarm(tmp_path, name):
     # SHARED: a load whose pointer is chosen between two tensors (the trace is lost: judged by its first lane) and a
     # helper called for two tensors (each call traced to its own). VIEW_AND_PARENT: a tensor and a view of it are one
     # extent. END_POINTERS: a select whose condition is one value keeps the trace of the operand it picks, and an
-    # address one past a tensor's end (the next one's start) is not taken for that next tensor.
+    # address one past a tensor's end (the next one's start) is not taken for that next tensor. POINTER_TABLE: a pointer
+    # read from memory is judged against the live tensor it points into (it was KL208 and KL200, every access).
     # (Found by an adversarial review of the traced guard: the last two were false alarms of its first form.)
     assert _findings(write(tmp_path / "case.py", globals()[name])) == []
+
+
+def test_a_pointer_read_from_memory_is_judged_against_the_tensor_it_points_into(tmp_path):
+    # The table's kernel reading one element past each tensor (<= for <): out of bounds of a tensor no argument names.
+    bug = POINTER_TABLE.replace("mask=offs < n, other=0.0", "mask=offs <= n, other=0.0")
+    found = [f for f in _findings(write(tmp_path / "table.py", bug)) if f["code"] == "KL208"]
+    assert found and "the first element past the end of a tensor not passed to the launch" in found[0]["message"], found
