@@ -45,6 +45,14 @@ def _is_pointer(h) -> bool:
     return dtype is not None and getattr(dtype, "is_ptr", lambda: False)() and hasattr(h, "data")
 
 
+def _tag(handles, base: tuple | None) -> None:
+    """Mark the pointer handles among `handles` as derived from the launch tensor `base` (nothing when None)."""
+    if base is not None:
+        for h in handles:
+            if getattr(h, "attr", None) is not None and _is_pointer(h):
+                h.attr[_BASE] = base
+
+
 @dataclass
 class OutOfBounds:
     line: int | None  # 0-based line in the user's file
@@ -128,10 +136,7 @@ class MemoryGuard:
                 cond = getattr(args[0], "data", None) if name == "create_select" and len(args) == 3 else None
                 if base is None and cond is not None and cond.size and (cond.all() or not cond.any()):
                     base = guard._base_of([args[1] if cond.reshape(-1)[0] else args[2]])  # every lane picks one
-                if base is not None:
-                    for h in out if isinstance(out, tuple) else (out,):
-                        if getattr(h, "attr", None) is not None and _is_pointer(h):
-                            h.attr[_BASE] = base
+                _tag(out if isinstance(out, tuple) else (out,), base)
                 return out
 
             setattr(builder, name, carried)
@@ -150,9 +155,7 @@ class MemoryGuard:
                 h = getattr(out, "handle", None)
                 if hasattr(arg, "data_ptr") and hasattr(arg, "stride") and _is_pointer(h):
                     extent = _extent(arg)
-                    r = next((r for r in guard._launch()[1] if r[:2] == extent), None)
-                    if r is not None:
-                        h.attr[_BASE] = r
+                    _tag([h], next((r for r in guard._launch()[1] if r[:2] == extent), None))
                 return out
 
             interp._implicit_cvt = converted
@@ -164,9 +167,7 @@ class MemoryGuard:
             def materialized(desc, *args, **kwargs):
                 """A TMA descriptor's tile of pointers derives from the tensor the descriptor describes."""
                 ptrs, mask = materialize(desc, *args, **kwargs)
-                base = guard._base_of([desc.base])
-                if base is not None and getattr(ptrs, "attr", None) is not None:
-                    ptrs.attr[_BASE] = base
+                _tag([ptrs], guard._base_of([desc.base]))
                 return ptrs, mask
 
             described.materialize_pointers = materialized
@@ -181,17 +182,17 @@ class MemoryGuard:
         """The launch tensor the pointer operands among `args` derive from: their traced base, or for a scalar pointer
         not yet traced (a kernel argument, a pointer loaded from memory) the tensor its address starts or lies in.
         None when there is no pointer operand, or two derive from different tensors."""
-        found = None
+        found, ranges = None, self._launch()[1]
         for h in args:
             if not _is_pointer(h):
                 continue
             base = h.attr.get(_BASE) if getattr(h, "attr", None) is not None else None
             if base is None and getattr(h.data, "size", 0) == 1:
                 addr = int(h.data.reshape(-1)[0])
-                holding = [r for r in self._launch()[1] if r[0] <= addr < r[1]]
+                holding = [r for r in ranges if r[0] <= addr < r[1]]
                 starting = [r for r in holding if r[0] == addr]
                 base = max(starting or holding, key=lambda r: r[1] - r[0]) if holding else None
-                if starting and any(r[1] == addr for r in self._launch()[1]):
+                if starting and any(r[1] == addr for r in ranges):
                     base = None  # also one past the end of another tensor: which one it derives from is unknown
             if base is None or (found is not None and base != found):
                 return None
@@ -247,8 +248,10 @@ class MemoryGuard:
         # lanes. Lanes outside the base are out of bounds even when they land in another tensor of the launch that
         # happens to sit next to it in memory (with a traced base, even a tile that lies wholly inside that other
         # tensor, so the allocator's placement does not decide what is found).
-        spans = [((a >= np.uint64(lo)) & (a + np.uint64(elt) <= np.uint64(hi)), (lo, hi, label))
-                 for lo, hi, label in ranges]
+        def within(lo, hi):  # the lanes whose element lies inside [lo, hi)
+            return (a >= np.uint64(lo)) & (a + np.uint64(elt) <= np.uint64(hi))
+
+        spans = [(within(lo, hi), (lo, hi, label)) for lo, hi, label in ranges]
         traced = ptrs.attr.get(_BASE) if getattr(ptrs, "attr", None) is not None else None
         base = next((sp for sp in spans if sp[1] == traced), None) if traced is not None else None
         known = base is not None
@@ -261,7 +264,7 @@ class MemoryGuard:
             if base is None:  # a pointer read from memory (a table of tensors' addresses): the live tensor it is in
                 held = self._live_storage(int(a.reshape(-1)[first]))
                 if held is not None:
-                    base = ((a >= np.uint64(held[0])) & (a + np.uint64(elt) <= np.uint64(held[1])), held)
+                    base = (within(held[0], held[1]), held)
                     known = True
         if base is None:
             base = max(spans, key=lambda sp: int((sp[0] & active).sum()))
@@ -332,8 +335,8 @@ class GuardRegions:
         import torch
         if not isinstance(t, torch.Tensor) or t.numel() == 0 or t.device.type not in self.devices:
             return t
-        span = 1 + sum((n - 1) * abs(st) for n, st in zip(t.shape, t.stride()))
-        nbytes = span * t.element_size()
+        lo, hi = _extent(t)
+        nbytes = hi - lo
         buf = torch.full((2 * GUARD_BYTES + nbytes + (-nbytes) % 16,), GUARD_PATTERN, dtype=torch.uint8,
                          device=t.device)
         inner = buf[GUARD_BYTES: GUARD_BYTES + nbytes].view(t.dtype)
