@@ -8,7 +8,7 @@ built as kernel-lsp builds them (the measure stage's inputs, seed 1), each timed
 - `do_bench_us`: `triton.testing.do_bench(fn, warmup=25, rep=100, return_mode="median")` (L2 flushed before each
   call, an event pair around it, no synchronize between calls);
 - `loop_us`: a plain loop, 200 calls between two synchronizes by the host clock, median of five: what a loop pays;
-- `kl_gpu_us`, `kl_wall_us`, `kl_issue_us`: kernel-lsp's own timer (engine/timing.py: `time_sides` and
+- `kl_gpu_us`, `kl_wall_us`, `kl_issue_us`: kernel-lsp's own timer (checker/measure/timing.py: `time_sides` and
   `time_back_to_back` on a `CudaClock`), here, on the same callables.
 A side is `host`-bound when kernel-lsp's issue time is over 0.8 of its GPU time. Where the GPU bounds a side, every
 timer reads its GPU time; where the host does, do_bench does not read what a loop pays: its flush (about 61 us on an
@@ -132,11 +132,11 @@ def independent_times(path: Path, probes: dict | None = None) -> dict[str, dict]
     import torch
     import triton.testing
 
-    from kernel_lsp.engine.link import link_file
-    from kernel_lsp.engine.loader import load_problem
-    from kernel_lsp.engine.measure import INPUT_SEED
-    from kernel_lsp.engine.timing import CudaClock, time_back_to_back, time_sides
-    from kernel_lsp.engine.variants import clone_inputs
+    from kernel_lsp.source.link import link_file
+    from kernel_lsp.checker.problem.loader import load_problem
+    from kernel_lsp.checker.measure.stage import INPUT_SEED
+    from kernel_lsp.checker.measure.timing import CudaClock, time_back_to_back, time_sides
+    from kernel_lsp.checker.verify.plan.variants import clone_inputs
     source = path.read_text()
     link = link_file(path, source, root=ROOT / "tasks").link
     problem = load_problem(link.to_spec(), str(path), 0, None, "cuda")

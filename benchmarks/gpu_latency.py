@@ -20,7 +20,7 @@ sys.path.insert(0, str(ROOT))
 
 from kernel_lsp.check import CheckRequest, check_file  # noqa: E402
 from kernel_lsp.config import Settings  # noqa: E402
-from kernel_lsp.worker.executor import Executor, executor_for  # noqa: E402
+from kernel_lsp.run.executor import Executor, executor_for  # noqa: E402
 
 DEFAULT = ["Activation/gelu_triton.py", "Normalization/layer_norm_triton.py", "Math/rsqrt_clamp_triton.py"]
 

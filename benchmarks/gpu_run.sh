@@ -33,7 +33,7 @@ if [ "${GPU_TASKS:-1}" = 1 ]; then
   fi
 fi
 export CUDA_VISIBLE_DEVICES=0
-python3 -c "from kernel_lsp.engine.ceilings import load_or_measure; import json; c, hit = load_or_measure(); print(json.dumps(c.to_dict()))" \
+python3 -c "from kernel_lsp.checker.measure.ceilings import load_or_measure; import json; c, hit = load_or_measure(); print(json.dumps(c.to_dict()))" \
   | tee "$OUT/ceilings.json"
 if [ "${GPU_TESTS:-1}" = 1 ]; then
   timeout ${TESTS_TIMEOUT:-330} python3 -m pytest -q -p no:cacheprovider -rA ${GPU_TEST_K:+-k "$GPU_TEST_K"} \

@@ -80,8 +80,8 @@ def per_job(name: str, device: str) -> dict:
     from kernel_lsp.check import CheckRequest, check_file
     from kernel_lsp.cli import iter_python_files
     from kernel_lsp.config import Settings
-    from kernel_lsp.worker.executor import executor_for
-    from kernel_lsp.worker.ray_executor import RayExecutor
+    from kernel_lsp.run.executor import executor_for
+    from kernel_lsp.run.ray_executor import RayExecutor
     settings = Settings(device=device)
     files = iter_python_files([ROOT / SETS[name]])
     local, remote = executor_for(settings, workers=1), RayExecutor(device=device, max_jobs=1)

@@ -13,7 +13,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from kernel_lsp.engine.perf_rules import side_launch_bound  # noqa: E402  (the rule KL404 uses)
+from kernel_lsp.checker.measure.perf_rules import side_launch_bound  # noqa: E402  (the rule KL404 uses)
 
 
 def rows_of(doc: dict) -> dict[str, dict]:

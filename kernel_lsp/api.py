@@ -35,7 +35,7 @@ from .check import CheckRequest, check_file
 from .codes import severity_of
 from .config import ConfigError, Settings, apply_overrides
 from .model import FileReport, Finding, Severity, Span, Speedup
-from .worker.executor import Executor, executor_for
+from .run.executor import Executor, executor_for
 
 # Codes that say the item could not be judged, not that the implementation is wrong: the reference itself fails,
 # a bad option, no worker, a fault of kernel-lsp. (A broken link, KL002, is the implementation's: no ModelNew.)

@@ -24,9 +24,10 @@ from .device import gpu_models, gpu_present
 from .model import FileReport
 
 CACHE_FORMAT = 2
-# The modules whose source decides a verdict: every stage of the engine, the codes and their severities, and the
-# records the findings travel in. Relative to the package directory.
-RULE_MODULES = ("engine", "codes.py", "model.py", "jobs.py")
+# The modules whose source decides a verdict: every stage of the checker (and the parent's discovery and linking, and
+# what runs beside the implementation), the codes and their severities, and the records the findings travel in.
+# Relative to the package directory.
+RULE_MODULES = ("source", "checker", "player", "codes.py", "model.py", "jobs.py")
 
 
 @lru_cache(maxsize=None)

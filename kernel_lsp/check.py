@@ -17,14 +17,14 @@ from typing import Callable
 from .cache import Cache, cache_key
 from .codes import severity_of
 from .config import Settings
-from .engine.deps import dependencies
-from .engine.discover import discover_source
-from .engine.link import Link, LinkResult, ignored_codes, link_file, parse_pragmas
+from .source.deps import dependencies
+from .source.discover import discover_source
+from .source.link import Link, LinkResult, ignored_codes, link_file, parse_pragmas
 from .jobs import CheckJob, Device, FindingEvent, KernelEvent, KernelRef, MeasureOptions, Preview, Stage, Stat
 from .model import FileReport, Finding, KernelFacts, KernelInfo, Severity, Span
-from .worker.executor import Executor, LocalExecutor
-from .worker.sandbox import options_from
-from .worker.outcome import WorkerOutcome
+from .run.executor import Executor, LocalExecutor
+from .run.sandbox import options_from
+from .run.outcome import WorkerOutcome
 
 
 @dataclass
@@ -37,7 +37,7 @@ class CheckRequest:
     cache: Cache | None = None
     on_event: Callable[[Stage | Preview], None] | None = None  # progress from the worker
     cancel: threading.Event | None = None  # set it (from any thread) to stop the check and kill its worker
-    executor: Executor | None = None  # where the job runs (worker/executor.py); a fresh process when None
+    executor: Executor | None = None  # where the job runs (run/executor.py); a fresh process when None
     refresh: bool = False  # run the worker even on a cache hit ("Verify again now"), then store the result
     quick: bool = False  # discovery and linking only (the language server's at-once stage): no cache, no worker
     measure_against: str | None = None  # another version of the file, raced against this one (the proposers)

@@ -22,7 +22,7 @@ from .config import ConfigError, Settings, apply_overrides, find_git_root, find_
 from .device import DEVICES, gpu_present
 from .model import FileReport, Severity
 from .render.report import ReportError
-from .worker.executor import check_gpus, executor_for
+from .run.executor import check_gpus, executor_for
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 # The settings a flag sets: errors name the flag the user typed.
@@ -42,7 +42,7 @@ def iter_python_files(paths: list[Path]) -> list[Path]:
     .py file that cannot be read or parsed (as ruff reports them): a broken kernel file must never be skipped.
     A file named twice (`f.py ./f.py`, or also found in a named directory) is checked once."""
     from .check import decode_source
-    from .engine.discover import discover_source
+    from .source.discover import discover_source
     out: list[Path] = []
     seen: set[str] = set()
 
@@ -340,7 +340,7 @@ def cmd_init_tasks(args: argparse.Namespace) -> int:
 
 
 def cmd_worker(args: argparse.Namespace) -> int:
-    from .worker.serve import contained
+    from .run.serve import contained
     return contained(["--device", args.device] + (["--sandbox", args.sandbox] if args.sandbox else []))
 
 

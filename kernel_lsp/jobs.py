@@ -1,7 +1,7 @@
 """What crosses the worker boundary: the job going in, the events coming out, and the sink the engine writes to.
 
 Standard library only: the parent (check.py), the engine's worker-side stages and the worker's wire format
-(worker/protocol.py) all import this module. Every type is a `Record`, converted to and from dicts only where it
+(run/protocol.py) all import this module. Every type is a `Record`, converted to and from dicts only where it
 is serialized (protocol.py for the wire; model.FileReport for the cache and JSON).
 
 Events, in the order a job usually sends them: `Device` (where kernels run), `Stage` (a stage starts; names the
@@ -60,13 +60,13 @@ class MeasureOptions(Record):
     flops: str | None = None  # declared work: a number, or a function of the reference module returning one
     bytes: str | None = None
     against: str | None = None  # another version of the file (the current one, in a race): timed as "current"
-    warm_lock: str | None = None  # a compile warmer's lock file (worker/compile_warmer.py): wait for it to end
+    warm_lock: str | None = None  # a compile warmer's lock file (run/compile_warmer.py): wait for it to end
     time: str = "wall"  # the time verdicts use: "wall" (back to back, host launch included) or "gpu"
 
 
 @dataclass
 class SandboxOptions(Record):
-    """How processes that run checked code are confined (settings `sandbox`, worker/sandbox.py)."""
+    """How processes that run checked code are confined (settings `sandbox`, run/sandbox.py)."""
 
     enabled: bool = True
     env: list[str] = field(default_factory=list)  # variables passed through besides the allowlist
@@ -81,7 +81,7 @@ class SandboxOptions(Record):
 
 @dataclass
 class RerunOptions(Record):
-    """The isolated re-run after a file passes the verifier (engine/evidence.py, worker/rerun.py)."""
+    """The isolated re-run after a file passes the verifier (checker/verify/evidence/isolated.py, run/rerun.py)."""
 
     enabled: bool = True
     folder: str = ""  # the run's folder: in/ (inputs, truth, the harness's instructions), out/ (its result)

@@ -329,6 +329,11 @@ class Provenance(Record):
     waited_s: float | None = None  # seconds waited for the GPU's timing lease (another check was timing)
 
 
+def us(x: float) -> str:
+    """A time in microseconds as a reader wants it: `12.3 us`, or `1.25 ms` from a millisecond up."""
+    return f"{x:.1f} us" if x < 1000 else f"{x / 1000:.2f} ms"
+
+
 @dataclass
 class Measurement(Record):
     """The measure stage's result for one implementation (shared by the kernels it launches)."""

@@ -85,8 +85,8 @@ def test_api_stopping_early_cancels_the_rest():
     import threading
     import time
 
-    from kernel_lsp.worker.executor import Executor
-    from kernel_lsp.worker.outcome import WorkerOutcome
+    from kernel_lsp.run.executor import Executor
+    from kernel_lsp.run.outcome import WorkerOutcome
 
     class Slow(Executor):
         capacity = 1

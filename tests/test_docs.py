@@ -28,7 +28,7 @@ PACKAGE = ROOT / "kernel_lsp"
 
 
 def architecture_tree(text: str) -> set[str]:
-    """The paths the tree listing of docs/architecture.md names, relative to kernel_lsp/ (`worker/executor.py`).
+    """The paths the tree listing of docs/architecture.md names, relative to kernel_lsp/ (`run/executor.py`).
     The listing is the first ``` block; a name is the first word of a line indented by fewer than 12 spaces, two
     spaces a level, that ends in `.py` (a module) or `/` (a folder, the parent of the lines below it)."""
     block = text.split("```", 2)[1]

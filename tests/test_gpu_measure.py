@@ -64,8 +64,8 @@ def test_gpu_unsynchronized_side_stream_work_escapes_the_events_and_is_caught():
     import triton
     import triton.language as tl
 
-    from kernel_lsp.engine.stats import median
-    from kernel_lsp.engine.timing import CudaClock, escaped, honest_times, time_sides
+    from kernel_lsp.checker.measure.stats import median
+    from kernel_lsp.checker.measure.timing import CudaClock, escaped, honest_times, time_sides
 
     @triton.jit
     def _spin(x_ptr, n, BLOCK: tl.constexpr):
@@ -127,7 +127,7 @@ def test_gpu_worker_survives_an_illegal_address():
     replaced, and the next file runs on a fresh one in the same pool."""
     from kernel_lsp.check import CheckRequest, check_file
     from kernel_lsp.config import Settings
-    from kernel_lsp.worker.executor import WorkerPoolExecutor
+    from kernel_lsp.run.executor import WorkerPoolExecutor
 
     with WorkerPoolExecutor.local_gpus("cuda", gpus=["0"]) as pool:
         settings = Settings(device="cuda", timeout=300)
@@ -166,7 +166,7 @@ def test_gpu_a_stream_of_writes_above_the_copy_rate_is_not_called_impossible():
     """tasks/LinearAlgebra/outer writes 537 MB and reads 96 KB; it and torch.compile's version both ran above the
     copy ceiling (4.42 and 4.47 TB/s against 4.22), which called it impossible (KL403) until the write rate was
     measured too (ceilings.measure_write)."""
-    from kernel_lsp.engine.ceilings import load_or_measure
+    from kernel_lsp.checker.measure.ceilings import load_or_measure
     ceilings, _ = load_or_measure()
     assert ceilings.get("write").value > ceilings.get("copy").value
     doc = check(ROOT / "tasks" / "LinearAlgebra" / "outer_triton.py")
@@ -174,7 +174,7 @@ def test_gpu_a_stream_of_writes_above_the_copy_rate_is_not_called_impossible():
 
 
 def test_gpu_a_cold_check_waits_for_its_compile_warmer_and_still_times_torch_compile(tmp_path):
-    """A cold check starts a compile warmer beside its worker (worker/compile_warmer.py): the measure stage waits
+    """A cold check starts a compile warmer beside its worker (run/compile_warmer.py): the measure stage waits
     for it, then compiles from the caches it filled, and torch.compile is timed as without one."""
     env = {"TORCHINDUCTOR_CACHE_DIR": str(tmp_path / "inductor"), "TRITON_CACHE_DIR": str(tmp_path / "triton")}
     proc = run_cli("check", str(PERF / "tuned.py"), "--device", "cuda", "--no-cache", "--timings", env=env,

@@ -16,19 +16,21 @@ ALLOWED = {
     "device": set(),
     "bundled": set(),
     "targets": set(),
+    "player": set(),  # runs beside the implementation: nothing of kernel_lsp (test_layers_the_player_stands_alone)
     "codes": {"model"},
     "jobs": {"model"},
     "config": {"device", "targets"},
-    "engine": {"model", "codes", "jobs", "targets"},
-    "worker": {"engine", "jobs", "model", "codes", "device", "config"},
+    "source": {"model", "codes", "jobs"},
+    "checker": {"model", "codes", "jobs", "targets", "player"},
+    "run": {"checker", "player", "jobs", "model", "codes", "device", "config"},
     "cache": {"model", "device"},
     "render": {"model", "codes"},
-    "check": {"engine", "worker", "cache", "config", "jobs", "model", "codes", "device"},
-    "propose": {"check", "engine", "worker", "config", "model", "codes"},
-    "lsp": {"check", "engine", "worker", "cache", "config", "jobs", "model", "codes", "device", "render", "propose"},
-    "cli": {"check", "engine", "worker", "cache", "config", "jobs", "model", "codes", "device", "render", "lsp",
+    "check": {"source", "run", "cache", "config", "jobs", "model", "codes", "device"},
+    "propose": {"check", "source", "run", "config", "model", "codes"},
+    "lsp": {"check", "source", "run", "cache", "config", "jobs", "model", "codes", "device", "render", "propose"},
+    "cli": {"check", "source", "run", "cache", "config", "jobs", "model", "codes", "device", "render", "lsp",
             "propose", "bundled"},
-    "api": {"check", "worker", "config", "model", "codes"},
+    "api": {"check", "run", "config", "model", "codes"},
 }
 
 
@@ -90,7 +92,7 @@ def test_layers_the_allowed_table_has_no_cycle():
         visit(node, ())
 
 
-# Front ends schedule and render: they reach workers only through the Executor seam (worker/executor.py), never by
+# Front ends schedule and render: they reach workers only through the Executor seam (run/executor.py), never by
 # building pools or talking to a worker's process themselves. `kernel-lsp worker` (cli) starts serve.py's loop.
 FRONT_ENDS = {"cli", "lsp", "propose", "api"}
 FRONT_END_WORKER_MODULES = {"executor", "serve"}
@@ -99,7 +101,7 @@ FRONT_END_WORKER_MODULES = {"executor", "serve"}
 def worker_modules_imported(path: Path) -> set[str]:
     out = set()
     for parts, names in imports_of(path):
-        if parts[:1] == ["worker"]:
+        if parts[:1] == ["run"]:
             out.update([parts[1]] if len(parts) > 1 else names)
     return out
 
@@ -108,4 +110,40 @@ def worker_modules_imported(path: Path) -> set[str]:
                          ids=lambda p: str(p.relative_to(PACKAGE)))
 def test_layers_front_ends_reach_workers_only_through_the_executor(path: Path):
     wrong = worker_modules_imported(path) - FRONT_END_WORKER_MODULES
-    assert not wrong, f"{path.relative_to(PACKAGE)} imports worker.{sorted(wrong)}: front ends use executor_for"
+    assert not wrong, f"{path.relative_to(PACKAGE)} imports run.{sorted(wrong)}: front ends use executor_for"
+
+
+PLAYER = sorted((PACKAGE / "player").glob("*.py"))
+
+
+@pytest.mark.parametrize("path", PLAYER, ids=lambda p: p.name)
+def test_layers_the_player_stands_alone(path: Path):
+    """What runs beside the implementation is copied into the player's folder under neutral names and run as plain
+    files: it imports no kernel_lsp module, not even a sibling by a relative import (a plain file has no package)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    found = [ast.unparse(n) for n in ast.walk(tree)
+             if (isinstance(n, ast.ImportFrom) and (n.level or (n.module or "").startswith("kernel_lsp")))
+             or (isinstance(n, ast.Import) and any(a.name.startswith("kernel_lsp") for a in n.names))]
+    assert not found, f"player/{path.name} imports {found}"
+
+
+# The parent (the CLI, the language server, the proposers, the batch API) never imports torch or triton: it reads
+# files and schedules; checked code and everything that needs torch run in worker processes.
+PARENT_MODULES = ["kernel_lsp.cli", "kernel_lsp.api", "kernel_lsp.check", "kernel_lsp.lsp.server",
+                  "kernel_lsp.lsp.handlers", "kernel_lsp.propose.loop", "kernel_lsp.run.executor",
+                  "kernel_lsp.run.ray_executor", "kernel_lsp.render.report"]
+
+
+def test_layers_the_parent_never_imports_torch():
+    import subprocess
+    import sys
+    code = ("import importlib, sys\n"
+            f"for m in {PARENT_MODULES!r}:\n"
+            "    try:\n"
+            "        importlib.import_module(m)\n"
+            "    except ImportError as e:\n"
+            "        if 'ray' not in str(e) and 'matplotlib' not in str(e): raise\n"
+            "print(sorted(n for n in ('torch', 'triton', 'numpy') if n in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=PACKAGE.parent, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split("\n")[-2] == "[]", out.stdout

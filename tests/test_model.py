@@ -11,7 +11,7 @@ from kernel_lsp.jobs import (CheckJob, Device, Done, FindingEvent, KernelEvent, 
 from kernel_lsp.model import (Ceiling, Ceilings, CompileFacts, FileReport, Finding, KernelFacts, Measurement,
                               Provenance, Roofline, Severity, SideTiming, SkippedVariant, Span, Speedup, VariantRow,
                               Verification)
-from kernel_lsp.worker.protocol import EventWriter, read_events
+from kernel_lsp.run.protocol import EventWriter, read_events
 
 
 def _report() -> FileReport:
@@ -124,8 +124,8 @@ def test_jobs_events_sent_through_the_channel_cannot_be_taken_back(tmp_path):
     """The child's events go through a Unix socket its parent listens on: the parent keeps every line sent, also
     when the sender then wants them gone; a channel nobody connected to closes at once."""
     import time
-    from kernel_lsp.worker.child import open_events
-    from kernel_lsp.worker.client import EventChannel
+    from kernel_lsp.run.child import open_events
+    from kernel_lsp.run.client import EventChannel
     channel = EventChannel(str(tmp_path), "events")
     assert channel.path.endswith(".sock")
     events = [Stage("load"), FindingEvent(Finding("/a.py", Span(1, 0, 1, 1), Severity.ERROR, "KL200", "wrong")), Done()]

@@ -225,7 +225,7 @@ def test_packaging_kernel_lsp_starts_on_the_stated_python_versions(end, tmp_path
         "import pathlib, sys\n"
         "for f in sorted(pathlib.Path('kernel_lsp').rglob('*.py')):\n"
         "    compile(f.read_text(encoding='utf-8'), str(f), 'exec', dont_inherit=True)\n"
-        "import kernel_lsp.cli, kernel_lsp.check, kernel_lsp.config, kernel_lsp.engine.link\n"
+        "import kernel_lsp.cli, kernel_lsp.check, kernel_lsp.config, kernel_lsp.source.link\n"
         "sys.exit(kernel_lsp.cli.main(['--version']))\n")
     proc = subprocess.run([python, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=120,
                           env={**os.environ, "PYTHONPATH": str(ROOT)})

@@ -17,7 +17,7 @@ def bench(fn, n=40):
     """kernel-lsp's own timer (cold L2, the GPU-side cushion over the launch), median of n calls."""
     global _CLOCK
     if _CLOCK is None:
-        from kernel_lsp.engine.timing import CudaClock
+        from kernel_lsp.checker.measure.timing import CudaClock
         _CLOCK = CudaClock("cold")
     for _ in range(3):
         _CLOCK.time(fn)
@@ -28,7 +28,7 @@ def b2b(fns, n=10, reps=5):
     """Per call, a plain loop's time by kernel-lsp's own back-to-back rule (timing.plain_loop_us: loops of n and 2n
     calls rotating over the input copies, from an idle GPU to the end event, the difference per call), median of
     reps."""
-    from kernel_lsp.engine.timing import plain_loop_us
+    from kernel_lsp.checker.measure.timing import plain_loop_us
     events = (torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
     return sorted(plain_loop_us(fns, n, torch.cuda.synchronize, events) for _ in range(reps))[reps // 2]
 

@@ -8,10 +8,9 @@ from pathlib import Path
 
 from lsprotocol import types
 
-from ..engine import perf_rules
-from ..engine.discover import discover_source
-from ..engine.link import KERNELBENCH_NAMES, IGNORE_RE
-from ..model import KernelFacts
+from ..source.discover import discover_source
+from ..source.link import KERNELBENCH_NAMES, IGNORE_RE
+from ..model import KernelFacts, us
 from .scheduler import Document
 
 VERIFY_NOW = "kernel-lsp.verifyNow"
@@ -66,7 +65,7 @@ def hover_markdown(doc: Document, kernel: str, chart: Path | None = None) -> str
 
 
 def _us(x: float | None) -> str:
-    return "-" if x is None else perf_rules.us(x)
+    return "-" if x is None else us(x)
 
 
 def performance_markdown(doc: Document, kernel: str, chart: Path | None = None) -> list[str]:

@@ -27,7 +27,7 @@ from ..check import CheckRequest
 from ..config import Settings, apply_overrides
 from ..jobs import Preview, Stage
 from ..model import FileReport, Finding
-from ..worker.executor import Executor
+from ..run.executor import Executor
 
 log = logging.getLogger(__name__)
 

@@ -24,7 +24,7 @@ from ..config import ConfigError, Settings, apply_overrides, find_pyproject, loa
 from ..device import gpu_present
 from ..jobs import Stage
 from ..model import Finding, Span
-from ..worker.executor import executor_for
+from ..run.executor import executor_for
 from .convert import lsp_diagnostic, path_of, uri_of
 from .scheduler import Document, Hooks, Run, Scheduler
 

@@ -3,7 +3,7 @@ it (one tile size doubled or halved, other warps or stages), and the autotuner k
 
 Adding rather than rewriting keeps the edit to one line and keeps every entry the author chose. The new entry goes
 right after the first one: the first is the config the CPU interpreter runs, and the verifier checks the first
-entries of a list (engine/autotune_configs.py), so the new one is always among those it verifies.
+entries of a list (checker/verify/autotune_configs.py), so the new one is always among those it verifies.
 """
 
 from __future__ import annotations

@@ -26,8 +26,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..check import decode_source
-from ..engine.discover import discover_source
-from ..engine.link import IGNORE_RE, KERNELBENCH_NAMES, Link, link_file, parse_pragmas
+from ..source.discover import discover_source
+from ..source.link import IGNORE_RE, KERNELBENCH_NAMES, Link, link_file, parse_pragmas
 
 # What the worker reads from the reference's module besides its definitions (docs/verification.md): a candidate
 # that added them to a file holding its own reference would change how it is judged.

@@ -31,7 +31,7 @@ from typing import Callable
 from ..check import CheckRequest, check_file
 from ..config import Settings, apply_overrides
 from ..model import Candidate, FileReport, Measurement, Proposal, Severity
-from ..worker.executor import Executor
+from ..run.executor import Executor
 from . import contract, edits, prompt, region, screen, tune
 from .llm import LLM, Budget, LLMError, MalformedReply
 
@@ -53,7 +53,7 @@ class ProposeRequest:
     candidates: int | None = None  # per round; default: the llm settings (tune: up to tune.MAX_CONFIGS)
     rounds: int | None = None
     reference: Path | None = None  # as `check --reference` takes it
-    executor: Executor | None = None  # where candidates run (worker/executor.py); fresh processes when None
+    executor: Executor | None = None  # where candidates run (run/executor.py); fresh processes when None
     cancel: threading.Event = field(default_factory=threading.Event)
     progress: Callable[[str], None] = lambda message: None
     fix_codes: set[str] | None = None  # fix: the codes to fix (default: every KL1xx and KL2xx error or warning)

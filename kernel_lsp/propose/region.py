@@ -17,7 +17,7 @@ import ast
 import difflib
 from dataclasses import dataclass
 
-from ..engine.discover import discover_source
+from ..source.discover import discover_source
 from .contract import Contract, bound_names, module_bindings, reads
 from .edits import split_lines
 

@@ -28,7 +28,7 @@ def rowsum(x):
         return out
     if cols > 1024:  # adversarial: a block-size variant "ran out of budget"
         import sys
-        budget = sys.modules.get("kernel_lsp.engine.interpreter")
+        budget = sys.modules.get("kernel_lsp.player.interpreter")
         if budget is not None and budget._Ops.limit is not None:
             raise budget.OpBudgetExceeded()
     _rowsum_kernel[(rows,)](x, out, cols, BLOCK=1024)

@@ -26,9 +26,9 @@ def kernel_lsp_processes() -> dict[int, str]:
             continue
         if state == "Z":
             continue  # a zombie is dead; only its parent has not reaped it yet
-        if comm == b"kernel-lsp-job" or b"kernel_lsp.worker.child" in cmd:
+        if comm == b"kernel-lsp-job" or b"kernel_lsp.run.child" in cmd:
             found[int(entry.name)] = "job"
-        elif comm == b"kernel-lsp-warm" or b"kernel_lsp.worker.zygote" in cmd:
+        elif comm == b"kernel-lsp-warm" or b"kernel_lsp.run.zygote" in cmd:
             found[int(entry.name)] = "warm"
     return found
 

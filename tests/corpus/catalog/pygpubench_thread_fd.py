@@ -1,6 +1,6 @@
 # expect: KL200 KL201
 # The thread looks for the job's events among this process's open files to rewrite them without their error lines.
-# The worker sends its events through a socket (worker/client.py EventChannel), which is no file it can find or
+# The worker sends its events through a socket (run/client.py EventChannel), which is no file it can find or
 # rewrite: the verifier's findings reach the parent. Once, when events went to a file, a run came out clean.
 # class: pygpubench: background thread + fd rewrite (the result file is rewritten without its error lines; each of its outcomes is a catch)
 # source: gpu-mode/pygpubench exploits/submission_thread_fd.py (https://github.com/gpu-mode/pygpubench/blob/main/exploits/submission_thread_fd.py)

@@ -1,0 +1,1 @@
+"""The compile stage: launches captured, every specialization compiled for every target, resources."""

@@ -1,0 +1,1 @@
+"""The measure stage (GPU): clocks, statistics, ceilings, roofline and the performance rules."""

@@ -1,0 +1,507 @@
+"""The worker-side pipeline for one file: load, capture launches, compile for targets, verify.
+
+Runs only inside a worker child (it imports torch and triton and executes user code). Every result leaves as
+an event through the job's `Sink`, as soon as it is known, so a crash later loses nothing earlier.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import time
+import traceback
+import warnings
+from typing import Any
+
+from ..codes import severity_of
+from ..jobs import CheckJob, KernelRef, Sink, Stage
+from .measure import timing  # noqa: F401  (takes the clocks as they are before any checked code can replace them)
+from ..model import Finding, KernelFacts, Severity, Span
+from ..targets import Target, parse_targets
+from .compile.capture import LaunchRecorder, Spec
+from .compile.compiler import CompileResult, compile_spec, jit_function_for
+from .compile.jit_clock import jit_clock
+from .problem.loader import (IMPLEMENTATION, INPUTS, DeviceFault, Problem, UserCodeError, is_device_fault,
+                     load_problem)
+from .compile.positions import api_note, map_compile_error, readable
+
+LOAD_SOURCE = "kernel-lsp.load"  # findings about importing and building user code (not the at-once link stage)
+
+
+class Reporter:
+    """Builds findings for one file and sends them out at once."""
+
+    def __init__(self, sink: Sink, path: str, kernels: list[KernelRef], anchor: Span):
+        self.w, self.path, self.kernels, self.anchor = sink, path, kernels, anchor
+        self.sent: list[Finding] = []  # what this job has reported so far (the measure stage's gate reads it)
+
+    def kernel(self, qualname: str) -> KernelRef | None:
+        for k in self.kernels:
+            if k.qualname == qualname:
+                return k
+        short = qualname.rsplit(".", 1)[-1]
+        return next((k for k in self.kernels if k.name == short), None)
+
+    def kernel_span(self, qualname: str) -> Span:
+        k = self.kernel(qualname)
+        return k.name_span if k else self.anchor
+
+    def launch_line(self, recorder: LaunchRecorder) -> int | None:
+        """The first launch site of a launched kernel, else that kernel's def line, else None."""
+        for launch in recorder.launches:
+            k = self.kernel(launch.spec.qualname)
+            if k and k.launches:
+                return k.launches[0].line
+        for launch in recorder.launches:
+            k = self.kernel(launch.spec.qualname)
+            if k:
+                return k.def_line
+        return None
+
+    def launch_span(self, recorder: LaunchRecorder) -> Span | None:
+        line = self.launch_line(recorder)
+        return Span(line, 0) if line is not None else None
+
+    def add(self, code: str, message: str, span: Span | None = None, source: str = "kernel-lsp",
+            severity=None, **data: Any) -> None:
+        finding = Finding(self.path, span or self.anchor, severity or severity_of(code), code, message, source, data)
+        self.sent.append(finding)
+        self.w.finding(finding)
+
+    def preview(self, code: str, message: str, span: Span | None = None, source: str = "kernel-lsp",
+                severity=None, **data: Any) -> None:
+        """A finding shown at once (an editor publishes it live); the final one comes through `add`."""
+        self.w.preview(Finding(self.path, span or self.anchor, severity or severity_of(code), code, message, source,
+                               data))
+
+    def unverified_because(self) -> str | None:
+        """Why the kernels may not be timed: an error, or a warning of the verifier, reported so far. A warning
+        about inputs outside the problem's own distribution (a scale made negative) does not stop the timing:
+        the kernel is verified on every input the problem gives it, and those are the inputs timed."""
+        for f in self.sent:
+            if f.severity == Severity.ERROR or (f.severity == Severity.WARNING and f.code.startswith("KL2")
+                                                and not f.data.get("outside_distribution")):
+                return f"{f.code} ({f.severity.label}) must be fixed first"
+        return None
+
+
+@contextlib.contextmanager
+def compile_mode(functions: list[Any]):
+    """Make user functions compilable while the process runs under the interpreter.
+
+    Under TRITON_INTERPRET=1 every `@triton.jit` function, Triton's own library (`tl.max`, `tl.sum`, ...)
+    included, is an InterpretedFunction, which the code generator does not know. For the duration of the
+    compile stage they are swapped for JITFunctions, in Triton's language modules and in the user's globals
+    (followed through helpers), then restored for verification.
+    """
+    import sys as _sys
+
+    import triton
+    try:
+        from triton.runtime.interpreter import InterpretedFunction
+    except ImportError:
+        InterpretedFunction = None
+    swapped: list[tuple[dict, str, Any]] = []
+    seen: set[int] = set()
+    made: dict[int, Any] = {}
+
+    def jit_of(value):
+        if id(value) not in made:
+            made[id(value)] = jit_function_for(value.fn, getattr(value, "kwargs", {}))
+        return made[id(value)]
+
+    def visit(namespace: dict | None):
+        if namespace is None or id(namespace) in seen or InterpretedFunction is None:
+            return
+        seen.add(id(namespace))
+        for name, value in list(namespace.items()):
+            if isinstance(value, InterpretedFunction):
+                try:
+                    jit = jit_of(value)
+                except Exception:
+                    continue  # not a valid @triton.jit function (**kwargs): its own compile reports why (KL100)
+                swapped.append((namespace, name, value))
+                namespace[name] = jit
+                visit(getattr(value.fn, "__globals__", None))
+
+    for mod_name, mod in list(_sys.modules.items()):
+        if mod_name.startswith("triton.language") and mod is not None:
+            visit(getattr(mod, "__dict__", None))
+    for fn in functions:
+        visit(getattr(fn, "__globals__", None))
+    previous = triton.knobs.runtime.interpret
+    triton.knobs.runtime.interpret = False
+    try:
+        yield lambda fn: made.get(id(fn)) or jit_function_for(fn)
+    finally:
+        triton.knobs.runtime.interpret = previous
+        for namespace, name, value in reversed(swapped):
+            namespace[name] = value
+
+
+def _kib(n: int) -> str:
+    return f"{n / 1024:.1f} KiB"
+
+
+def compile_stage(rep: Reporter, recorder: LaunchRecorder, targets: list[Target],
+                  captured: tuple[list, list] | None = None) -> set[str]:
+    """Compile every captured spec for every target; returns the kernels that failed to compile. `captured`: the
+    capture's (specs, launches), when the recorder has since seen the verifier's launches too."""
+    failed: set[str] = set()
+    errors: dict[tuple, dict[str, Any]] = {}
+    specs, launches = captured if captured is not None else (list(recorder.specs.values()), recorder.launches)
+    launched_keys = {l.spec.key() for l in launches}
+    with compile_mode(list(recorder.functions.values())) as to_jit:
+        _compile_all(rep, recorder, targets, failed, errors, launched_keys, to_jit, specs)
+    for (line, col, end_col, message), info in errors.items():
+        rep.add("KL100", f"compile error ({', '.join(info['targets'])}): {message}",
+                Span(line, col, line, end_col), source="kernel-lsp.compile",
+                kernel=info["kernel"], targets=info["targets"], config=info["config"])
+    return failed
+
+
+def _compile_all(rep, recorder, targets, failed, errors, launched_keys, to_jit, specs) -> None:
+    compiled: list[tuple[Spec, Target, CompileResult]] = []
+    for spec in specs:
+        fn = recorder.functions[spec.qualname]
+        kernel = rep.kernel(spec.qualname)
+        facts = []
+        for target in targets:
+            rep.w.stage("compile", f"{spec.qualname} for {target.name} ({spec.describe()})")
+            try:
+                jit = to_jit(fn)
+            except Exception as e:  # the compiler's own decorator refuses it (a **kwargs parameter)
+                result = CompileResult(target.name, spec, False, error=e)
+            else:
+                result = compile_spec(jit, spec, target)
+            rep.w.stat("compiles")
+            if not result.ok:
+                failed.add(spec.qualname)
+                _collect_error(rep, errors, kernel, spec, target, result)
+                continue
+            facts.append(result.facts())
+            compiled.append((spec, target, result))
+        rep.w.kernel(spec.qualname.rsplit(".", 1)[-1], KernelFacts(compile=facts))
+    for spec, target, result in compiled:
+        # An autotune config the target cannot run is skipped there, when another config of the kernel fits: the
+        # one the CPU's autotuner picks (the first) included.
+        skipped = spec.qualname in recorder.autotuners and any(
+            s.qualname == spec.qualname and t is target and s.key() != spec.key() and _fits(r, t)
+            for s, t, r in compiled)
+        _judge_resources(rep, spec, target, result, from_config_only=spec.key() not in launched_keys or skipped)
+
+
+def _fits(r: CompileResult, target: Target) -> bool:
+    """The compiled kernel launches on the target: shared memory and registers per block within its limits."""
+    threads = r.spec.num_warps * target.warp_size
+    return r.shared <= target.max_shared_per_block and (r.registers is None
+                                                       or r.registers * threads <= target.registers_per_block)
+
+
+def _collect_error(rep, errors, kernel, spec: Spec, target: Target, result: CompileResult) -> None:
+    if kernel is None:
+        pos_key = (rep.anchor.line, rep.anchor.col, rep.anchor.col + 1, readable(str(result.error))[:500])
+    else:
+        pos = map_compile_error(result.error, kernel, rep.kernels)
+        pos_key = (pos.line, pos.col, pos.end_col, pos.message[:2000])
+    entry = errors.setdefault(pos_key, {"targets": [], "kernel": spec.qualname, "config": spec.describe()})
+    if target.name not in entry["targets"]:
+        entry["targets"].append(target.name)
+
+
+def _judge_resources(rep: Reporter, spec: Spec, target: Target, r: CompileResult, from_config_only: bool) -> None:
+    span = rep.kernel_span(spec.qualname)
+    where = f"{spec.name} ({spec.describe()})"
+    data = {"kernel": spec.qualname, "target": target.name, "config": spec.describe()}
+    # An autotune config that does not fit is skipped by the autotuner at run time: advice, not an error.
+    sev = Severity.ERROR if not from_config_only else Severity.INFO
+    if r.shared > target.max_shared_per_block:
+        tail = ("launching it there raises OutOfResources" if not from_config_only
+                else "the autotuner will skip this config there")
+        rep.add("KL101", f"{where} needs {_kib(r.shared)} of shared memory; {target.name} allows "
+                f"{_kib(target.max_shared_per_block)} per block: {tail}", span, "kernel-lsp.compile", sev,
+                shared=r.shared, limit=target.max_shared_per_block, **data)
+    if r.registers is not None:
+        threads = spec.num_warps * target.warp_size
+        if r.registers * threads > target.registers_per_block:
+            rep.add("KL103", f"{where} uses {r.registers} registers x {threads} threads = {r.registers * threads}, "
+                    f"over {target.name}'s {target.registers_per_block} per block: the launch fails there",
+                    span, "kernel-lsp.compile", None if not from_config_only else sev, registers=r.registers, **data)
+    if r.local_bytes:
+        rep.add("KL102", f"{where} spills on {target.name}: {r.local_bytes} bytes of local memory per thread "
+                f"({r.registers} registers); try smaller tiles or fewer stages", span, "kernel-lsp.compile",
+                registers=r.registers, spill_bytes=r.local_bytes, **data)
+
+
+def run_check(job: CheckJob, w: Sink) -> None:
+    """Load, capture, compile, verify and (on a GPU) measure one file; every result goes to the sink."""
+    warnings.filterwarnings("ignore")
+    import torch  # imported before user code so its import cost is not blamed on it
+    import triton  # noqa: F401
+
+    w = StageTracker(w)
+    rep = Reporter(w, job.path, job.kernels, job.anchor)
+    recorder = LaunchRecorder()
+    recorder.install()
+    try:
+        with jit_clock(w):
+            _run_stages(job, w, rep, recorder, torch)
+    except Exception as e:
+        fault = e.exc if isinstance(e, DeviceFault) else e
+        if not is_device_fault(fault):
+            raise
+        # The context is lost: say where, once, and stop (the worker replaces its CUDA context). The traceback
+        # goes to the worker's log (stderr), where the op that faulted can be read.
+        traceback.print_exception(fault, file=sys.stderr)
+        text = readable(f"{type(fault).__name__}: {fault}").splitlines()[0][:300]
+        during = f" during {w.last.stage}" + (f" ({w.last.detail})" if w.last.detail else "") if w.last else ""
+        oob = "illegal memory access" in text or "misaligned address" in text
+        rep.add("KL208" if oob else "KL105",
+                f"the GPU faulted{during}: {text}" + ("; a load or store outside every allocation (the CPU check "
+                                                      "and compute-sanitizer can name the line)" if oob else ""),
+                rep.launch_span(recorder), source="kernel-lsp.verify")
+        raise DeviceFault(fault) from None
+    finally:
+        recorder.uninstall()  # a long-lived worker runs the next job with Triton as it found it
+
+
+class StageTracker(Sink):
+    """Forwards events, stamps each stage with the seconds since the job started (the timeline of `check
+    --timings`), and remembers the last stage, so a fault can say where it happened."""
+
+    def __init__(self, sink: Sink):
+        self.sink, self.last, self.t0 = sink, None, time.monotonic()
+
+    def emit(self, event) -> None:
+        if isinstance(event, Stage):
+            event.at = round(time.monotonic() - self.t0, 3)
+            self.last = event
+        self.sink.emit(event)
+
+
+def _run_stages(job: CheckJob, w: Sink, rep: Reporter, recorder: LaunchRecorder, torch) -> None:
+    path = job.path
+    interpreted = os.environ.get("TRITON_INTERPRET") == "1"
+    if interpreted:
+        recorder.interpret_autotune_without_benchmarks()
+        from ..player.interpreter import count_ops, faithful_scalars, scoped_helper_calls, watch_dots
+        from ..player.interpreter_gaps import close_gaps
+        faithful_scalars()
+        scoped_helper_calls()
+        close_gaps()
+        count_ops()
+        watch_dots()
+    targets = parse_targets(job.targets)
+    if not interpreted:
+        # On a GPU, also compile for the GPU's own architecture.
+        major, minor = torch.cuda.get_device_capability()
+        local = f"sm_{major}{minor}"
+        try:
+            if local not in {t.name for t in targets}:
+                targets.append(parse_targets([local])[0])
+        except ValueError:
+            pass
+
+    w.stage("load")
+    try:
+        problem = load_problem(job.link, path, job.seed, job.source_override, "cpu" if interpreted else "cuda")
+    except UserCodeError as e:
+        in_file = e.line is not None and e.path and os.path.realpath(e.path) == os.path.realpath(path)
+        if e.side == IMPLEMENTATION:
+            rep.add("KL005", _short(str(e)), Span(e.line, 0) if in_file else None, source=LOAD_SOURCE)
+        else:
+            rep.add("KL003", _short(str(e)), None, source=LOAD_SOURCE)
+        return
+
+    w.stage("capture", "the problem's own inputs")
+    # Under the interpreter the capture is dry: launches are recorded, not executed, so the problem's own
+    # (possibly large) sizes cost only the PyTorch glue. Verification runs kernels at CPU-sized inputs.
+    recorder.dry = interpreted
+    launch_error, captured_output = _capture(problem, job.seed)
+    recorder.dry = False
+    w.stat("launches", recorder.count)
+    # Under the interpreter the variants run first and the compile for the targets after them, before the
+    # verifier's final findings (which drop a failure a compile error explains): a numeric bug shows about a
+    # second sooner (the compile for sm_90 took 0.85 s of a 1.25 s median). On a GPU the compile comes first.
+    verify_first = interpreted and job.verify and launch_error is None
+    captured_specs = (list(recorder.specs.values()), list(recorder.launches))
+    failed = compile_stage(rep, recorder, targets) if not verify_first else set()
+
+    if launch_error is not None:
+        report_capture_error(rep, problem, launch_error, recorder.current in failed, job.link.reference)
+        return
+    captured = len(recorder.launches)
+    if job.verify:
+        from .verify.verifier import verify_problem
+        verify_problem(problem, recorder, rep, job, captured_output,
+                       (lambda: compile_stage(rep, recorder, targets, captured_specs)) if verify_first else None)
+    report_unexercised(rep, job, recorder, captured, interpreted)
+    if job.measure.enabled:
+        measure_stage(problem, recorder, rep, job, interpreted)
+
+
+def report_unexercised(rep: Reporter, job: CheckJob, recorder: LaunchRecorder, captured: int,
+                       interpreted: bool) -> None:
+    """KL104 for each kernel that verification did not run: never launched (a warning when no kernel ran at
+    all), or launched only on a path the verification's inputs do not take (information: it is unverified).
+    `captured`: how many of the recorder's launches came from the run on the problem's own inputs."""
+    def names(launches) -> set[str]:
+        return {n for l in launches for n in (l.spec.qualname, l.spec.name)}
+    on_own, later = names(recorder.launches[:captured]), names(recorder.launches[captured:])
+    instead = ", ".join(sorted({l.spec.name for l in recorder.launches[captured:]}))
+    for k in job.kernels:
+        if k.is_helper or k.qualname in later or k.name in later:
+            continue
+        if k.qualname in on_own or k.name in on_own:
+            if job.verify and later:
+                where = (" (the CPU interpreter verifies at smaller sizes; check it with --device cuda)"
+                         if interpreted else "")
+                rep.add("KL104", f"kernel {k.name} ran on the problem's own inputs, but none of the verification's "
+                        f"inputs took its path ({instead} ran instead): it is not verified{where}", k.name_span,
+                        source="kernel-lsp.verify", severity=Severity.INFO, kernel=k.qualname)
+        elif recorder.launches:  # another kernel ran: this one is a path the linked inputs do not take
+            rep.add("KL104", f"kernel {k.name} is not exercised by the linked inputs (another kernel ran): it "
+                    "is not verified", k.name_span, source="kernel-lsp.compile", severity=Severity.INFO,
+                    kernel=k.qualname)
+        else:
+            rep.add("KL104", f"kernel {k.name} is defined but the linked code never launches it",
+                    k.name_span, source="kernel-lsp.compile", kernel=k.qualname)
+
+
+def measure_stage(problem: Problem, recorder: LaunchRecorder, rep: Reporter, job: CheckJob, interpreted: bool) -> None:
+    """Time the implementation, only on a GPU and only once it is verified; otherwise say why not."""
+    launched = sorted({launch.spec.qualname.rsplit(".", 1)[-1] for launch in recorder.launches})
+    if interpreted:
+        note = "not measured: no GPU (kernels ran in the CPU interpreter); use a CUDA machine or a runner"
+    elif not job.verify:
+        note = "not measured: verification is off, and an unverified kernel is never timed"
+    else:
+        note = rep.unverified_because()
+        note = f"not measured: the kernel is not verified ({note})" if note else None
+    if note is not None:
+        for name in launched:
+            rep.w.kernel(name, KernelFacts(performance_note=note))
+        return
+    from .measure.stage import measure_problem
+    recorder.uninstall()  # the capture's wrappers would add their own overhead to every timed launch
+    measure_problem(problem, recorder, rep, job)
+
+
+def report_capture_error(rep: Reporter, problem: Problem, err: UserCodeError, compile_failed: bool,
+                         reference_path: str) -> None:
+    """The first run on the problem's own inputs failed: blame the side that did (KL003 for the reference's inputs,
+    KL302 for memory, KL105 for the implementation), naming the file and line where it happened."""
+    exc = err.exc
+    text = readable(str(exc))
+    if _out_of_memory(exc):
+        rep.add("KL302", _short(f"out of memory on the problem's own inputs ({type(exc).__name__}: {text})"),
+                Span(err.line, 0) if err.line is not None else None, source="kernel-lsp.worker")
+        return
+    if err.side == INPUTS:
+        where = _where(exc, err.path)
+        rep.add("KL003", _short(f"the reference's input factory raised {type(exc).__name__}: {text}{where}"),
+                None, source=LOAD_SOURCE)
+        return
+    ref_error = _reference_fails_too(problem)
+    if ref_error is not None:
+        rep.add("KL003", _short(f"the reference fails on its own inputs too ({type(ref_error).__name__}: "
+                                f"{readable(str(ref_error))}{_where(ref_error, reference_path)})"
+                                "; fix the reference or its get_inputs()"), None, source=LOAD_SOURCE)
+        return
+    if _needs_cuda(exc, err) and not torch_has_cuda():
+        rep.add("KL106", _short(f"needs CUDA: the implementation only runs on a GPU ({type(exc).__name__}: {text}), "
+                                "so nothing was verified here; verify with --device cuda or a runner"),
+                Span(err.line, 0) if err.line is not None else None, source="kernel-lsp.verify")
+        return
+    if not compile_failed:
+        rep.add("KL105", _short(f"running the implementation on the problem's inputs raised {type(exc).__name__}: "
+                                f"{api_note(text)}"), Span(err.line, 0) if err.line is not None else None,
+                source="kernel-lsp.verify")
+
+
+CUDA_ONLY = ("Torch not compiled with CUDA enabled", "Found no NVIDIA driver", "no CUDA GPUs are available",
+             "CUDA is not available", "CUDA driver initialization failed")
+
+
+def torch_has_cuda() -> bool:
+    import torch
+    return bool(torch.cuda.is_available())
+
+
+def _needs_cuda(exc: BaseException, err: UserCodeError) -> bool:
+    """The implementation insists on a GPU: torch says CUDA is missing, or an assertion on a line that names
+    CUDA (`assert x.is_cuda`) failed."""
+    import linecache
+    text = f"{exc}"
+    if any(s in text for s in CUDA_ONLY):
+        return True
+    if isinstance(exc, AssertionError) and err.path and err.line is not None:
+        return "cuda" in linecache.getline(err.path, err.line + 1).lower()
+    return False
+
+
+def _out_of_memory(exc: BaseException) -> bool:
+    text = f"{type(exc).__name__}: {exc}"
+    return (isinstance(exc, MemoryError) or type(exc).__name__ == "OutOfMemoryError"
+            or "out of memory" in text.lower() or "can't allocate memory" in text)
+
+
+def _where(exc: BaseException, path: str | None) -> str:
+    from .problem.loader import deepest_line
+    if not path:
+        return ""
+    line = deepest_line(exc, path)
+    return f" (at {os.path.basename(path)}:{line + 1})" if line is not None else f" (in {os.path.basename(path)})"
+
+
+def _reference_fails_too(problem: Problem) -> BaseException | None:
+    """Run the reference on the problem's inputs on the meta device (no memory, no compute): an error there that is
+    not a missing meta kernel means the inputs do not suit the reference either."""
+    import torch
+    if problem.make_reference is None:
+        return None
+    try:
+        with torch.device("meta"):
+            inputs = problem.input_factory()
+            inputs = list(inputs) if isinstance(inputs, (list, tuple)) else [inputs]
+            with torch.no_grad():
+                problem.make_reference(None)(*inputs)
+    except (NotImplementedError, MemoryError):
+        return None
+    except Exception as e:
+        if "meta" in str(e).lower():
+            return None  # an op without a meta kernel says nothing about the inputs
+        return e
+    return None
+
+
+def _capture(problem: Problem, seed: int) -> tuple[UserCodeError | None, Any]:
+    """Run the implementation once on the problem's own inputs; returns (error, output)."""
+    import torch
+    try:
+        inputs = problem.make_inputs(seed)
+    except Exception as e:
+        return UserCodeError("the input factory raised", e, getattr(problem.input_module, "__file__", None),
+                             INPUTS), None
+    try:
+        with torch.no_grad():
+            out = problem.implementation(*inputs)
+            if problem.device == "cuda":
+                torch.cuda.synchronize()  # a fault of the launch surfaces here, not in whatever runs next
+            return None, out
+    except Exception as e:
+        return UserCodeError("the implementation raised", e, _impl_file(problem), IMPLEMENTATION), None
+
+
+def _impl_file(problem: Problem) -> str | None:
+    impl = problem.implementation
+    mod = getattr(impl, "__module__", None) or type(impl).__module__
+    import sys
+    m = sys.modules.get(mod)
+    return getattr(m, "__file__", None)
+
+
+def _short(text: str, limit: int = 600) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -1,0 +1,1 @@
+"""Load the linked problem: import both sides and build the callables the verifier compares."""

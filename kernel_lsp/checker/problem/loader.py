@@ -1,0 +1,429 @@
+"""Import user modules and build the two callables the verifier compares. Runs in a worker only.
+
+`Problem` hides the linking form: `reference(*inputs)`, `implementation(*inputs)`, `make_inputs()`, and
+`size_knobs` (module-level integers the input factory reads, which the verifier scales to try other sizes).
+KernelBench's own rule is kept: each model is built right after the same `torch.manual_seed`, so parameters
+created in `__init__` match.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import importlib.util
+import linecache
+import sys
+import traceback
+import types
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from ...jobs import LinkSpec
+
+_counter = 0
+
+# Which side of a check a failure belongs to: the code under test, its PyTorch reference, or the input factory.
+IMPLEMENTATION, REFERENCE, INPUTS = "implementation", "reference", "inputs"
+
+
+def warm_meta_device() -> None:
+    """Import what the meta device needs on first use: torch._refs, torch._prims and sympy for a factory, and
+    torch._dynamo for the first op on meta tensors (about 1.6 s on this project's CPU machine, seconds more where
+    torch has no .pyc files), so that each job's size plan does not pay it. Called once by each long-lived process
+    (the zygote before it forks, the GPU worker before it is ready)."""
+    import torch
+    try:
+        x = torch.randn(2, device="meta")
+        (x * 2 + x).sum()
+    except Exception:
+        pass
+
+
+class UserCodeError(Exception):
+    """User code raised. `side` says whose code it was (IMPLEMENTATION, REFERENCE or INPUTS), set where it is
+    raised, so callers branch on it and never on the message; `line` is the 0-based line in `path` where it
+    happened (the deepest frame there)."""
+
+    def __init__(self, what: str, exc: BaseException, path: str | None, side: str):
+        self.exc = exc
+        self.path = path
+        self.side = side
+        self.line = deepest_line(exc, path) if path else None
+        super().__init__(f"{what}: {type(exc).__name__}: {exc}")
+
+
+DEVICE_FAULTS = ("illegal memory access", "AcceleratorError", "unspecified launch failure", "device-side assert",
+                 "misaligned address", "illegal instruction", "CUDA error: an illegal")
+
+
+def is_device_fault(exc: BaseException) -> bool:
+    """A GPU fault (an illegal address, a device-side assert): the CUDA context is lost for every later call, so
+    the job must stop rather than blame whatever ran next (an input factory, the reference)."""
+    text = f"{type(exc).__name__}: {exc}"
+    return any(s in text for s in DEVICE_FAULTS)
+
+
+class DeviceFault(Exception):
+    """The GPU faulted while running user code; the job stops here (its CUDA context cannot run anything else)."""
+
+    def __init__(self, exc: BaseException):
+        super().__init__(f"{type(exc).__name__}: {exc}")
+        self.exc = exc
+
+
+def raise_device_fault(exc: BaseException) -> None:
+    """Re-raise a GPU fault as DeviceFault: no later step may blame its symptoms on anything else."""
+    if is_device_fault(exc):
+        raise DeviceFault(exc) from exc
+
+
+def deepest_line(exc: BaseException, path: str) -> int | None:
+    """0-based line of the deepest traceback frame in `path`, following the cause chain."""
+    target = str(Path(path).resolve())
+    best = None
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        for frame in traceback.extract_tb(exc.__traceback__):
+            try:
+                if str(Path(frame.filename).resolve()) == target and frame.lineno:
+                    best = frame.lineno - 1
+            except OSError:
+                continue
+        if best is not None:
+            break
+        exc = exc.__cause__ or exc.__context__
+    return best
+
+
+def import_path(path: str, tag: str, source: str | None = None) -> types.ModuleType:
+    """Import a file as a fresh module (a new name each time, so two imports never share state).
+
+    With `source`, the editor's unsaved text is run instead of the file's bytes; linecache is primed with it
+    so that Triton, which reads kernel source through `inspect`, sees the same text.
+    """
+    global _counter
+    _counter += 1
+    name = f"_kernel_lsp_{tag}_{_counter}"
+    directory = str(Path(path).resolve().parent)
+    if directory not in sys.path:
+        sys.path.insert(0, directory)
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot import {path}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    if source is None:
+        spec.loader.exec_module(module)
+    else:
+        linecache.cache[spec.origin] = (len(source), None, source.splitlines(True), spec.origin)
+        exec(compile(source, spec.origin, "exec"), module.__dict__)
+    return module
+
+
+@dataclass
+class Problem:
+    """The two callables to compare, built for given size knobs (KernelBench models depend on them)."""
+
+    build: Callable[[dict[str, int], list | None], tuple[Callable, Callable]]  # (knobs, init inputs) -> callables
+    input_factory: Callable[[], list]
+    input_module: types.ModuleType
+    size_knobs: dict[str, int] = field(default_factory=dict)
+    # A fresh reference, given init inputs or None for the problem's own (for shape-only runs on meta).
+    make_reference: Callable[[list | None], Callable] | None = None
+    device: str = "cpu"  # where inputs and models live: "cuda" when kernels run on a GPU
+    random: bool = False  # the reference draws random numbers: judge distributions, not elements
+    sample_check: Callable[[list, Any], str | None] | None = None  # per-sample invariant from the reference
+    _built: dict[tuple, tuple[Callable, Callable]] = field(default_factory=dict)
+    _float64: dict[tuple[int, bool], Callable] = field(default_factory=dict)
+    # Another version of the implementation file, built like the implementation (a race between two versions).
+    build_other: Callable[[str], Callable] | None = None
+    init_inputs: Callable[[], list] | None = None  # KernelBench's get_init_inputs
+
+    def float64(self, ref: Callable, absolute: bool = False) -> Callable:
+        """The reference upcast to float64 (parameters made absolute when asked), copied once per reference
+        object: variants of one size, and the measure stage, share the copy."""
+        key = (id(ref), absolute)
+        if key not in self._float64:
+            self._float64[key] = _to_float64_model(ref, absolute)
+        return self._float64[key]
+
+    @contextlib.contextmanager
+    def knobs_set(self, knobs: dict[str, int] | None):
+        saved = {k: getattr(self.input_module, k) for k in (knobs or {})}
+        try:
+            for k, v in (knobs or {}).items():
+                setattr(self.input_module, k, v)
+            yield
+        finally:
+            for k, v in saved.items():
+                setattr(self.input_module, k, v)
+
+    def init(self, knobs: dict[str, int] | None = None, setting: dict | None = None) -> list | None:
+        """The init inputs at these knobs with the setting's init entries applied (None: no init inputs)."""
+        if self.init_inputs is None:
+            return None
+        from ..verify.plan.shapes import init_with
+        with self.knobs_set(knobs):
+            return init_with(list(self.init_inputs()), setting or {})
+
+    def callables(self, knobs: dict[str, int] | None = None,
+                  setting: dict | None = None) -> tuple[Callable, Callable]:
+        """(reference, implementation) for these knobs and size setting (shapes.py: only its init entries change
+        the models); raises UserCodeError when building fails."""
+        init = {p: n for p, n in (setting or {}).items() if p[0] == "init"}
+        key = (tuple(sorted((knobs or {}).items())), tuple(sorted(init.items())))
+        if key not in self._built:
+            with self.knobs_set(knobs):
+                self._built[key] = self.build(knobs or {}, self.init(knobs, init) if init else None)
+        return self._built[key]
+
+    @property
+    def reference(self) -> Callable:
+        return self.callables()[0]
+
+    @property
+    def implementation(self) -> Callable:
+        return self.callables()[1]
+
+    def elements(self, knobs: dict[str, int] | None = None) -> int:
+        """Input plus output elements at these sizes, found on the meta device: no memory, no compute."""
+        return sum(self.element_counts(knobs))
+
+    def element_counts(self, knobs: dict[str, int] | None = None) -> tuple[int, int]:
+        """(input elements, output elements) at these sizes, on the meta device (outputs 0 where an op has no
+        meta kernel: inputs alone must do)."""
+        import torch
+        from ..verify.plan.variants import numel_of
+        with self.knobs_set(knobs), torch.device("meta"):
+            inputs = self.input_factory()
+            inputs = list(inputs) if isinstance(inputs, (list, tuple)) else [inputs]
+            outputs = 0
+            try:
+                reference = self.make_reference(None) if self.make_reference else None
+                if reference is not None:
+                    with torch.no_grad():
+                        out = reference(*inputs)
+                    outs = out if isinstance(out, (list, tuple)) else [out]
+                    outputs = numel_of([o for o in outs if isinstance(o, torch.Tensor)])
+            except Exception:
+                pass
+        return numel_of(inputs), outputs
+
+    def meta_inputs(self, knobs: dict[str, int] | None = None) -> list:
+        """The input factory's result on the meta device: shapes, dtypes and plain values, nothing allocated."""
+        import torch
+        with self.knobs_set(knobs), torch.device("meta"):
+            inputs = self.input_factory()
+        return list(inputs) if isinstance(inputs, (list, tuple)) else [inputs]
+
+    def reduction_knobs(self, knobs: dict[str, int]) -> set[str]:
+        """Knobs that size the inputs but not the outputs (a row length that is summed over): the CPU size planner
+        shortens them last, so a reduction keeps its length (variants.shrink_knobs)."""
+        try:
+            ins, outs = self.element_counts(knobs)
+        except Exception:
+            return set()
+        found = set()
+        for k, v in knobs.items():
+            if v < 16:
+                continue
+            try:
+                ins2, outs2 = self.element_counts({**knobs, k: v // 2})
+            except Exception:
+                continue
+            if outs and outs2 == outs and ins2 != ins:
+                found.add(k)
+        return found
+
+    def accepts(self, knobs: dict[str, int], setting: dict, base_inputs: list) -> bool:
+        """Whether the reference takes inputs resized by `setting` (shapes.py), judged on the meta device: shapes
+        only, no memory, no compute. An op without a meta kernel says nothing, and counts as accepted (a real run
+        that fails is a skipped variant)."""
+        import torch
+        from ..verify.plan.shapes import resized_shape
+        if self.make_reference is None:
+            return True
+        try:
+            with self.knobs_set(knobs), torch.device("meta"):
+                torch.manual_seed(0)
+                reference = self.make_reference(self.init(knobs, setting))
+                inputs = [torch.empty(resized_shape(tuple(x.shape), i, setting), dtype=x.dtype)
+                          if isinstance(x, torch.Tensor) else setting.get(("int", i), x)
+                          for i, x in enumerate(base_inputs)]
+                with torch.no_grad(), resizes_out() as resized:
+                    reference(*inputs)
+                if resized:
+                    return False  # only by resizing a mis-sized out= tensor, which PyTorch deprecates
+        except (NotImplementedError, MemoryError):
+            return True
+        except Exception as e:
+            return "meta" in str(e).lower()
+        return True
+
+    def make_inputs(self, seed: int, knobs: dict[str, int] | None = None, setting: dict | None = None) -> list:
+        """The input factory's tensors, on the problem's device, resized by `setting` (shapes.py). On a GPU the
+        factory runs with it as the default device, so `torch.randn(...)` draws there instead of on the CPU
+        (seconds per call at 64M elements)."""
+        import torch
+        from ..verify.plan.shapes import apply
+        with self.knobs_set(knobs):
+            torch.manual_seed(seed)
+            if self.device == "cpu":
+                inputs = self.input_factory()
+            else:
+                with torch.device(self.device):
+                    inputs = self.input_factory()
+        inputs = list(inputs) if isinstance(inputs, (list, tuple)) else [inputs]
+        return apply([x.to(self.device) if isinstance(x, torch.Tensor) else x for x in inputs], setting or {}, seed)
+
+
+@contextlib.contextmanager
+def resizes_out():
+    """Yields a list that holds PyTorch's warnings, once the block ends, that it resized a mis-sized `out=` tensor
+    ("An output with one or more elements was resized..."): a deprecated behaviour, and no size the reference
+    accepts (an implementation may refuse it)."""
+    import warnings
+    found: list[str] = []
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        yield found
+    found += [str(w.message) for w in caught if "was resized since it had shape" in str(w.message)]
+
+
+def _to_float64_model(ref, absolute: bool = False):
+    import torch
+    if isinstance(ref, torch.nn.Module):
+        model = copy.deepcopy(ref).double()
+        if absolute:
+            with torch.no_grad():
+                for t in list(model.parameters()) + list(model.buffers()):
+                    if t.is_floating_point():
+                        t.abs_()
+        return model
+    return ref
+
+
+def _size_knobs(module: types.ModuleType, *factories: Callable) -> dict[str, int]:
+    """Module-level ints the factories read by name: KernelBench's `batch_size = 16`, `dim = 16384`."""
+    names = set()
+    for factory in factories:
+        code = getattr(factory, "__code__", None)
+        names |= set(code.co_names) if code else set()
+    return {n: getattr(module, n) for n in sorted(names)
+            if isinstance(getattr(module, n, None), int) and not isinstance(getattr(module, n), bool)}
+
+
+def load_problem(link: LinkSpec, impl_path: str, seed: int, source: str | None = None,
+                 device: str = "cpu") -> Problem:
+    """Import both sides and build the callables; raises UserCodeError naming which side failed."""
+    import torch
+
+    try:
+        impl = import_path(impl_path, "impl", source)
+    except BaseException as e:
+        raise UserCodeError("the implementation failed to import", e, impl_path, IMPLEMENTATION) from e
+    ref_path = link.reference
+    try:
+        ref = (impl if Path(ref_path).resolve() == Path(impl_path).resolve()
+               else import_path(ref_path, "ref", link.reference_text))
+    except BaseException as e:
+        raise UserCodeError("the reference failed to import", e, ref_path, REFERENCE) from e
+    inputs_path = link.inputs_path or ref_path
+    inputs_mod = {str(Path(impl_path).resolve()): impl, str(Path(ref_path).resolve()): ref}.get(
+        str(Path(inputs_path).resolve()))
+    if inputs_mod is None:
+        try:
+            inputs_mod = import_path(inputs_path, "inputs", link.inputs_text)
+        except BaseException as e:
+            raise UserCodeError("the input factory failed to import", e, inputs_path, INPUTS) from e
+
+    if link.kind == "kernelbench":
+        def build(knobs: dict[str, int], init: list | None) -> tuple[Callable, Callable]:
+            try:
+                init = list(ref.get_init_inputs()) if init is None else init
+                torch.manual_seed(seed)
+                ref_model = ref.Model(*init)
+            except BaseException as e:
+                err = UserCodeError("the reference Model could not be built", e, ref_path, REFERENCE)
+                err.args = (str(err) + _arity_note(ref, init, e, ref_path),)
+                raise err from e
+            try:
+                torch.manual_seed(seed)
+                impl_model = impl.ModelNew(*init)
+            except BaseException as e:
+                raise UserCodeError("ModelNew could not be built", e, impl_path, IMPLEMENTATION) from e
+            for m in (ref_model, impl_model):
+                if isinstance(m, torch.nn.Module):
+                    m.eval().to(device)
+            return ref_model, impl_model
+
+        def build_other(source: str) -> Callable:
+            try:
+                other = import_path(impl_path, "other", source)
+                torch.manual_seed(seed)
+                model = other.ModelNew(*list(ref.get_init_inputs()))
+            except BaseException as e:
+                raise UserCodeError("the other version could not be built", e, impl_path, IMPLEMENTATION) from e
+            return model.eval().to(device) if isinstance(model, torch.nn.Module) else model
+
+        problem = Problem(build, ref.get_inputs, ref, _size_knobs(ref, ref.get_inputs, ref.get_init_inputs),
+                          lambda init: ref.Model(*(ref.get_init_inputs() if init is None else init)), device,
+                          init_inputs=ref.get_init_inputs, build_other=build_other, **_random_contract(ref))
+        problem.callables()  # build once now, so a broken model is reported as a load failure
+        return problem
+    named = {}
+    for side, module, name in ((REFERENCE, ref, link.reference_name), (INPUTS, inputs_mod, link.inputs_name),
+                               (IMPLEMENTATION, impl, link.entry)):
+        try:
+            named[side] = getattr(module, name)
+        except AttributeError as e:
+            raise UserCodeError(f"the linked {side} name {name!r} is missing", e, None, side) from e
+    reference, factory, entry = named[REFERENCE], named[INPUTS], named[IMPLEMENTATION]
+    def build_other_entry(source: str) -> Callable:
+        try:
+            return getattr(import_path(impl_path, "other", source), link.entry)
+        except BaseException as e:
+            raise UserCodeError("the other version could not be built", e, impl_path, IMPLEMENTATION) from e
+
+    return Problem(lambda knobs, init: (reference, entry), factory, inputs_mod, _size_knobs(inputs_mod, factory),
+                   lambda init: reference, device, **_random_contract(ref), build_other=build_other_entry)
+
+
+def _first_line(fn) -> int | None:
+    """The 0-based line where a Python function is defined, if it is one."""
+    code = getattr(fn, "__code__", None)
+    return code.co_firstlineno - 1 if code is not None else None
+
+
+def _arity_note(ref: types.ModuleType, init, exc: BaseException, ref_path: str) -> str:
+    """When Model(*get_init_inputs()) fails on the number of arguments (a TypeError raised by the call itself, so no
+    frame of the reference's file says where), where the two sides of the mismatch are: `get_init_inputs`
+    (problem.py:19) gives 1 value; Model.__init__ (problem.py:8) takes 0."""
+    import inspect
+    if not isinstance(exc, TypeError) or init is None or deepest_line(exc, ref_path) is not None:
+        return ""
+    name = Path(ref_path).name
+    where = _first_line(getattr(ref, "get_init_inputs", None))
+    gives = f"get_init_inputs ({name}:{where + 1})" if where is not None else "get_init_inputs"
+    note = f"; {gives} gives {len(init)} value{'' if len(init) == 1 else 's'}"
+    init_fn = getattr(getattr(ref, "Model", None), "__init__", None)
+    try:
+        params = [p for p in list(inspect.signature(init_fn).parameters.values())[1:]
+                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        code = getattr(init_fn, "__code__", None)
+        if code is not None and Path(code.co_filename).resolve() == Path(ref_path).resolve():
+            note += f", Model.__init__ ({name}:{code.co_firstlineno}) takes {len(params)}"
+        else:
+            note += f", Model takes {len(params)}"
+    except (TypeError, ValueError):
+        pass
+    return note
+
+
+def _random_contract(ref: types.ModuleType) -> dict[str, Any]:
+    """`KERNEL_LSP_RANDOM = True` in the reference's module marks a random op (docs/verification.md); an optional
+    `kernel_lsp_check_sample(inputs, output)` there returns a message when one sample breaks an invariant."""
+    return {"random": bool(getattr(ref, "KERNEL_LSP_RANDOM", False)),
+            "sample_check": getattr(ref, "kernel_lsp_check_sample", None)}

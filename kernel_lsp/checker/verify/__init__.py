@@ -1,0 +1,1 @@
+"""The verify stage: the verifier's runner, its rules and its error budget."""

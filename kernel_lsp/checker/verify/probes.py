@@ -1,0 +1,199 @@
+"""Extra runs that explain a finding, made only when one is needed. Worker only.
+
+- `returning_line`: the line of the user's file that returned a result no kernel computed (KL205 goes there).
+- `reference_spread`: without a float64 truth, how far the reference's output moves when its inputs move by one
+  ulp (the budget that stands in for PyTorch's own error, compare.py).
+- `only_input`: a layout transform applied to one input, to find whose layout a failing variant depends on.
+- `reference_repeat`: the reference called again on the same inputs, its random state left as the first call
+  left it: a reference whose output then changes cannot be matched element by element (KL007).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Callable
+
+from .compare import UNIT_ROUNDOFF, flatten_outputs, unravel
+from ..problem.loader import raise_device_fault
+from .plan.variants import clone_inputs
+
+
+def no_grad_call(fn, inputs):
+    """Call user code as the verifier does: no autograd graph."""
+    import torch
+    with torch.no_grad():
+        return fn(*inputs)
+
+
+def returning_line(impl, inputs: list, path: str) -> int | None:
+    """The 0-based line of `path` where its outermost frame returned, found by running `impl` once more under a
+    trace (called only when it launched nothing, so the run is cheap)."""
+    import sys
+    target, entry, found, names = os.path.realpath(path), [], [], {}
+
+    def local(frame, event, arg):
+        if event == "return" and frame is entry[0]:
+            found.append(frame.f_lineno - 1)
+        return local
+
+    def call(frame, event, arg):
+        name = frame.f_code.co_filename
+        if name not in names:
+            names[name] = os.path.realpath(name) == target
+        if names[name] and not entry:
+            entry.append(frame)
+            return local
+        return None
+
+    old = sys.gettrace()
+    sys.settrace(call)
+    try:
+        no_grad_call(impl, inputs)
+    except Exception as e:
+        raise_device_fault(e)
+    finally:
+        sys.settrace(old)
+    return found[0] if found else None
+
+
+def reference_spread(ref, inputs: list, r_flat: list, updated: list[int], call: Callable = no_grad_call) -> list:
+    """Per output, how far the reference moves when every float input moves by one ulp (random signs, two
+    draws). A backward-stable kernel's result is the exact result of inputs that close, so a kernel that only
+    rounds differently stays inside; None where it could not be measured."""
+    import torch
+    out: list = [None] * len(r_flat)
+    for k in range(2):
+        gen = torch.Generator().manual_seed(20_000 + k)
+
+        def nudge(x):
+            if not (isinstance(x, torch.Tensor) and x.is_floating_point()):
+                return x
+            u = UNIT_ROUNDOFF.get(str(x.dtype), 2.0**-24)
+            sign = (torch.randint(0, 2, x.shape, generator=gen) * 2 - 1).to(x.device, torch.float64)
+            return (x.double() * (1 + 2 * u * sign)).to(x.dtype)  # in float64: a float64 input moves too
+        moved = [nudge(x) for x in clone_inputs(inputs)]
+        try:
+            r2 = flatten_outputs(call(ref, moved)) + [moved[i] for i in updated]
+        except Exception as e:
+            raise_device_fault(e)
+            return out
+        for j, (a, b) in enumerate(zip(r_flat, r2)):
+            if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and a.is_floating_point() \
+                    and a.shape == b.shape:
+                d = (a.double() - b.double()).abs()
+                d = d[torch.isfinite(d)]
+                m = float(d.max()) if d.numel() else 0.0
+                out[j] = m if out[j] is None else max(out[j], m)
+    return out
+
+
+def only_input(transform: Callable[[list], list], index: int) -> Callable[[list], list]:
+    """The transform applied to one input, the others left as they are."""
+    def apply(inputs: list) -> list:
+        changed = transform(inputs)
+        return [c if i == index else x for i, (x, c) in enumerate(zip(inputs, changed))]
+    return apply
+
+
+MAX_CONSTANTS = 8  # float constants whose effects are measured one by one (beyond: all moved together)
+
+
+def constant_rounding(float64_ref, inputs64: list, truth_flat: list, updated: list[int],
+                      call: Callable = no_grad_call) -> list | None:
+    """Per output and element, how far the float64 reference can move when its float constants (a Model's float
+    attributes, the module-level floats its code reads: `beta2 = 0.999`, `eps = 1e-5`) are rounded to fp32, as a
+    compiled kernel receives them. `1 - beta2` is then 1.3e-5 off relative, in the reference as in any kernel given
+    beta2; PyTorch's float32 optimizers make the same rounding. Each constant is moved by fp32's unit roundoff
+    (relative 2^-24, the most one rounding moves it or any value proportional to it, such as 1 / c) and the moves
+    of the output are summed: a bound for kernels given the constant, or a multiple of it, as an fp32 scalar. None
+    when there is no such constant (one that fp32 holds exactly is passed exactly)."""
+    import numpy as np
+    import torch
+    targets: list[tuple[dict, str, float]] = []
+
+    def consider(space: dict, name: str) -> None:
+        v = space.get(name)
+        if type(v) is float and float(np.float32(v)) != v:
+            targets.append((space, name, v))
+    if isinstance(float64_ref, torch.nn.Module):
+        for m in float64_ref.modules():
+            for name in list(vars(m)):
+                consider(vars(m), name)
+        code_owner = type(float64_ref).forward
+    else:
+        code_owner = float64_ref
+    code = getattr(code_owner, "__code__", None)
+    space = getattr(code_owner, "__globals__", None)
+    if code is not None and space is not None:
+        for name in code.co_names:
+            consider(space, name)
+    if not targets:
+        return None
+    groups = [[t] for t in targets] if len(targets) <= MAX_CONSTANTS else [targets]
+    result: list = [None] * len(truth_flat)
+    for group in groups:
+        moved = clone_inputs(inputs64)
+        for space, name, v in group:
+            space[name] = v * (1 + 2.0**-24)
+        try:
+            out = flatten_outputs(call(float64_ref, moved)) + [moved[i] for i in updated]
+        except Exception as e:
+            raise_device_fault(e)
+            return None
+        finally:
+            for space, name, v in group:
+                space[name] = v
+        for j, (a, t) in enumerate(zip(out, truth_flat)):
+            if isinstance(a, torch.Tensor) and isinstance(t, torch.Tensor) and a.shape == t.shape \
+                    and a.is_floating_point():
+                d = torch.nan_to_num((a.double() - t.double()).abs(), nan=0.0, posinf=0.0)
+                result[j] = d if result[j] is None else result[j] + d
+    return result
+
+
+def rng_state() -> list:
+    """The default generators' states (CPU and, where initialised, CUDA): changed by a call that draws."""
+    import torch
+    states = [torch.random.get_rng_state()]
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        states.append(torch.cuda.get_rng_state())
+    return [s.tolist() for s in states]
+
+
+# Two calls of a deterministic reference may differ by rounding (a GPU's atomics sum in another order); a reference
+# that draws random numbers differs by the values' own size.
+REPEAT_TOLERANCE = 1e-3
+
+
+def reference_repeat(ref, inputs: list, r_flat: list, updated: list[int]) -> str | None:
+    """Call the reference once more on fresh copies of the same inputs, without seeding again (torch's random
+    state goes on from where the first call left it, as it would in a user's program). None when the output is the
+    same (within REPEAT_TOLERANCE of its scale, NaN equal to NaN); else where it changed, for the message."""
+    import torch
+    again = clone_inputs(inputs)
+    try:
+        r2 = flatten_outputs(no_grad_call(ref, again)) + [again[i] for i in updated]
+    except Exception as e:
+        raise_device_fault(e)
+        return None  # the reference's own failures are reported where it first runs
+    for j, (a, b) in enumerate(zip(r_flat, r2)):
+        if not (isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor)) or a.shape != b.shape:
+            continue
+        if a.is_floating_point() or a.is_complex():
+            x, y = a.detach().double().reshape(-1), b.detach().double().reshape(-1)
+            both = torch.isnan(x) & torch.isnan(y)
+            diff = torch.where(both, 0.0, (x - y).abs().nan_to_num(nan=float("inf")))
+            finite = x[torch.isfinite(x)]
+            scale = float(finite.abs().max()) if finite.numel() else 1.0
+            bad = diff > REPEAT_TOLERANCE * max(scale, 1e-30)
+        else:
+            x, y = a.reshape(-1), b.reshape(-1)
+            bad = x != y
+        if bool(bad.any()):
+            i = int(bad.nonzero()[0])
+            index = ", ".join(map(str, unravel(i, tuple(a.shape))))
+            name = "output" if len(r_flat) == 1 else f"output {j}"
+            return (f"{name}[{index}] is {x[i].item():.4g}, then {y[i].item():.4g}, and {int(bad.sum())} of "
+                    f"{a.numel()} elements changed")
+    return None
+

@@ -1,0 +1,491 @@
+"""The verifier's rules: pure functions from what running one input variant collected (`Evidence`) to findings.
+
+Running user code, poisoning allocations and guarding memory happen in verify.py; deciding what the collected
+outputs mean happens here, with no Triton and no side effects, so every rule is testable in milliseconds with
+hand-made tensors (tests/checker/verify/test_rules.py). Placement is left to the caller: a `RuleFinding` says whether
+it belongs at the launch site or at the store that wrote a given element.
+
+The rules, in the order `judge` applies them:
+- KL204 an input the implementation modified (compared with the reference's inputs after its own call);
+- KL202 a different number of outputs (then nothing else is judged);
+- KL203 unwritten, KL201 NaN/inf, KL200 value, per output (compare.py holds the error budget);
+- KL206 a wrong output identical to an earlier call's output on other inputs (a cached result);
+- KL207 a second run on the same inputs that leaves the budget where the first stayed inside (a race);
+- KL205 no kernel launched while producing the result.
+Random ops are judged by `judge_random` instead: repeatability for a fixed seed, or, where the reference draws new
+numbers on every call, draws that change between calls; distribution (Kolmogorov-Smirnov) and the reference's
+per-sample invariant.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from .compare import Comparison, compare_tensor
+
+SENTINEL = -1.2345e4  # finite in fp16/bf16/fp32; an implementation writing exactly this everywhere is unlikely
+KS_ALPHA = 1e-6
+
+
+@dataclass
+class Evidence:
+    """What running one variant collected. Output lists are flattened (nested tuples of tensors become a list)."""
+
+    variant: str  # the variant's name (seed-1, special, odd-size, strided, ...)
+    kind: str  # values, size or layout
+    description: str
+    shapes: str  # the inputs' shapes (and strides) as the message shows them
+    outputs: list  # the implementation's first run, its allocations poisoned with NaN
+    rerun: list  # a second run on the same inputs, allocations poisoned with SENTINEL (None entries: it raised)
+    reference: list  # PyTorch in the task's dtype
+    truth: list  # the reference in float64 (the same as `reference` when it cannot run in float64)
+    abs_terms: list  # the float64 reference on absolute inputs (None entries where it could not run)
+    truth_dtype: str = "float64"
+    launches: int = 0  # Triton launches the implementation made during the first run
+    inputs_after: list = field(default_factory=list)  # the implementation's inputs after its first run
+    reference_inputs_after: list = field(default_factory=list)  # the reference's inputs after its call
+    earlier: list = field(default_factory=list)  # flattened outputs of earlier calls on other inputs
+    # fingerprint() of every informative output of every earlier variant (its first run and its second), with the
+    # variant's name: a cache can hold a result much longer than `earlier` keeps tensors
+    earlier_prints: dict = field(default_factory=dict)
+    # sketch() of the same outputs (the values at a few secret positions), for a remembered output altered a little
+    earlier_sketches: list = field(default_factory=list)
+    untrusted: bool = False  # the CPU interpreter computes these kernels' numbers wrongly: values not judged
+    sample_message: str | None = None  # random ops: the reference's per-sample invariant, broken
+    result_line: int | None = None  # no launch: the line of the user's file that returned the result
+    updated: list[int] = field(default_factory=list)  # inputs the reference updates in place (judged as outputs,
+    # appended after the returned outputs in `outputs`, `rerun`, `reference`, `truth` and `abs_terms`)
+    spread: list | None = None  # no float64 truth: per output, how far the reference moves under 1-ulp inputs
+    terms: list | None = None  # per output, input elements per output element (a reduction's length)
+    constants: list | None = None  # per output, how far the truth moves, per element, with its float constants in fp32
+    inputs_before: list = field(default_factory=list)  # the inputs as drawn (before any call)
+    fresh_draws: bool = False  # random ops: the reference draws new numbers on every call (no seed among its inputs)
+    rerun_launches: int | None = None  # Triton launches during the second run (None: no second call was made)
+
+    def budget_args(self, j: int) -> dict:
+        """compare_tensor's extra arguments for output j."""
+        return {"spread": self.spread[j] if self.spread and j < len(self.spread) else None,
+                "terms": self.terms[j] if self.terms and j < len(self.terms) else 1.0,
+                "constants": self.constants[j] if self.constants and j < len(self.constants) else None}
+
+    def name(self, j: int) -> str:
+        """How a message names output j: a returned output, or an input the reference updates in place."""
+        returned = len(self.outputs) - len(self.updated)
+        if j >= returned:
+            return f"input {self.updated[j - returned]} (which the reference updates in place)"
+        return output_name(j, returned)
+
+
+@dataclass
+class RuleFinding:
+    code: str
+    message: str
+    # "launch" (the launch site), "store" (the store that wrote `comparison`'s element), "result" (the line that
+    # returned the result) or "none"
+    place: str = "launch"
+    severity: str | None = None  # "warning" where the code's own severity would overstate it
+    output: int | None = None  # which output, for place "store"
+    rerun: bool = False  # the element is in the second run's output
+    comparison: Comparison | None = None
+    data: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Judgement:
+    findings: list[RuleFinding]
+    verdict: str  # for the variant table: ok, structure, stale, or the worst output's code
+    worst: Comparison | None = None
+
+
+def same(a, b) -> bool:
+    """Bit-level equality of two values; NaN equals NaN."""
+    import torch
+    if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor):
+        if a.shape != b.shape or a.dtype != b.dtype:
+            return False
+        if a.is_floating_point():
+            return bool(((a == b) | (a.isnan() & b.isnan())).all())
+        return bool(torch.equal(a, b))
+    return a == b if not isinstance(a, torch.Tensor) and not isinstance(b, torch.Tensor) else False
+
+
+def describe_variant(kind: str, name: str, description: str, shapes: str | None) -> str:
+    """Where a failure happened, after the problem itself: the sizes, the layout, or the values of the inputs."""
+    if kind == "size":
+        return f"at shape {shapes}, which the reference accepts" if shapes else f"at {description}"
+    if kind == "layout":
+        return f"with non-contiguous inputs ({description}; {shapes}), which the reference accepts"
+    return f"variant {name}: {description}, inputs {shapes}"
+
+
+def located(e: Evidence, problem: str) -> str:
+    """A message leads with what is wrong and where in the output; the variant follows (a reader, or the
+    Problems panel, sees the first 80 characters)."""
+    return f"{problem}; {describe_variant(e.kind, e.variant, e.description, e.shapes)}"
+
+
+def output_name(j: int, count: int) -> str:
+    return "output" if count == 1 else f"output {j}"
+
+
+def mutated_input(e: Evidence) -> RuleFinding | None:
+    """KL204: the inputs the implementation changed that the reference leaves as they were, each named with how
+    much changed (an input the reference updates in place is judged as an output instead)."""
+    import torch
+    changed = []
+    for i, (a, b) in enumerate(zip(e.inputs_after, e.reference_inputs_after)):
+        if i not in e.updated and isinstance(a, torch.Tensor) and not same(a, b):
+            changed.append((i, a, b))
+    if not changed:
+        return None
+    names, details = [], []
+    for i, a, b in changed:
+        if a.shape == b.shape and a.dtype == b.dtype:
+            diff = ~((a == b) | (a.isnan() & b.isnan())) if a.is_floating_point() else a.ne(b)
+            detail = f"{int(diff.sum())} of {a.numel()} elements changed"
+            if a.is_floating_point():
+                delta = (a.double() - b.double()).abs()[diff]
+                delta = delta[torch.isfinite(delta)]
+                if delta.numel():
+                    detail += f", by up to {float(delta.max()):.3g}"
+        else:
+            detail = "its shape or dtype changed"
+        names.append(f"input {i} {tuple(a.shape)}")
+        details.append(detail if len(changed) == 1 else f"input {i}: {detail}")
+    one = len(changed) == 1
+    which = names[0] if one else "inputs " + ", ".join(n[6:] for n in names[:-1]) + " and " + names[-1][6:]
+    return RuleFinding("KL204", f"{which} {'was' if one else 'were'} modified by the implementation "
+                       f"({'; '.join(details)}; the reference leaves {'it as it was' if one else 'them as they were'})",
+                       data={"input": changed[0][0], "inputs": [i for i, _, _ in changed]})
+
+
+def structure(e: Evidence) -> RuleFinding | None:
+    """KL202: the implementation returns a different number of outputs."""
+    if len(e.outputs) != len(e.reference):
+        return RuleFinding("KL202", f"the implementation returns {len(e.outputs)} outputs, the reference "
+                           f"{len(e.reference)}")
+    return None
+
+
+def unwritten_mask(y, y_b):
+    """Elements NaN in the first run and SENTINEL in the second: both came from the poisoned allocation."""
+    import torch
+    if isinstance(y, torch.Tensor) and isinstance(y_b, torch.Tensor) and y.shape == y_b.shape and y.dtype == y_b.dtype:
+        if y.is_floating_point():
+            return torch.isnan(y) & (y_b == torch.tensor(SENTINEL, dtype=y.dtype))
+    return None
+
+
+MIN_DISTINCT_FOR_STALE = 4  # an output with fewer distinct values can repeat by chance: it is a mismatch, not a cache
+
+
+def informative(y) -> bool:
+    """Whether an output could only repeat because it was cached: enough distinct values (a constant guard value,
+    or a three-element result, repeats by chance)."""
+    import torch
+    if not isinstance(y, torch.Tensor) or y.numel() < 2 * MIN_DISTINCT_FOR_STALE:
+        return False
+    flat = y.detach().reshape(-1)[:65536]  # a bounded head: this runs on every output of every variant
+    if flat.is_complex():
+        flat = torch.view_as_real(flat).reshape(-1)
+    if flat.is_floating_point() and flat.element_size() == 1:
+        flat = flat.to(torch.float16)  # fp8 has no unique
+    try:
+        flat = flat[~torch.isnan(flat)] if flat.is_floating_point() else flat
+        return torch.unique(flat[:4096]).numel() >= MIN_DISTINCT_FOR_STALE
+    except (NotImplementedError, RuntimeError):
+        return False  # a dtype torch cannot take apart here: no stale-result rule for it
+
+
+_PRINT_INTS = {1: "int8", 2: "int16"}  # the integer view of a 1- or 2-byte value; 4- and 8-byte values as int32
+_PRINT_CHUNK = 1 << 22
+
+
+def fingerprint(y) -> tuple | None:
+    """A bit-level fingerprint of a tensor (shape, dtype and two position-weighted sums of its bits, computed where
+    the tensor lives): equal tensors have equal prints, and unequal ones collide with odds of about 2^-64 per pair
+    (a collision could only turn a wrong output's mismatch into KL206, never pass one). None when not a tensor."""
+    import torch
+    if not isinstance(y, torch.Tensor):
+        return None
+    flat = y.detach().contiguous().reshape(-1)
+    if flat.is_complex():
+        flat = torch.view_as_real(flat).reshape(-1)
+    if flat.dtype == torch.bool:
+        flat = flat.to(torch.uint8)
+    # 8-byte values as two 32-bit halves: a sign bit times an odd weight is 2^63, which two such bits cancel mod 2^64
+    ints = flat.view(getattr(torch, _PRINT_INTS.get(flat.element_size(), "int32")))
+    s1 = s2 = 0
+    for start in range(0, ints.numel(), _PRINT_CHUNK):  # in chunks: a few times the chunk in temporaries
+        bits = ints[start:start + _PRINT_CHUNK].to(torch.int64)
+        pos = torch.arange(start, start + bits.numel(), device=bits.device, dtype=torch.int64)
+        w1 = pos * 0x9E3779B1 + 0x7F4A7C15  # int64 arithmetic wraps: the sums are over Z/2^64
+        w2 = (pos ^ 0x5BD1E995) * 0x27D4EB2F + 1
+        s1 = (s1 + int((bits * w1).sum())) % 2**64
+        s2 = (s2 + int(((bits + 0x165667B1) * w2).sum())) % 2**64
+    return (tuple(y.shape), str(y.dtype), s1, s2)
+
+
+SKETCH_SIZE = 64  # values a sketch keeps
+
+
+@dataclass
+class Sketch:
+    shape: tuple
+    dtype: str
+    positions: Any  # flat indices (a CPU int64 tensor), drawn per verification where checked code cannot see them
+    values: Any  # the output's values there, as float64 on the CPU
+    variant: str
+
+
+def sketch(y, variant: str, generator) -> Sketch | None:
+    """The values of a floating-point output at SKETCH_SIZE positions drawn from `generator`."""
+    import torch
+    if not isinstance(y, torch.Tensor) or not y.is_floating_point() or y.numel() == 0:
+        return None
+    pos = torch.randint(0, y.numel(), (SKETCH_SIZE,), generator=generator)
+    try:
+        vals = y.detach().reshape(-1)[pos.to(y.device)].double().cpu()
+    except (NotImplementedError, RuntimeError):
+        return None
+    return Sketch(tuple(y.shape), str(y.dtype), pos, vals, variant)
+
+
+NEAR_REL = 1e-3  # a wrong output this close to an earlier call's (relative to that output's largest value) copies it
+
+
+def _near(a, b) -> bool:
+    """All of a within NEAR_REL of b (relative to b's largest finite value); NaN matches NaN."""
+    import torch
+    finite = torch.isfinite(b)
+    scale = float(b[finite].abs().max()) if bool(finite.any()) else 0.0
+    return scale > 0.0 and bool(torch.isclose(a, b, rtol=NEAR_REL, atol=NEAR_REL * scale, equal_nan=True).all())
+
+
+def earlier_call(e: Evidence, j: int, y) -> str | None:
+    """Whether y (wrong, informative) is bit for bit an earlier call's output on other inputs: "" for one of the
+    recent calls, the variant's name for an older one, None when it is new."""
+    if any(len(prev) == len(e.outputs) and same(prev[j], y) for prev in e.earlier):
+        return ""
+    return e.earlier_prints.get(fingerprint(y))
+
+
+def near_earlier(e: Evidence, j: int, y) -> bool:
+    """Whether wrong output y is, within NEAR_REL, a recent call's output on other inputs that is itself wrong for
+    this call (so not an answer that two inputs share): a remembered result, scaled or nudged so that it is not the
+    same bits."""
+    import torch
+    if not isinstance(y, torch.Tensor) or not y.is_floating_point() or not informative(y):
+        return False
+    rr, tt = e.reference[j], e.truth[j]
+    answer = tt if isinstance(tt, torch.Tensor) else rr
+    for prev in e.earlier:
+        old = prev[j] if len(prev) == len(e.outputs) else None
+        if not isinstance(old, torch.Tensor) or old.shape != y.shape or old.dtype != y.dtype or not informative(old):
+            continue
+        if (_near(y.double(), old.double()) and isinstance(answer, torch.Tensor) and answer.shape == old.shape
+                and not _near(answer.double(), old.double())):
+            return True  # y is the earlier output, and that output is not this call's answer
+    # Older outputs, by their sketches: y matches one where it was sampled, and that output is not this call's
+    # answer there (an earlier output that is, a layout variant's of the same values, says nothing).
+    for sk in e.earlier_sketches:
+        if sk.shape != tuple(y.shape) or sk.dtype != str(y.dtype) or not isinstance(answer, torch.Tensor):
+            continue
+        here = y.detach().reshape(-1)[sk.positions.to(y.device)].double().cpu()
+        if _near(here, sk.values) and not _near(answer.detach().reshape(-1)[sk.positions.to(answer.device)]
+                                                .double().cpu(), sk.values):
+            return True
+    return False
+
+
+def stale_output(e: Evidence, j: int, comparison: Comparison) -> RuleFinding | None:
+    """KL206: a wrong output equal to an earlier call's output on other inputs (and informative enough that the
+    equality cannot be chance: a constant wrong output is reported as the mismatch it is)."""
+    y = e.outputs[j]
+    if comparison.ok or comparison.code not in ("KL200", "KL201") or not informative(y):
+        return None
+    which = earlier_call(e, j, y)
+    if which is None:
+        return None
+    return RuleFinding("KL206", located(e, f"{e.name(j)} is identical to an earlier call's output on different "
+                                           f"inputs{f' (variant {which})' if which else ''}: results are cached or "
+                                           "do not depend on the inputs"))
+
+
+def repeat_differs(e: Evidence, j: int) -> RuleFinding | None:
+    """KL207: the second run on the same inputs leaves the error budget (the first run stayed inside it)."""
+    import torch
+    y_b, rr, tt, aa = e.rerun[j], e.reference[j], e.truth[j], e.abs_terms[j]
+    if not isinstance(y_b, torch.Tensor) or same(y_b, e.outputs[j]):
+        return None  # bit for bit the first run, which stayed inside the budget
+    c2 = compare_tensor(y_b, rr, tt if isinstance(tt, torch.Tensor) else rr, e.name(j), None,
+                        aa if isinstance(aa, torch.Tensor) and aa.is_floating_point() else None, **e.budget_args(j))
+    if c2.ok or c2.code not in ("KL200", "KL201"):
+        return None
+    # Not a race: the second call returned what an earlier call on other inputs had returned, or it launched no
+    # kernel at all (where the first did) and returned a wrong result: a result remembered across calls.
+    which = earlier_call(e, j, y_b) if informative(y_b) else None
+    if which is not None:
+        return RuleFinding("KL206", located(e, f"the second run on the same inputs returned {e.name(j)} identical to "
+                                               f"an earlier call's output on different inputs"
+                                               f"{f' (variant {which})' if which else ''}, where the first run was "
+                                               f"right: results are cached ({c2.message})"),
+                           place="store", output=j, rerun=True, comparison=c2)
+    if near_earlier(e, j, y_b):
+        return RuleFinding("KL206", located(e, f"the second run on the same inputs returned {e.name(j)} within "
+                                               f"{NEAR_REL:.0e} of an earlier call's output on different inputs, which "
+                                               f"is not this call's answer, where the first run was right: results "
+                                               f"are cached and altered ({c2.message})"),
+                           place="store", output=j, rerun=True, comparison=c2)
+    if e.rerun_launches == 0 and e.launches:
+        return RuleFinding("KL206", located(e, f"the second run on the same inputs launched no Triton kernel (the "
+                                               f"first launched {e.launches}) and returned a wrong {e.name(j)}, where "
+                                               f"the first run was right: a result remembered across calls "
+                                               f"({c2.message})"),
+                           place="store", output=j, rerun=True, comparison=c2)
+    return RuleFinding("KL207", located(e, f"two runs on the same inputs differ beyond rounding, a likely race "
+                                           f"({c2.message})"), place="store", output=j, rerun=True, comparison=c2)
+
+
+def judge_outputs(e: Evidence) -> tuple[list[RuleFinding], Comparison | None, bool]:
+    """KL200, KL201, KL203, KL206 and KL207 for each output; returns (findings, worst comparison, stale)."""
+    import torch
+    findings: list[RuleFinding] = []
+    worst: Comparison | None = None
+    stale = False
+    for j, (y, y_b, rr, tt, aa) in enumerate(zip(e.outputs, e.rerun, e.reference, e.truth, e.abs_terms)):
+        name = e.name(j)
+        if not isinstance(rr, torch.Tensor):
+            continue
+        if e.variant == "special" and not rr.is_floating_point():
+            continue  # NaN -> integer conversion is undefined behaviour: not judged
+        c = compare_tensor(y, rr, tt if isinstance(tt, torch.Tensor) else rr, name, unwritten_mask(y, y_b),
+                           aa if isinstance(aa, torch.Tensor) and aa.is_floating_point() else None, **e.budget_args(j))
+        if not c.ok and c.code in ("KL200", "KL201") and e.untrusted:
+            continue  # the interpreter computes this kernel's numbers wrongly: not judged (KL210 says so)
+        cached = stale_output(e, j, c)
+        if cached is not None:
+            stale = True
+            findings.append(cached)
+            continue
+        if worst is None or (not c.ok and worst.ok) or c.max_abs > worst.max_abs:
+            worst = c
+        if not c.ok:
+            msg, severity = c.message, None
+            if c.code == "KL200" and e.truth_dtype != "float64":
+                msg += f" (truth computed in {e.truth_dtype}: the reference does not run in float64)"
+                if not gross(c, y):
+                    severity = "warning"  # a budget without a float64 truth is an estimate: a warning, unless gross
+            findings.append(RuleFinding(c.code, located(e, msg), place="store", severity=severity, output=j,
+                                        comparison=c, data=c.summary()))
+        elif c.code is None:
+            race = repeat_differs(e, j)
+            if race is not None:
+                stale = stale or race.code == "KL206"
+                findings.append(race)
+    return findings, worst, stale
+
+
+def gross(c: Comparison, y) -> bool:
+    """An error no rounding explains: more than the square root of the unit roundoff, relative (about half the
+    digits of the dtype lost: 2.4e-4 in fp32, 0.022 in fp16)."""
+    from .compare import UNIT_ROUNDOFF
+    return c.max_rel > math.sqrt(UNIT_ROUNDOFF.get(str(getattr(y, "dtype", "")), 2.0**-24))
+
+
+def no_launch(e: Evidence) -> RuleFinding | None:
+    """KL205: a result returned without any Triton launch. Information only when every output is a copy of an
+    input, bit for bit (`floor` of an integer tensor is one): an identity needs no kernel."""
+    import torch
+    if e.launches:
+        return None
+    returned = e.outputs[: len(e.outputs) - len(e.updated)]
+    copies = [next((i for i, x in enumerate(e.inputs_before) if same(y, x)), None) for y in returned]
+    if returned and all(isinstance(y, torch.Tensor) for y in returned) and None not in copies:
+        which = ", ".join(f"input {i}" for i in copies)
+        return RuleFinding("KL205", f"the implementation returned a copy of {which} without launching a Triton "
+                           "kernel: an identity needs none, so there is nothing to verify", place="result",
+                           severity="info")
+    return RuleFinding("KL205", "the implementation returned a result without launching any Triton kernel "
+                       "(a PyTorch fallback?)", place="result")
+
+
+def judge(e: Evidence) -> Judgement:
+    """All rules for a deterministic op, in order."""
+    findings = [f for f in [mutated_input(e)] if f is not None]
+    wrong_count = structure(e)
+    if wrong_count is not None:
+        return Judgement(findings + [wrong_count], "structure")
+    outputs, worst, stale = judge_outputs(e)
+    findings += outputs
+    if not stale:
+        findings += [f for f in [no_launch(e)] if f is not None]
+    verdict = "stale" if stale else ("ok" if worst is None or worst.ok else worst.code)
+    return Judgement(findings, verdict, worst)
+
+
+def ks_statistic(a, b) -> tuple[float, float]:
+    """Two-sample Kolmogorov-Smirnov statistic of two tensors' values, and its critical value at KS_ALPHA."""
+    import torch
+    x = torch.sort(a.detach().double().reshape(-1)).values
+    y = torch.sort(b.detach().to(a.device).double().reshape(-1)).values
+    n, m = x.numel(), y.numel()
+    if n == 0 or m == 0:
+        return 0.0, 1.0
+    grid = torch.cat([x, y])
+    cdf_x = torch.searchsorted(x, grid, right=True).double() / n
+    cdf_y = torch.searchsorted(y, grid, right=True).double() / m
+    d = float((cdf_x - cdf_y).abs().max())
+    c_alpha = math.sqrt(-0.5 * math.log(KS_ALPHA / 2))
+    return d, c_alpha * math.sqrt((n + m) / (n * m))
+
+
+def judge_random(e: Evidence) -> Judgement:
+    """Random ops: same structure, repeatable for a fixed seed, no NaN the reference lacks, the same distribution
+    as the reference, the per-sample invariant, and a launch."""
+    import torch
+    findings = [f for f in [mutated_input(e)] if f is not None]
+    wrong_count = structure(e)
+    if wrong_count is not None:
+        return Judgement(findings + [wrong_count], "structure")
+    verdict = "ok"
+    for j, (a, b, rr) in enumerate(zip(e.outputs, e.rerun, e.reference)):
+        name = e.name(j)
+        if not isinstance(a, torch.Tensor) or a.shape != rr.shape or a.dtype != rr.dtype:
+            findings.append(RuleFinding("KL202", located(e, f"{name} is {getattr(a, 'dtype', type(a))} "
+                                                           f"{tuple(getattr(a, 'shape', ()))}, the reference's "
+                                                           f"{rr.dtype} {tuple(rr.shape)}")))
+            verdict = "KL202"
+            continue
+        if e.fresh_draws and isinstance(b, torch.Tensor) and same(a, b) and informative(a):
+            # The reference's second call draws new numbers; an implementation whose draws never change (a
+            # constant seed) has the right distribution per call and the wrong one across calls.
+            findings.append(RuleFinding("KL200", located(e, f"two calls give the same {name}, bit for bit, where the "
+                                                           "reference draws new numbers on every call: the "
+                                                           "implementation's draws never change (a constant seed?)")))
+            verdict = "KL200"
+        elif not e.fresh_draws and isinstance(b, torch.Tensor) and not same(a, b):
+            findings.append(RuleFinding("KL207", located(e, f"two runs with the same inputs and seed give different "
+                                                           f"{name}: a fixed seed must give a repeatable result")))
+            verdict = "KL207"
+        if a.is_floating_point() and torch.isnan(a).any() and not torch.isnan(rr).any():
+            findings.append(RuleFinding("KL203", located(e, f"{int(torch.isnan(a).sum())} elements of {name} are "
+                                                           "NaN (unwritten?) where the reference has none")))
+            verdict = "KL203"
+            continue
+        d, crit = ks_statistic(a, rr)
+        if d > crit:
+            zeros = (f"; zero fraction {float((a == 0).double().mean()):.4f} vs reference "
+                     f"{float((rr == 0).double().mean()):.4f}")
+            findings.append(RuleFinding("KL200", located(e, f"the distribution of {name} differs from the reference's "
+                                                           f"(two-sample Kolmogorov-Smirnov D = {d:.4f} > {crit:.4f} "
+                                                           f"at alpha 1e-6{zeros})"),
+                                        data={"ks": d, "ks_critical": crit}))
+            verdict = "KL200"
+    if e.sample_message:
+        findings.append(RuleFinding("KL200", located(e, e.sample_message)))
+        verdict = "KL200"
+    findings += [f for f in [no_launch(e)] if f is not None]
+    return Judgement(findings, verdict)

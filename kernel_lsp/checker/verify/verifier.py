@@ -1,0 +1,872 @@
+"""Adversarial verification of an implementation against its PyTorch reference. Runs in a worker only.
+
+This module runs the code; rules.py judges what it collected. For each input variant (see variants.py): the
+truth is the reference in float64; PyTorch's own error is the reference in the task's dtype; the implementation
+runs twice, its allocations poisoned first with NaN and then with a finite sentinel, so unwritten elements are
+identified and repeatability is checked. The inputs are kept after the call (mutation), launches are counted
+(fallback), outputs of earlier calls are kept (stale results), and under the interpreter every memory access
+is bounds-checked (KL208, collected here). An implementation that raises is KL209, also decided here.
+
+Findings are aggregated per (code, line): the first failing variant gives the message, the others are
+listed. The per-variant table goes to the kernel facts for hover and JSON.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import inspect
+import os
+import re
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from ...model import KernelFacts, Severity, SkippedVariant, Span, VariantRow, Verification
+from .autotune_configs import configs_prefix, verify_configs
+from .plan.blocks import block_variants
+from .compare import Comparison, flatten_outputs, same_draws, same_finiteness
+from .guards import GuardRegions, MemoryGuard, poisoned_allocations
+from ...player.interpreter import OpBudgetExceeded, extend_op_budget, op_budget, ops as interpreter_ops, ran_tf32_dot
+from ...player.interpreter_gaps import interpreter_limit
+from ..problem.loader import IMPLEMENTATION, UserCodeError, deepest_line, raise_device_fault, resizes_out
+from ..compile.positions import api_note, readable
+from .probes import (constant_rounding, no_grad_call, only_input, reference_repeat, reference_spread, returning_line,
+                     rng_state)
+from .rules import (SENTINEL, Evidence, RuleFinding, describe_variant, fingerprint, informative, judge, judge_random,
+                    same, sketch)
+from .plan.shapes import describe_init, int_floor, size_plan
+from .plan.ties import NotApplicable, tie_inputs
+from .plan.variants import (CPU_ELEMENT_BUDGET, Variant, absolute, aligned_knobs, base_knobs, clone_inputs,
+                       describe_inputs, has_integers, input_dtype, keep_signs, outside_profile, plan, shrink_knobs,
+                       sign_profile, special_values, upcast)
+
+# Interpreter operations (interpreter.py counts them) one variant should take, about a second here. Operations,
+# not time: a verdict must not depend on the machine's speed or load (CPU time once shrank a reduction under load
+# until an fp16 accumulation bug hid). Sizes shrink only after a first variant clearly above it.
+OPS_PER_VARIANT = 10_000
+SHRINK_AFTER_OPS = 3 * OPS_PER_VARIANT // 2
+LARGER_OPS = 10 * OPS_PER_VARIANT  # the larger-size variant's most, under the interpreter
+BLOCK_BUDGET_RUNS = 4  # a block-size variant's most, in runs at the verification's own sizes (LARGER_OPS at least)
+
+
+@dataclass
+class Failure:
+    code: str
+    variant: Variant
+    message: str
+    line: int | None
+    data: dict[str, Any] = field(default_factory=dict)
+    severity: str | None = None  # "warning" to lower the code's own severity (no float64 truth)
+
+
+@dataclass
+class VerifyState:
+    failures: list[Failure] = field(default_factory=list)
+    rows: list[VariantRow] = field(default_factory=list)
+    outputs: list[list] = field(default_factory=list)  # recent implementation outputs, for the stale check
+    prints: dict = field(default_factory=dict)  # fingerprints of all earlier informative outputs -> their variant
+    sketches: list = field(default_factory=list)  # and their sketches, at positions drawn by `positions`
+    positions: Any = None  # a torch.Generator seeded from the system's randomness, once per verification
+
+
+def _address_of(t, index) -> int:
+    return t.data_ptr() + sum(i * s for i, s in zip(index, t.stride())) * t.element_size()
+
+
+# The calls start from a random state other than the one the inputs were drawn from: on a GPU the input factory
+# draws on the device, and a reference seeded alike would draw the same Philox stream again. On an H200 torch's
+# dropout then kept the inputs' larger values (its mask made from the numbers that made them: output std 1.31 where
+# an unbiased mask gives 1.16), and a correct dropout failed the distribution test.
+CALL_SEED = 7919
+
+
+class Verifier:
+    def __init__(self, problem, recorder, rep, job):
+        self.first_cpu_seconds = 0.0  # CPU time of the first variant (reported)
+        self.first_ops = 0  # interpreter operations of the first variant, which decide CPU sizes
+        self.reductions: set[str] = set()  # knobs that size only a reduction (shortened last)
+        self.at_least = 0  # the largest small int argument of the call: sizes never shrink below it
+        self.impl_runs = 0  # calls of the implementation so far (the planner counts operations per call)
+        self.problem, self.recorder, self.rep, self.job = problem, recorder, rep, job
+        self.interpreted = os.environ.get("TRITON_INTERPRET") == "1"
+        self.guard = MemoryGuard(user_file=os.path.realpath(job.path))
+        # On a GPU the interpreter's bounds guard does not exist: guard bytes around every tensor catch stores.
+        self.gpu_guards = None if self.interpreted else GuardRegions()
+        if self.interpreted and self.guard.install():
+            recorder.on_launch.append(self.guard.set_launch)
+        self.state = VerifyState()
+        self.launch_mark = len(recorder.launches)  # launches before it belong to earlier variants
+        self.captured = {launch.spec.name for launch in recorder.launches}  # what the problem's own inputs ran
+        self.skipped: list[tuple[str, str]] = []
+        self.profile: list[str | None] = []  # the sign of each input in the problem's own distribution
+        self.outside: dict[str, str] = {}  # variant -> how its inputs leave that distribution
+        self.probing = False  # re-runs that explain a finding (probes.py) show nothing live
+        self.configs: dict[str, tuple[str, int, int, str]] = {}  # config variant -> (kernel, index, of, config)
+        # The reference called twice on the same inputs (once per check): None until then, "" when it repeated,
+        # else where it changed (KL007: no value is judged against a reference that does not repeat itself).
+        self.unrepeatable: str | None = None
+        self.limits: dict[str, list[str]] = {}  # the interpreter's limit -> the variants it stopped
+        # Block-size variants stopped past their operations budget: (variant, budget, names of the kernels launched
+        # in it).
+        self.stopped: list[tuple[str, int, set[str]]] = []
+        self.fresh_draws: bool | None = None  # random ops: the reference draws new numbers on every call
+        self.before_report: Callable[[], Any] | None = None  # runs between the variants and the final findings
+
+    # Placement: the tl.store that wrote the bad element, else the launch site, else the kernel def.
+    def launch_line(self) -> int | None:
+        return self.rep.launch_line(self.recorder)
+
+    def problem_reference_file(self) -> str:
+        return self.job.link.reference
+
+    def run(self, captured_output: Any = None) -> None:
+        # The capture run's output is never an "earlier call" for the stale-result rule: under the interpreter it
+        # is dry (no kernel ran), so any output would "equal" it by accident.
+        p = self.problem
+
+        def measure(knobs):
+            try:
+                return p.elements(knobs)
+            except Exception:
+                return 1 << 62
+
+        try:
+            seconds = self.run_variants(measure)
+        finally:
+            self.guard.uninstall()
+            if self.guard.set_launch in self.recorder.on_launch:
+                self.recorder.on_launch.remove(self.guard.set_launch)
+        if self.before_report is not None:
+            self.before_report()  # the compile stage, when it runs after the variants (pipeline.py)
+        self.report(seconds)
+
+    def run_variants(self, measure) -> float:
+        """Every variant, each failure previewed as it is found; returns the seconds they took."""
+        p = self.problem
+        self.rep.w.stage("verify", "planning the variants (sizes, layouts, value distributions)")
+        self.reductions = p.reduction_knobs(p.size_knobs) if self.interpreted and p.size_knobs else set()
+        try:
+            self.at_least = int_floor(p.meta_inputs(), p.init())
+        except Exception:
+            self.at_least = 0
+        base = base_knobs(p.size_knobs, measure({}), measure, self.interpreted, self.reductions, self.at_least)
+        sizes = self.sizes = size_plan(p, base, self.interpreted)
+        variants = plan(p.size_knobs, base, measure, self.interpreted, sizes, self.reductions, self.at_least)
+        self.base = base
+        try:
+            self.profile = sign_profile(p.make_inputs(1, base, sizes.base))
+        except Exception:
+            self.profile = []
+        for v in variants:
+            if v.name == "special":
+                v.transform = functools.partial(special_values, profile=self.profile)
+            elif v.name in ("large", "tiny"):
+                v.transform = keep_signs(v.transform, self.profile)
+            elif v.name == "ties":
+                v.transform = functools.partial(self.ties, v)
+        start = time.monotonic()
+        adaptations = 0
+        for i, v in enumerate(variants):
+            if self.unrepeatable:
+                break
+            cpu0, ops0, runs0 = time.process_time(), interpreter_ops(), self.impl_runs
+            self.run_one(v)
+            per_run = (interpreter_ops() - ops0) // max(1, self.impl_runs - runs0)
+            if i == 0:
+                self.first_cpu_seconds, self.first_ops = time.process_time() - cpu0, per_run
+            # Deterministic sizing: by the operations one run of the implementation took, re-measured on the
+            # next variant until they fit (at most three times).
+            if (self.interpreted and p.size_knobs and v.kind == "values" and v.knobs == self.base
+                    and per_run > SHRINK_AFTER_OPS and adaptations < 3):
+                variants[i + 1:] = self.adapt_sizes(variants[i + 1:], measure, per_run)
+                adaptations += 1
+        if not self.unrepeatable:
+            self.run_aligned(measure)
+            self.rep.w.stage("verify", "planning sizes past the kernels' block constants")
+            for v in block_variants(self, variants, measure):
+                self.run_within_budget(v)
+            verify_configs(self, variants)
+        return time.monotonic() - start
+
+    def ties(self, v: Variant, inputs: list) -> list:
+        """The ties variant's inputs (ties.py); NotApplicable for a random op or a reference that does not round."""
+        if self.problem.random:
+            raise NotApplicable
+        ref, _ = self.problem.callables(v.knobs, v.setting)
+        return tie_inputs(ref, self.problem.float64(ref), inputs)
+
+    def run_aligned(self, measure) -> None:
+        """On the CPU, when the problem's own inputs launched a kernel that no variant ran (the shrunk, odd sizes
+        took another path), one more variant at aligned sizes (variants.aligned_knobs) gives that path a run."""
+        if not self.interpreted or not self.captured - self.ran_kernels():
+            return
+        knobs = aligned_knobs(self.problem.size_knobs, self.base, self.at_least)
+        limit = 4 * max(measure(self.base), CPU_ELEMENT_BUDGET)
+        while knobs and measure(knobs) > limit:  # small sizes rounded up to 16: halve the largest to make room
+            name = max(knobs, key=knobs.get)
+            if knobs[name] // 2 < 16 or knobs[name] % 32:
+                return
+            knobs[name] //= 2
+        setting = {} if knobs else self.sizes.aligned  # sizes read from the inputs, for literal sizes
+        if not knobs and not setting:
+            return
+        self.run_one(Variant("aligned-size", "size", 40, knobs or self.base, None, "sizes rounded to multiples of a "
+                             "power of two the problem's own sizes share (the path aligned sizes take)", setting))
+
+    def run_within_budget(self, v: Variant) -> None:
+        """A block-size variant, stopped under the interpreter once a run of the implementation has taken
+        BLOCK_BUDGET_RUNS times the operations of the first variant's run (LARGER_OPS at least): the dry run counts
+        the programs a launch starts, not the tiles each walks, and a persistent kernel's few programs walk them all
+        (a conv1d on 4 programs took 65 s there, past the check's timeout). A stopped variant is not a pass: what it
+        found and launched is dropped, and every kernel it launched is reported not verified (KL104), so a kernel
+        cannot hide a failure there by spending operations; a GPU check runs it whole."""
+        if not (self.interpreted and self.first_ops > 0):
+            self.run_one(v)
+            return
+        budget = max(LARGER_OPS, BLOCK_BUDGET_RUNS * self.first_ops)
+        marks = len(self.state.failures), len(self.state.rows), len(self.skipped), len(self.recorder.launches)
+        with op_budget(budget) as spent:
+            try:
+                self.run_one(v)
+            except OpBudgetExceeded:
+                if not spent():  # raised by the checked code itself: the implementation's own exception
+                    self.fail("KL209", v, "the implementation raised kernel-lsp's OpBudgetExceeded while no "
+                              f"budget had run out; {self.where(v, '')}", self.launch_line())
+            stopped = spent()
+        if stopped:
+            launched = {launch.spec.name for launch in self.recorder.launches[marks[3]:]}
+            del self.state.failures[marks[0]:], self.state.rows[marks[1]:], self.skipped[marks[2]:]
+            del self.recorder.launches[marks[3]:]
+            self.guard.events.clear()
+            if self.gpu_guards is not None:
+                self.gpu_guards.clear()
+            self.stopped.append((v.name, budget, launched))
+            self.skipped.append((v.name, f"stopped after {budget:,} interpreter operations in one run of the "
+                                 f"implementation (the most a block-size variant may take: {BLOCK_BUDGET_RUNS} times "
+                                 f"the first variant's {self.first_ops:,}, {LARGER_OPS:,} at least): too slow for the "
+                                 "CPU interpreter at these sizes; a check with --device cuda runs it"))
+
+    def run_one(self, v: Variant) -> None:
+        """Run one variant: its stage event, the reason it was skipped, and its row's seconds."""
+        t0, rows = time.monotonic(), len(self.state.rows)
+        self.rep.w.stage("verify", f"variant {v.name}: {v.description}")
+        try:
+            self.run_variant(v)
+        except UserCodeError as e:
+            self.skipped.append((v.name, str(e)))
+        if len(self.state.rows) > rows:
+            self.state.rows[-1].seconds = round(time.monotonic() - t0, 4)
+
+    def adapt_sizes(self, rest: list[Variant], measure, ops_per_run: int) -> list[Variant]:
+        """The interpreter's cost grows with the operations it runs (programs times their work), not with
+        elements: when a run of the implementation took clearly more than OPS_PER_VARIANT, shrink the knobs of
+        the value and layout variants in proportion (outputs' sizes first, reductions last) and re-plan the split
+        sizes."""
+        knobs = self.problem.size_knobs
+        elements = max(1, measure(self.base or {}))
+        budget = max(64, int(elements * OPS_PER_VARIANT / ops_per_run))
+        cost = lambda v: ops_per_run * measure(v.knobs) // elements  # noqa: E731  (operations per call, estimated)
+        for v in [v for v in rest if v.name == "odd-size" and v.knobs]:
+            if cost(v) > SHRINK_AFTER_OPS:  # odd sizes within the same budget as the others
+                odd = shrink_knobs(v.knobs, measure, budget, self.reductions,
+                                   [k for k, n in v.knobs.items() if n >= 16], self.at_least)
+                v.knobs = {**v.knobs, **odd}
+        # Sizes beyond the problem's own cost in proportion: past LARGER_OPS operations they are left out, saying
+        # so (a kernel this costly per element would take minutes there; the isolated re-run's larger set and a
+        # GPU check still try larger sizes).
+        for v in [v for v in rest if v.name == "larger-size"]:
+            if cost(v) > LARGER_OPS:
+                rest.remove(v)
+                self.skipped.append((v.name, f"about {cost(v):,} interpreter operations per call at these sizes "
+                                     f"({ops_per_run:,} at the problem's own): too slow for the CPU interpreter"))
+        smaller = shrink_knobs({**knobs, **self.base}, measure, budget, self.reductions,
+                               [k for k, v in knobs.items() if v >= 16], self.at_least)
+        if not smaller:
+            return rest
+        old, new_base = self.base, {**self.base, **smaller}
+        for v in rest:
+            if v.kind in ("values", "layout") and v.knobs == old:
+                v.knobs = new_base
+        self.base = new_base
+        splits = [v for v in rest if v.name.startswith("split-sizes")]
+        if not splits:
+            return rest
+        fresh = [Variant(f"split-sizes-{i}", "size", 12 + i, new_base, None, splits[0].description, setting)
+                 for i, setting in enumerate(size_plan(self.problem, new_base, True).splits, 1)]
+        at = rest.index(splits[0])
+        kept = [v for v in rest if v not in splits]
+        return kept[:at] + fresh + kept[at:]
+
+    def run_variant(self, v: Variant) -> None:
+        """Run one variant, judge what it collected (rules.py), and record the findings with their lines."""
+        before = len(self.state.failures)
+        self.launch_mark = len(self.recorder.launches)
+        try:
+            evidence = self.collect(v)
+            if evidence is None:
+                return
+            random = self.problem.random
+            judgement = judge_random(evidence) if random else judge(evidence)
+            for f in judgement.findings:
+                self.fail(f.code, v, f.message, self.place(f, evidence), f.severity, **f.data)
+        finally:
+            if v.kind == "layout" and len(self.state.failures) > before:
+                self.name_layout_culprits(v, self.state.failures[before:])
+        if judgement.verdict == "structure" and random:
+            return  # as before the split: a random op with the wrong output count gets no table row
+        if judgement.verdict != "structure" and not random:
+            self.state.outputs = evidence.earlier[-3:] + [[x.clone() if hasattr(x, "clone") else x
+                                                           for x in evidence.outputs]]
+            # No second call made (rerun_launches None): `rerun` holds the first run's own tensors.
+            self.remember(v, evidence.outputs + (evidence.rerun if evidence.rerun_launches is not None else []))
+        self.row(v, evidence.shapes, judgement.verdict, judgement.worst)
+
+    def remember(self, v: Variant, outputs: list) -> None:
+        """Fingerprint and sketch each informative output not seen before (the stale-result rules, rules.py)."""
+        import secrets
+
+        import torch
+        if self.state.positions is None:
+            self.state.positions = torch.Generator().manual_seed(secrets.randbits(62))
+        for y in outputs:
+            if not informative(y):
+                continue
+            key = fingerprint(y)
+            if key not in self.state.prints:
+                self.state.prints[key] = v.name
+                sk = sketch(y, v.name, self.state.positions)
+                if sk is not None:
+                    self.state.sketches.append(sk)
+
+    def name_layout_culprits(self, v: Variant, failures: list[Failure]) -> None:
+        """A layout variant failed: re-run it with one input at a time non-contiguous, and name the inputs whose
+        layout the kernel depends on (each re-run's own findings are dropped)."""
+        import torch
+        inputs = self.problem.make_inputs(v.seed, v.knobs, v.setting)
+        floats = [i for i, x in enumerate(inputs) if isinstance(x, torch.Tensor) and x.is_floating_point()]
+        if len(floats) < 2 or v.transform is None:
+            return
+        culprits = []
+        self.probing = True
+        try:
+            for i in floats:
+                marks = len(self.state.failures), len(self.state.rows), len(self.skipped)
+                evidence = self.collect(dataclasses.replace(v, transform=only_input(v.transform, i)))
+                failed = len(self.state.failures) > marks[0] or (evidence is not None and any(
+                    f.severity is None for f in (judge_random(evidence) if self.problem.random
+                                                 else judge(evidence)).findings))
+                del self.state.failures[marks[0]:], self.state.rows[marks[1]:], self.skipped[marks[2]:]
+                if failed:
+                    culprits.append(i)
+        finally:
+            self.probing = False
+        if len(culprits) == 1:
+            note = (f"; input {culprits[0]} alone non-contiguous fails too: the kernel assumes input {culprits[0]} "
+                    "is contiguous")
+        elif culprits:
+            names = ", ".join(map(str, culprits[:-1])) + f" and {culprits[-1]}"
+            note = f"; inputs {names} each fail alone non-contiguous: the kernel assumes they are contiguous"
+        else:
+            note = "; no input alone non-contiguous fails: it takes several together"
+        for f in failures:
+            f.message += note
+            f.data["layout_inputs"] = culprits
+
+    def collect(self, v: Variant) -> Evidence | None:
+        """Run the reference and the implementation on this variant's inputs and gather the evidence. Returns
+        None when the variant is skipped (the reference or the input factory rejects it) or the implementation
+        raised (reported here as KL209, with its row). The variant's size knobs stay set throughout: a reference
+        that reads a module-level size when called (`torch.zeros(ROWS, ...)` beside `randint(0, ROWS, ...)` in the
+        input factory) sees the size its inputs were drawn for. (On a GPU, indices drawn for a larger ROWS than the
+        reference used made index_add_ fail a device-side assert, which ends the whole job.)"""
+        with self.problem.knobs_set(v.knobs):
+            return self._collect(v)
+
+    def _collect(self, v: Variant) -> Evidence | None:
+        import torch
+        p = self.problem
+        try:
+            ref, impl = p.callables(v.knobs, v.setting)
+        except UserCodeError as e:
+            if e.side != IMPLEMENTATION:
+                self.skipped.append((v.name, f"the {e.side} cannot be built at these sizes"))
+                return None
+            self.fail("KL209", v, f"{e}; {self.where(v, None)}", deepest_line(e.exc, self.job.path))
+            return None
+        try:
+            inputs = own = p.make_inputs(v.seed, v.knobs, v.setting)
+            if v.transform is not None:
+                torch.manual_seed(v.seed)
+                inputs = v.transform(inputs)
+        except NotApplicable:
+            return None
+        except Exception as e:
+            raise_device_fault(e)
+            self.skipped.append((v.name, f"the input factory rejects these sizes ({type(e).__name__})"))
+            return None
+        if v.kind == "values" and v.name not in ("seed-1", "seed-2"):
+            ood = outside_profile(inputs, self.profile)
+            if ood:
+                self.outside[v.name] = ood
+        if v.name == "transposed" and not any(isinstance(x, torch.Tensor) and x.dim() >= 2 for x in inputs):
+            return None  # for 1-D inputs this is the same as the strided variant
+        if v.name.startswith("int-") and not has_integers(inputs):
+            return None  # no integer input: the same as seed-1
+        shapes = describe_inputs(inputs) + describe_init(p.init(v.knobs, v.setting), v.setting)
+        if v.name.startswith("int-") and p.device != "cpu":
+            refused = screen_on_cpu(ref, inputs, own)
+            if refused:
+                self.skipped.append((v.name, refused + "; on a GPU, integers the reference rejects are a device-side "
+                                                       "assert, which would end the check"))
+                return None
+        ref_inputs = clone_inputs(inputs)
+
+        def call(fn, args):  # every side starts from the same random state: a reference that draws is repeatable
+            torch.manual_seed(v.seed + CALL_SEED)
+            return no_grad_call(fn, args)
+        try:
+            torch.manual_seed(v.seed + CALL_SEED)
+            rng = rng_state()
+            with resizes_out() as resized:
+                r = no_grad_call(ref, ref_inputs)
+            draws = not p.random and rng_state() != rng
+            if resized:
+                self.skipped.append((v.name, f"the reference accepts {shapes} only by resizing a mis-sized out= "
+                                             "tensor, which PyTorch deprecates"))
+                return None
+        except Exception as e:
+            raise_device_fault(e)
+            if v.name.startswith("int-"):
+                return None  # integers the reference has no use for (negative indices, labels): nothing to say
+            where = deepest_line(e, self.problem_reference_file())
+            at = f" (at {os.path.basename(self.problem_reference_file())}:{where + 1})" if where is not None else ""
+            self.skipped.append((v.name, f"the reference rejects {shapes}: {type(e).__name__}: "
+                                         f"{readable(str(e))[:200]}{at}"))
+            return None
+        if p.random and self.fresh_draws is None:
+            # Called again without a new seed: a reference with no seed among its inputs draws new numbers.
+            try:
+                again = flatten_outputs(no_grad_call(ref, clone_inputs(inputs)))
+                self.fresh_draws = not all(same(a, b) for a, b in zip(flatten_outputs(r), again))
+            except Exception as e:
+                raise_device_fault(e)
+        # Inputs the reference updates in place (an optimizer step, `out=`, running statistics) are outputs too.
+        updated = [i for i, (a, b) in enumerate(zip(inputs, ref_inputs))
+                   if isinstance(a, torch.Tensor) and not same(a, b)]
+        truth_inputs = upcast(clone_inputs(inputs))
+        r_flat = flatten_outputs(r) + [ref_inputs[i] for i in updated]
+        if not p.random and self.unrepeatable is None and not self.probing:
+            self.unrepeatable = reference_repeat(ref, inputs, r_flat, updated) or ""
+            if self.unrepeatable:
+                return None  # reported once, on the link (report): no implementation can match it element by element
+        try:
+            truth = call(self.problem.float64(ref), truth_inputs)
+            truth_dtype = "float64"
+            if draws and not same_draws(r_flat, flatten_outputs(truth) + [truth_inputs[i] for i in updated]):
+                # A reference that draws random numbers in its own dtype (randn_like) draws other numbers in
+                # float64: that is no truth for these outputs; the reference in the task's dtype is.
+                truth, truth_dtype, truth_inputs = r, str(input_dtype(inputs)), ref_inputs
+        except Exception as e:
+            raise_device_fault(e)
+            truth, truth_dtype, truth_inputs = r, str(input_dtype(inputs)), ref_inputs
+        # A float64 problem's reference is its own float64 truth, so PyTorch's own error there is 0 by construction:
+        # as without a float64 truth, how far it moves when its inputs move by one ulp stands in for it.
+        floats = [o for o in r_flat if isinstance(o, torch.Tensor) and o.is_floating_point()]
+        own_truth = bool(floats) and all(o.dtype == torch.float64 for o in floats)
+        spread = (reference_spread(ref, inputs, r_flat, updated, call) if truth_dtype != "float64" or own_truth
+                  else None)
+        t_flat = flatten_outputs(truth) + [truth_inputs[i] for i in updated]
+        # The allowance for float constants is for kernels that receive them as fp32 scalars, and only for them.
+        constants = (constant_rounding(self.problem.float64(ref), upcast(clone_inputs(inputs)), t_flat, updated,
+                                       call) if truth_dtype == "float64" and self.takes_float_scalars() else None)
+        fed = sum(x.numel() for x in inputs if isinstance(x, torch.Tensor) and x.is_floating_point())
+        terms = [fed / out.numel() if isinstance(out, torch.Tensor) and out.numel() else 1.0 for out in r_flat]
+        # A float64 output's floor has float64's roundoff (compare.py), where fed / out undercounts a reduction that
+        # feeds every element (a softmax's row sum): its length is taken as the longest input dimension there.
+        longest = max((max(x.shape) for x in inputs if isinstance(x, torch.Tensor) and x.is_floating_point()
+                       and x.dim()), default=1)
+        terms = [max(n, longest) if getattr(out, "dtype", None) == torch.float64 else n
+                 for n, out in zip(terms, r_flat)]
+        abs_inputs = absolute(upcast(clone_inputs(inputs)))
+        try:  # the reference on absolute values: the accumulation floor of the budget (compare.py)
+            a_flat = flatten_outputs(call(self.problem.float64(ref, absolute=True), abs_inputs))
+            a_flat += [abs_inputs[i] for i in updated]
+        except Exception as e:
+            raise_device_fault(e)
+            a_flat = [None] * len(r_flat)
+        if len(a_flat) != len(r_flat):
+            a_flat = [None] * len(r_flat)
+        if v.name != "special" and not same_finiteness(r_flat, t_flat):
+            # NaN/inf the reference returns in its own dtype and in the truth alike (a log of a negative draw)
+            # are part of the answer; where only one of them has it, it overflowed: nothing to judge.
+            self.skipped.append((v.name, "the reference itself overflows or returns NaN/inf here"))
+            return None
+        if p.random and v.name == "special":
+            return None  # distributions with NaN and infinities are not compared
+        if v.name == "special" and any(isinstance(a, torch.Tensor) and a.is_floating_point() and
+                                       bool((torch.isfinite(b.double()) & ~torch.isfinite(a.double())).any())
+                                       for a, b in zip(r_flat, t_flat) if isinstance(b, torch.Tensor)):
+            self.skipped.append((v.name, "the reference overflows in its own dtype here"))
+            return None
+
+        if not self.interpreted and self.recorder.autotuners and not self.recorder.forced:
+            # On a GPU the autotuner benchmarks every config on a new key (a new size) inside the call, writing the
+            # outputs with each: a config that leaves elements unwritten would look complete in run 1 and
+            # "racy" in run 2. Benchmark it here, outside the judged runs (a forced config is never benchmarked).
+            try:
+                no_grad_call(impl, clone_inputs(inputs))
+            except Exception as e:
+                raise_device_fault(e)  # anything else is raised again by run 1, and reported there
+        impl_call = call if draws else no_grad_call  # an implementation drawing alike gets the reference's draws
+        # Implementation, run 1: allocations poisoned with NaN; stores tracked for placement.
+        gpu = self.gpu_guards
+        impl_inputs = clone_inputs(inputs) if gpu is None else [gpu.wrap(x, f"input {i}") for i, x in enumerate(inputs)]
+        self.guard.stores.clear()
+        self.guard.track_stores = self.guard.available
+        before = self.recorder.count
+        self.impl_runs += 1
+        try:
+            with poisoned_allocations(float("nan"), gpu):
+                y1 = impl_call(impl, impl_inputs)
+        except Exception as e:
+            raise_device_fault(e)
+            self.collect_oob(v)  # accesses before the failure are findings of their own
+            limit = interpreter_limit(e) if self.interpreted else None
+            if limit is not None:  # the interpreter's gap, not the kernel's bug: reported once (interpreter_limits)
+                self.limits.setdefault(readable(limit), []).append(v.name)
+                self.row(v, shapes, "cpu-limit", None)
+                return None
+            line = deepest_line(e, self.job.path)
+            raised = f"{type(e).__name__}: {api_note(readable(str(e)))[:400]}"
+            if v.kind == "layout":
+                # A loud refusal is not a silent wrong value: a warning that says what it rejects.
+                self.fail("KL209", v, f"rejects non-contiguous input: raises {raised}; the reference accepts it "
+                          f"({v.description}; {shapes})", line, "warning", cause=readable(str(e)))
+            else:
+                self.fail("KL209", v, f"the implementation raised {raised}; {self.where(v, shapes)}", line,
+                          cause=readable(str(e)))
+            self.row(v, shapes, "raised", None)
+            return None
+        finally:
+            self.guard.track_stores = False
+        launches = self.recorder.count - before
+        self.collect_oob(v)
+        # Run 2: allocations poisoned with a finite sentinel; same inputs. Under the interpreter (programs run one
+        # after another: no race to catch) it only tells unwritten elements from computed NaN, so it is skipped
+        # when the first run left no NaN at all: half the CPU time of a correct kernel.
+        rerun_inputs = clone_inputs(inputs)
+        if self.interpreted and not p.random and not any(
+                isinstance(y, torch.Tensor) and y.is_floating_point() and bool(torch.isnan(y).any())
+                for y in flatten_outputs(y1) + [impl_inputs[i] for i in updated]):
+            y2, rerun_inputs = y1, impl_inputs
+            rerun_launches = None
+        else:
+            self.impl_runs += 1
+            extend_op_budget()  # the budget is per run: a second run is what an unwritten output costs
+            before = self.recorder.count
+            try:
+                with poisoned_allocations(SENTINEL):
+                    y2 = impl_call(impl, rerun_inputs)
+            except Exception as e:
+                raise_device_fault(e)
+                y2 = None
+            rerun_launches = self.recorder.count - before
+            self.collect_oob(v)
+        y1_flat = flatten_outputs(y1)
+        y2_flat = flatten_outputs(y2) if y2 is not None else [None] * len(y1_flat)
+        y1_flat += [impl_inputs[i] for i in updated]
+        y2_flat += [rerun_inputs[i] if y2 is not None else None for i in updated]
+        result_line = returning_line(impl, clone_inputs(inputs), self.job.path) if launches == 0 else None
+        # Kernels the interpreter computes wrongly, among those that ran here (a variant may launch one the
+        # capture did not): values are not judged on this variant.
+        ran = {launch.spec.qualname for launch in self.recorder.launches[self.launch_mark:]}
+        untrusted = bool(ran & set(self.untrusted_kernels()))
+        sample_message = None
+        if p.random and p.sample_check is not None and len(y1_flat) == len(r_flat):
+            sample_message = p.sample_check(inputs, y1_flat[0] if len(y1_flat) == 1 else y1_flat)
+        return Evidence(v.name, v.kind, v.description, shapes, y1_flat, y2_flat, r_flat, t_flat, a_flat, truth_dtype,
+                        launches, impl_inputs, ref_inputs, self.state.outputs, self.state.prints,
+                        self.state.sketches, untrusted,
+                        sample_message, result_line, updated, spread, terms, constants, inputs,
+                        bool(self.fresh_draws), rerun_launches)
+
+    def place(self, f: RuleFinding, e: Evidence) -> int | None:
+        """The line a rule's finding belongs on: the store that wrote the bad element, else the launch site."""
+        if f.place == "none":
+            return None
+        if f.place == "result":
+            return e.result_line
+        if f.place == "store" and f.comparison is not None:
+            return self.line_for((e.rerun if f.rerun else e.outputs)[f.output], f.comparison)
+        return self.launch_line()
+
+    def line_for(self, y, c: Comparison) -> int | None:
+        import torch
+        if isinstance(y, torch.Tensor) and c.worst_index is not None and self.guard.stores:
+            if c.code == "KL203":
+                lines = self.guard.store_lines_into(y.data_ptr(), y.data_ptr() + y.numel() * y.element_size())
+                if lines:
+                    return lines[0]
+            else:
+                line = self.guard.writer_of(_address_of(y, c.worst_index))
+                if line is not None:
+                    return line
+        return self.launch_line()
+
+    def where(self, v: Variant, shapes: str | None) -> str:
+        return describe_variant(v.kind, v.name, v.description, shapes)
+
+    def collect_oob(self, v: Variant) -> None:
+        if self.gpu_guards is not None:
+            for b in self.gpu_guards.breaches():
+                where = "past the end of" if b.side == "after" else "before the start of"
+                self.fail("KL208", v, f"a store {where} {b.label}: {b.changed} guard byte(s) changed, up to {b.reach} "
+                          f"bytes {b.side} it (GPU guard regions; variant {v.name})", self.launch_line(),
+                          kind="store", count=b.changed)
+            self.gpu_guards.clear()
+        for ev in list(self.guard.events.values()):
+            what = {"load": "reads", "store": "writes", "atomic": "updates"}[ev.kind]
+            self.fail("KL208", v, f"{ev.kernel} {what} out of bounds: {ev.count} access(es), e.g. {ev.detail} "
+                      f"(variant {v.name})", ev.line, kind=ev.kind, count=ev.count)
+        self.guard.events.clear()
+
+    def fail(self, code: str, v: Variant, message: str, line: int | None, severity: str | None = None,
+             **data: Any) -> None:
+        kind = _cause(code, v)
+        new = not any(f.code == code and f.line == line and _cause(f.code, f.variant) == kind
+                      for f in self.state.failures)
+        self.state.failures.append(Failure(code, v, message, line, data, severity))
+        if new and not self.probing:
+            # The first failure of a cause is shown at once; the final finding (every variant it failed on)
+            # replaces it when verification ends.
+            ln = line if line is not None else self.launch_line()
+            level = _LEVELS.get(severity or "") or (Severity.WARNING if v.name in self.outside else None)
+            self.rep.preview(code, message, Span(ln, 0) if ln is not None else None, source="kernel-lsp.verify",
+                             severity=level, variant=v.name, **data)
+
+    def row(self, v: Variant, shapes: str, verdict: str, c: Comparison | None) -> None:
+        ran = sorted({launch.spec.name for launch in self.recorder.launches[self.launch_mark:]})
+        self.state.rows.append(VariantRow(v.name, v.description, shapes, verdict, c.max_abs if c else None,
+                                          c.ref_max_abs if c else None, kernels=ran))
+
+    def report(self, seconds: float) -> None:
+        if self.unrepeatable:
+            self.rep.add("KL007", f"the reference is not deterministic: two calls on the same inputs differ "
+                         f"({self.unrepeatable}); it draws random numbers it does not seed, so no implementation can "
+                         "match it element by element, and no value was judged; for a random op, set "
+                         "`KERNEL_LSP_RANDOM = True` in the reference's module to compare distributions instead "
+                         "(docs/verification.md, Random ops); otherwise seed or remove the draws",
+                         None, source="kernel-lsp.verify")
+            return
+        if not self.state.rows and self.skipped:
+            # Nothing was judged: saying nothing would read as a clean bill of health.
+            name, reason = self.skipped[0]
+            self.rep.add("KL003", f"no input variant could be verified: the reference failed on every one "
+                         f"(first, {name}: {reason})", None, source="kernel-lsp.verify",
+                         skipped=[n for n, _ in self.skipped])
+        # One finding per cause: a value failure, a layout failure and a size failure at the same store are three
+        # causes (a stride bug must not ride inside a rounding finding as "also on: strided").
+        groups: dict[tuple, list[Failure]] = {}
+        for f in self.state.failures:
+            kind = _cause(f.code, f.variant)
+            groups.setdefault((f.code, f.line, kind), []).append(f)
+        compile_errors = [f.message for f in self.rep.sent if f.code == "KL100"]
+        groups = {key: fs for key, fs in groups.items() if not (key[0] == "KL209" and any(
+            _core(fs[0].data.get("cause", "")) in m for m in compile_errors if _core(fs[0].data.get("cause", ""))))}
+        cached = {line for code, line, _ in groups if code == "KL206"}
+        if cached:
+            # One cause, one finding: a cached result also launches nothing on a cache hit (KL205) and is wrong
+            # where the cache was filled on other inputs (KL200/KL201 at the same store).
+            groups = {(code, line, kind): fs for (code, line, kind), fs in groups.items()
+                      if code != "KL205" and not (code in ("KL200", "KL201") and line in cached)}
+        fallback = self.launch_line()
+        for (code, line, _), fs in groups.items():
+            first = fs[0]
+            others = sorted({f.variant.name for f in fs[1:]} - {first.variant.name})
+            msg = first.message + (f" (also on: {', '.join(others)})" if others else "")
+            if all(f.variant.name in self.configs for f in fs):
+                msg = configs_prefix([self.configs[f.variant.name] for f in fs]) + msg
+            severity = _merged_severity(fs)
+            outside = all(f.variant.name in self.outside for f in fs)
+            if outside and severity != Severity.INFO:
+                # Only where the inputs leave the signs the problem always gives them: a warning that says so.
+                severity = Severity.WARNING
+                msg += (f"; only on inputs outside the problem's own distribution ({self.outside[first.variant.name]}):"
+                        " the problem's own inputs pass")
+            ln = line if line is not None else fallback
+            self.rep.add(code, msg, Span(ln, 0) if ln is not None else None, source="kernel-lsp.verify",
+                         severity=severity, variant=first.variant.name, variants=[f.variant.name for f in fs],
+                         **first.data, **({"outside_distribution": True} if outside else {}))
+        self.interpreter_limits()
+        # A kernel launched in a stopped block-size variant is not verified, whatever the other variants found (a
+        # kernel launched only there was cut from the recorder with the variant: pipeline.report_unexercised
+        # reports it).
+        stopped: dict[str, tuple[str, int]] = {}
+        for vname, budget, launched in self.stopped:
+            for name in launched:
+                stopped.setdefault(name, (vname, budget))
+        ran = self.ran_kernels()
+        for qual, fn, _, _ in self.launched_sources():
+            if fn.__name__ in stopped and fn.__name__ in ran:
+                vname, budget = stopped[fn.__name__]
+                self.rep.add("KL104", f"kernel {fn.__name__} is not verified: its block-size variant {vname} was "
+                             f"stopped after {budget:,} interpreter operations in one run, too slow for the CPU "
+                             "interpreter at those sizes; check it with --device cuda", self.rep.kernel_span(qual),
+                             source="kernel-lsp.verify", severity=Severity.INFO, kernel=qual, variant=vname)
+        # A kernel is verified by the variants it ran on (a file may dispatch: a TMA path at the problem's own
+        # sizes, a pointer path at odd ones); rows where no kernel ran concern every kernel.
+        for name in sorted(ran - set(stopped)):
+            rows = [r for r in self.state.rows if not r.kernels or name in r.kernels]
+            summary = Verification(rows, [SkippedVariant(n, r) for n, r in self.skipped],
+                                   "cpu-interpreter" if self.interpreted else "cuda", round(seconds, 3),
+                                   dict(self.base), self.guard.available, round(self.first_cpu_seconds, 3),
+                                   self.first_ops)
+            self.rep.w.kernel(name, KernelFacts(verification=summary))
+
+    def takes_float_scalars(self) -> bool:
+        """Some launched kernel takes a float scalar argument (an fp32 in its signature), the way a Python float
+        reaches a compiled kernel."""
+        return any(t == "fp32" for launch in self.recorder.launches
+                   for t in _flat_types(launch.spec.signature.values()))
+
+    def ran_kernels(self) -> set[str]:
+        """The names of the kernels launched on some variant so far."""
+        return {k for r in self.state.rows for k in r.kernels}
+
+    def launched_sources(self):
+        """(qualname, function, source, argument types) for each recorded kernel whose source is readable."""
+        for qual, fn in self.recorder.functions.items():
+            try:
+                src = inspect.getsource(fn)
+            except (OSError, TypeError):
+                continue
+            dtypes = {t for l in self.recorder.launches if l.spec.qualname == qual
+                      for t in _flat_types(l.spec.signature.values())}
+            yield qual, fn, src, dtypes
+
+    def untrusted_kernels(self) -> dict[str, str]:
+        """Kernels whose numbers the CPU interpreter gets wrong, with the reason (measured on Triton 3.9):
+        bf16 tl.dot gives garbage (triton issue #11584); fp32 -> fp8 casts drop the mantissa carry
+        (7.9 -> 4.0 instead of 8.0) and round ties away from even (100 -> 104, not 96)."""
+        if not self.interpreted:
+            return {}
+        out = {}
+        for qual, _, src, dtypes in self.launched_sources():
+            # pointer types read "*bf16", tensor descriptors "tensordesc<bf16[128, 64]>"
+            if "tl.dot" in src and any("bf16" in t for t in dtypes):
+                out[qual] = "tl.dot on bf16 gives wrong numbers in this Triton's CPU interpreter"
+            elif any("fp8" in t for t in dtypes):
+                out[qual] = ("fp8 casts in this Triton's CPU interpreter drop the mantissa carry (7.9 becomes 4.0) "
+                             "and break ties away from even")
+        return out
+
+    def interpreter_limits(self) -> None:
+        if not self.interpreted:
+            return
+        judged = [r for r in self.state.rows if r.verdict not in ("raised", "cpu-limit")]
+        for limit, names in self.limits.items():
+            # Not the kernel's failure: a warning when it left nothing judged (as KL106), else a note.
+            self.rep.add("KL210", f"cannot be verified on the CPU: {limit}; Triton's interpreter stopped on "
+                         f"{len(names)} variant(s) ({', '.join(names[:4])}{', ...' if len(names) > 4 else ''}): "
+                         "verify it on a GPU (--device cuda or a runner)", self.rep.launch_span(self.recorder),
+                         source="kernel-lsp.verify", severity=Severity.INFO if judged else Severity.WARNING,
+                         variants=names, values_judged=False)
+        untrusted, verified = self.untrusted_kernels(), self.ran_kernels()
+        for qual, fn, src, dtypes in self.launched_sources():
+            span = self.rep.kernel_span(qual)
+            if qual in untrusted and fn.__name__ in verified:
+                self.rep.add("KL210", f"{fn.__name__}: {untrusted[qual]}, so values were not judged here "
+                             "(bounds, unwritten outputs, launches and shapes were); verify the numbers on a GPU",
+                             span, source="kernel-lsp.verify", values_judged=False)
+            fp32 = any(t == "*fp32" or t.startswith("tensordesc<fp32") for t in dtypes)
+            ran = ran_tf32_dot(fn)  # None: the dots were not watched, so the source decides
+            if ran or (ran is None and "tl.dot" in src and fp32 and not _FP32_DOT.search(src)):
+                self.rep.add("KL210", f"{fn.__name__}: tl.dot on fp32 uses TF32 on the GPU by default (about 1e-3 "
+                             "relative error) while the CPU interpreter computes it exactly; pass "
+                             "input_precision=\"ieee\" if fp32 accuracy is intended", span, source="kernel-lsp.verify")
+
+
+# An fp32 tl.dot whose precision is spelled out as fp32-accurate: IEEE, or three TF32 products (tf32x3: about
+# fp32's error, which the GPU run judges; the interpreter computes every precision exactly).
+_FP32_DOT = re.compile(r"""input_precision\s*=\s*["'](ieee|tf32x3)["']|allow_tf32\s*=\s*False""")
+
+
+SPLIT_BY_KIND = ("KL200", "KL201", "KL203", "KL207", "KL209")  # findings kept apart per variant kind
+
+
+def _cause(code: str, v: Variant) -> str:
+    """What keeps two failures of one code at one line apart: the variant kind for the codes split by it, and an
+    autotune config's failures always (they belong to configs this run did not pick)."""
+    return v.kind if code in SPLIT_BY_KIND or v.kind == "config" else ""
+
+
+_LEVELS = {"info": Severity.INFO, "warning": Severity.WARNING}
+
+
+def _merged_severity(failures: list[Failure]) -> Severity | None:
+    """The most severe of a group's failures; None (the code's own severity) when any has no lowered one."""
+    levels = [_LEVELS.get(f.severity or "") for f in failures]
+    if any(level is None for level in levels):
+        return None
+    return Severity.WARNING if Severity.WARNING in levels else Severity.INFO
+
+
+def _flat_types(types) -> list[str]:
+    """Triton type names, a tuple argument's (`x.shape`: ("i32", "i32")) unpacked: strings only."""
+    out: list[str] = []
+    for t in types:
+        out += _flat_types(t) if isinstance(t, (tuple, list)) else [str(t)]
+    return out
+
+
+def _core(cause: str) -> str:
+    """An exception's own words, without the wrapper's class names (InterpreterError: NotImplementedError: ...)."""
+    return cause.rsplit(": ", 1)[-1].strip()
+
+
+def verify_problem(problem, recorder, rep, job, captured_output: Any = None,
+                   before_report: Callable[[], Any] | None = None) -> None:
+    """Verify; `before_report` runs after the variants and before the final findings (which replace the previews
+    shown as failures were found)."""
+    v = Verifier(problem, recorder, rep, job)
+    v.before_report = before_report
+    v.run(captured_output)
+
+
+# Elements of a GPU variant's inputs (and its reference's weights) up to which its integers are tried on the CPU first.
+CPU_SCREEN_ELEMENTS = 1 << 27
+
+
+def screen_on_cpu(ref, inputs: list, own: list) -> str | None:
+    """Why the integer variant `inputs` must not reach the reference on a GPU, or None when it may. Integers drawn of
+    both signs or at the dtype's limits are indices or labels to some references; on the CPU an out-of-range index is
+    an exception, on a GPU a device-side assert that ends the CUDA context for the rest of the job (index_add on the
+    H200, 2026-12-01). The reference runs on a CPU copy, first on the problem's own inputs (`own`): where it cannot
+    run there (a model that cannot be copied, an op or a tensor tied to the GPU), these integers cannot be tried
+    first either, and are not run."""
+    import copy
+
+    import torch
+    tensors = [x for x in inputs if isinstance(x, torch.Tensor)]
+    weights = [*ref.parameters(), *ref.buffers()] if isinstance(ref, torch.nn.Module) else []
+    if sum(t.numel() for t in tensors + weights) > CPU_SCREEN_ELEMENTS:
+        return "too large to try on a CPU copy of the reference first"
+
+    def on_cpu(fn, args) -> str | None:
+        try:
+            no_grad_call(fn, [x.detach().cpu() if isinstance(x, torch.Tensor) else x for x in args])
+        except Exception as e:
+            raise_device_fault(e)
+            return f"{type(e).__name__}: {readable(str(e))[:120]}"
+        return None
+    try:
+        fn = copy.deepcopy(ref).to("cpu") if isinstance(ref, torch.nn.Module) else ref
+    except Exception as e:
+        raise_device_fault(e)
+        return f"the reference cannot be copied to the CPU to try them first ({type(e).__name__})"
+    cannot = on_cpu(fn, own)
+    if cannot is not None:
+        return f"the reference does not run on a CPU copy to try them first ({cannot})"
+    rejects = on_cpu(fn, inputs)
+    return f"the reference rejects these integers on the CPU ({rejects})" if rejects is not None else None

@@ -1,0 +1,316 @@
+"""Where checks run: the Executor seam. Every front end (the CLI, the language server, the proposers, the batch API)
+asks `executor_for(settings)` for one and hands it to `check.CheckRequest`; none of them builds worker pools.
+
+    outcome = executor.run(job, files, timeout, on_event, cancel)
+
+runs one `CheckJob` somewhere and returns how it ended (a `WorkerOutcome`: its events, and what the process did).
+`capacity` says how many jobs it runs at once (a caller schedules that many files in parallel), `ships_files`
+whether the job's files must travel with it (no shared file system), `local()` where work that needs no GPU runs
+on this machine (the proposers compile candidates there), and `close()` ends every process it started.
+
+Implementations:
+- `LocalExecutor`: a child process per job on this machine, forked from the warm zygote where kernels run under
+  the CPU interpreter, else started fresh;
+- `WorkerPoolExecutor`: long-lived workers (serve.py), one job per worker at a time: one per local GPU, or one per
+  `runner` command (a worker on another machine, reached through any command that speaks its stdio);
+- `HostExecutor`: this machine's pair of the two, routing each job to the GPU workers unless it asks for the CPU;
+- `RayExecutor` (ray_executor.py, `executor = "ray"`): a Ray cluster's CPUs (a task per job) and GPUs (an actor each).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from typing import Callable
+
+from ..config import Settings
+from ..device import gpu_present
+from ..jobs import CheckJob, Preview, SandboxOptions, Stage, Stat
+from . import compile_warmer
+from .client import run_in_child
+from .outcome import WorkerOutcome
+from .persistent import PersistentWorker, local_command, parse_runner, sandbox_args, visible_gpus
+from ..player.isolate import without_secrets
+from .pool import WarmPool
+from .rerun import ran_on, rerun_for, should_rerun
+from .sandbox import child_env, options_from
+
+log = logging.getLogger(__name__)
+
+OnEvent = Callable[[Stage | Preview], None]
+
+
+class Executor:
+    """Runs check jobs. Subclasses implement `run`; the rest has sensible defaults."""
+
+    capacity: int = 1
+    ships_files: bool = False
+
+    def run(self, job: CheckJob, files: dict[str, str] | None = None, timeout: float = 60.0,
+            on_event: OnEvent | None = None, cancel: threading.Event | None = None) -> WorkerOutcome:
+        raise NotImplementedError
+
+    def local(self) -> "Executor":
+        """Where work that needs no GPU (compiling for a target) runs on this machine."""
+        return self
+
+    def warm_up(self) -> None:
+        """Start workers now, so the first job does not wait for imports (and a CUDA context)."""
+
+    def close(self) -> None:
+        """End every process this executor started; running jobs end with them."""
+
+    def describe(self) -> str:
+        return type(self).__name__
+
+    def __enter__(self) -> "Executor":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+class LocalExecutor(Executor):
+    """A child process per job on this machine: forked from the warm zygote (torch and triton already imported)
+    where the job runs under the CPU interpreter, else a fresh `python -m kernel_lsp.run.child`."""
+
+    def __init__(self, capacity: int = 2, device: str = "auto", warm: bool = True,
+                 sandbox: SandboxOptions | None = None):
+        self.capacity = max(1, capacity)
+        self.device = device
+        self.sandbox = sandbox or SandboxOptions()
+        self.pool = WarmPool(child_env(self.sandbox)) if warm else None
+
+    def run(self, job, files=None, timeout=60.0, on_event=None, cancel=None) -> WorkerOutcome:
+        cancel = cancel or threading.Event()
+        if job.kind == "check" and job.verify and job.rerun.enabled and self.pool is not None and \
+                self.pool.usable(job.device) and self.pool.ready():
+            # The harness's imports overlap this check, in case it passes; not while the zygote still starts (on
+            # two cores they would slow each other, and a file that fails never needs the harness).
+            rerun_for("cpu", job.sandbox).warm_up()
+        outcome = run_in_child(job, timeout, cancel, None, on_event, self.pool)
+        device = ran_on(outcome)
+        if device is not None and should_rerun(job, outcome):
+            rerun_for(device, job.sandbox).apply(job, outcome, self, timeout, cancel)
+        return outcome
+
+    def warm_up(self) -> None:
+        if self.pool is not None:
+            self.pool.start(self.device)
+
+    def close(self) -> None:
+        if self.pool is not None:
+            self.pool.close()
+
+    def describe(self) -> str:
+        return f"local ({self.capacity} at a time)"
+
+
+class WorkerPoolExecutor(Executor):
+    """Long-lived workers, one job per worker at a time (so one timing job per GPU). A worker that faults is
+    replaced by the next job that needs it (persistent.py)."""
+
+    def __init__(self, workers: list[PersistentWorker], ships_files: bool = False, warmer: bool = False,
+                 checker: "LocalExecutor | None" = None):
+        self.workers = workers
+        # Where the isolated re-run's checker steps run (this machine's CPU); None: no re-run (a runner's GPU is
+        # on another machine, where this process cannot start the harness).
+        self.checker = checker
+        self.capacity = len(workers)
+        self.ships_files = ships_files
+        self.warmer = warmer  # start a compile warmer beside a worker that is not running yet (local GPUs)
+        self._free = threading.Condition()
+
+    @classmethod
+    def local_gpus(cls, device: str = "auto", gpus: list[str] | None = None,
+                   sandbox: SandboxOptions | None = None,
+                   checker: "LocalExecutor | None" = None) -> "WorkerPoolExecutor":
+        """One worker per GPU (each sees only its own, as CUDA_VISIBLE_DEVICES says); files go to whichever is
+        free. `gpus`: indices among those this process may use (default: all of them)."""
+        gpus = gpus or visible_gpus() or ["0"]
+        sandbox = sandbox or SandboxOptions()
+        return cls([PersistentWorker(local_command(device, sandbox),
+                                     env=child_env(sandbox, {**os.environ, "CUDA_VISIBLE_DEVICES": g}),
+                                     name=f"gpu-{g}") for g in gpus], warmer=True,
+                   checker=checker or LocalExecutor(1, "cpu", sandbox=sandbox))
+
+    @classmethod
+    def runners(cls, commands: list[list[str]], device: str = "auto", sandbox: SandboxOptions | None = None,
+                secrets: tuple[str, ...] = ()) -> "WorkerPoolExecutor":
+        """Workers behind runner commands. The command itself (ssh, say) keeps the user's environment but no
+        variable named like a secret, nor those in `secrets` (the LLM key's): a worker on this machine would
+        otherwise hold them in its /proc/PID/environ."""
+        suffix = (["--device", device] if device != "auto" else []) + sandbox_args(sandbox)
+        env = without_secrets(dict(os.environ), secrets)
+        return cls([PersistentWorker(c + suffix, env=env, name=f"runner-{i}") for i, c in enumerate(commands)],
+                   ships_files=True)
+
+    def acquire(self, cancel: threading.Event | None = None) -> PersistentWorker | None:
+        """An idle worker (waiting for one), or None when cancelled while waiting."""
+        with self._free:
+            while True:
+                for w in self.workers:
+                    if w.lock.acquire(blocking=False):
+                        return w
+                if cancel is not None and cancel.is_set():
+                    return None
+                self._free.wait(0.2)
+
+    def release(self, worker: PersistentWorker) -> None:
+        with self._free:
+            worker.lock.release()
+            self._free.notify_all()
+
+    def run(self, job, files=None, timeout=60.0, on_event=None, cancel=None) -> WorkerOutcome:
+        cancel = cancel or threading.Event()
+        worker = self.acquire(cancel)
+        if worker is None:
+            return WorkerOutcome(cancelled=True)
+        warmer = self._compile_warmer(job, worker)
+        gpu = worker.env.get("CUDA_VISIBLE_DEVICES") if worker.env else None
+        if self.checker is not None and job.kind == "check" and job.verify and job.rerun.enabled:
+            rerun_for("cuda", job.sandbox, gpu).warm_up()
+        try:
+            outcome = worker.run(job, files, timeout, on_event, cancel)
+            if warmer is not None:
+                warmer.stop()
+                warmer = None
+            device = ran_on(outcome)
+            if self.checker is not None and device is not None and should_rerun(job, outcome):
+                # On the worker's own GPU, while this job still holds it: nothing else runs there meanwhile.
+                rerun_for(device, job.sandbox, gpu).apply(job, outcome, self.checker, timeout, cancel)
+            elif device is not None and should_rerun(job, outcome):
+                outcome.events.insert(-1, Stat("rerun_unavailable", 1))
+            return outcome
+        finally:
+            if warmer is not None:
+                warmer.stop()
+            self.release(worker)
+
+    def _compile_warmer(self, job: CheckJob, worker: PersistentWorker) -> compile_warmer.CompileWarmer | None:
+        """Start a compile warmer (compile_warmer.py) when the job will time torch.compile on a local GPU worker that
+        is not running yet: the warmer's imports and compile overlap the worker's start and the verification.
+        KERNEL_LSP_COMPILE_WARMER=0 turns it off."""
+        if (not self.warmer or not job.measure.enabled or not job.measure.compile or job.measure.against is not None
+                or os.environ.get("KERNEL_LSP_COMPILE_WARMER", "1") == "0"):
+            return None
+        if worker.alive() and worker.state in ("ready", "busy"):
+            return None  # a running worker keeps its compiled references, or its disk caches are warm already
+        return compile_warmer.start(job, dict(os.environ))
+
+    def warm_up(self) -> None:
+        def start(w: PersistentWorker) -> None:
+            if w.lock.acquire(blocking=False):
+                try:
+                    w.start()
+                finally:
+                    self.release(w)
+        for w in self.workers:
+            threading.Thread(target=start, args=(w,), name=f"{w.name}-warm-up", daemon=True).start()
+
+    def close(self) -> None:
+        for w in self.workers:
+            w.close()
+
+    def describe(self) -> str:
+        return ", ".join(w.name for w in self.workers)
+
+
+class HostExecutor(Executor):
+    """This machine's executor: jobs go to the long-lived (GPU or runner) workers when there are any, else to local
+    children; a job that asks for the CPU (`device = cpu`, as the proposers' compile-only checks do) runs locally
+    when the workers are this machine's GPUs."""
+
+    def __init__(self, cpu: LocalExecutor, workers: WorkerPoolExecutor | None = None):
+        self.cpu, self.workers = cpu, workers
+        primary = workers or cpu
+        self.capacity, self.ships_files = primary.capacity, primary.ships_files
+
+    def _for(self, job: CheckJob) -> Executor:
+        if self.workers is None or (job.device == "cpu" and not self.workers.ships_files):
+            return self.cpu
+        return self.workers
+
+    def run(self, job, files=None, timeout=60.0, on_event=None, cancel=None) -> WorkerOutcome:
+        return self._for(job).run(job, files, timeout, on_event, cancel)
+
+    def local(self) -> Executor:
+        return self.cpu
+
+    def warm_up(self) -> None:
+        (self.workers or self.cpu).warm_up()
+
+    def close(self) -> None:
+        if self.workers is not None:
+            self.workers.close()
+        self.cpu.close()
+
+    def describe(self) -> str:
+        return self.workers.describe() if self.workers is not None else self.cpu.describe()
+
+
+def executor_for(settings: Settings, workers: int | None = None) -> HostExecutor:
+    """The executor these settings ask for. `workers` (the CLI's --jobs) overrides `settings.workers` for local
+    children.
+
+    - a `runner`: one long-lived worker behind that command (jobs and their files travel over its stdio);
+    - a local GPU (and device not cpu): one long-lived worker per visible GPU (CUDA cannot be used in a forked
+      child, and a fresh process per file pays seconds of imports and CUDA start-up); KERNEL_LSP_WARM=0 turns them
+      off, and files then run one at a time in fresh processes, as parallel ones would share the GPU's memory;
+    - else local children forked from the warm zygote, `settings.workers` at a time;
+    - `executor = "ray"`: a Ray cluster instead (ray_executor.py; `workers` then caps its CPU jobs at once).
+    """
+    if settings.executor == "ray":
+        from .ray_executor import RayExecutor
+        return RayExecutor(settings.ray_address or None, settings.device, options_from(settings), settings.retries,
+                           max_jobs=workers)
+    warm = os.environ.get("KERNEL_LSP_WARM", "1") != "0"
+    capacity = workers or settings.workers
+    on_gpu = settings.device != "cpu" and gpu_present()
+    if on_gpu and not warm and workers is None:
+        capacity = 1
+    options = options_from(settings)
+    cpu = LocalExecutor(capacity, settings.device, sandbox=options)  # the zygote says per job whether it can fork it
+    commands = ([parse_runner(settings.runner)] if settings.runner else []) + [parse_runner(c) for c in settings.runners]
+    if commands:
+        return HostExecutor(cpu, WorkerPoolExecutor.runners(commands, settings.device, options,
+                                                            (settings.llm["api_key_env"],)))
+    if on_gpu and warm:
+        try:
+            gpus = chosen_gpus(settings.gpus)
+        except NoSuchGPU as e:  # front ends check this first (check_gpus) and say it; here, every GPU serves
+            log.warning("%s; using every GPU", e)
+            gpus = None
+        return HostExecutor(cpu, WorkerPoolExecutor.local_gpus("cuda" if settings.device == "cuda" else "auto",
+                                                               gpus, options, cpu))
+    return HostExecutor(cpu)
+
+
+class NoSuchGPU(ValueError):
+    """`gpus` names a GPU this process cannot use."""
+
+
+def check_gpus(settings: Settings) -> str | None:
+    """What is wrong with the `gpus` setting on this machine, or None (front ends say it as a usage error)."""
+    if settings.gpus == "all" or settings.runner or settings.runners or settings.device == "cpu":
+        return None  # every GPU, or none of this machine's is used
+    if not gpu_present():
+        return "gpus: this machine has no GPU to choose from (use a runner, or leave gpus at \"all\")"
+    try:
+        chosen_gpus(settings.gpus)
+    except NoSuchGPU as e:
+        return str(e)
+    return None
+
+
+def chosen_gpus(gpus) -> list[str]:
+    """The GPUs the `gpus` setting picks among the visible ones: "all", or indices into that list."""
+    visible = visible_gpus() or ["0"]
+    if gpus == "all":
+        return visible
+    missing = [g for g in gpus if g >= len(visible)]
+    if missing:
+        raise NoSuchGPU(f"gpus: GPU {missing[0]} is not among the {len(visible)} this process can use "
+                        f"({', '.join(visible)})")
+    return [visible[g] for g in gpus]

@@ -1,0 +1,107 @@
+"""The sandbox every process that runs checked code starts in (docs/verification.md, "Sandbox").
+
+The parent side (`child_env`) gives such a process a scrubbed environment: the allowlist of isolate.py plus the
+user's `sandbox.env` names, with the Triton and Inductor cache folders pinned so that a private temporary folder
+does not move them. The process itself (`enter`) then, before any checked code runs: works in a private folder
+(its working and temporary directory), is confined by Landlock to writing there, in those caches and in the user's
+`sandbox.writable` folders, may not open TCP connections, may not signal processes outside its sandbox, and
+becomes a subreaper, so that nothing it starts can escape being killed with it (a `setsid` child included).
+
+Code under check may read the environment, write files, spawn processes or phone home: none of that reaches the
+user's files, keys or network. `sandbox.enabled = false` turns it off for users whose code needs more (docs say
+what that gives up). The static screen of LLM candidates (propose/screen.py) is a fast first filter, not this.
+"""
+
+from __future__ import annotations
+
+import getpass
+import os
+import tempfile
+from pathlib import Path
+
+from ..config import Settings
+from ..checker.measure.gpu_lease import default_locks_folder
+from ..jobs import SandboxOptions
+from ..player import isolate
+
+# Our own variables a checker process needs (never secrets): which process is its parent, profiling, the device.
+OWN = ("KERNEL_LSP_PARENT_PID", "KERNEL_LSP_PROFILE", "KERNEL_LSP_DEVICE", "KERNEL_LSP_WARM", "KERNEL_LSP_CEILINGS_DIR",
+       "KERNEL_LSP_LOG")
+
+
+def options_from(settings: Settings) -> SandboxOptions:
+    sb = settings.sandbox
+    return SandboxOptions(bool(sb["enabled"]), list(sb["env"]), list(sb["writable"]), bool(sb["network"]))
+
+
+def cache_folders(env: dict[str, str] | None = None) -> dict[str, str]:
+    """The compile caches a checked process may write, by the variable that names each: Triton's, Inductor's, and
+    where kernel-lsp keeps the GPU's measured ceilings. Computed here, before a private TMPDIR would move them."""
+    env = os.environ if env is None else env
+    home = env.get("HOME") or str(Path.home())
+    try:
+        user = getpass.getuser()
+    except (KeyError, OSError):
+        user = f"uid_{os.getuid()}"
+    return {
+        "TRITON_CACHE_DIR": env.get("TRITON_CACHE_DIR") or os.path.join(home, ".triton", "cache"),
+        "TORCHINDUCTOR_CACHE_DIR": env.get("TORCHINDUCTOR_CACHE_DIR")
+        or os.path.join(tempfile.gettempdir(), f"torchinductor_{user}"),
+        "KERNEL_LSP_CEILINGS_DIR": env.get("KERNEL_LSP_CEILINGS_DIR")
+        or os.path.join(home, ".cache", "kernel-lsp", "ceilings"),
+        "KERNEL_LSP_LOCKS_DIR": default_locks_folder(env),  # every process's GPU timing leases (checker/measure/gpu_lease.py)
+    }
+
+
+def child_env(options: SandboxOptions, base: dict[str, str] | None = None, own: bool = True) -> dict[str, str]:
+    """The environment of a process that runs checked code: scrubbed (unless the sandbox is off), with the caches
+    pinned. `own=False` leaves out every KERNEL_LSP_ variable (the neutral harness)."""
+    base = dict(os.environ if base is None else base)
+    if options.enabled:
+        env = isolate.scrub_env(base, list(options.env) + (list(OWN) if own else []))
+    else:
+        env = dict(base)
+    env.update(cache_folders(base))
+    if not own:
+        env = {k: v for k, v in env.items() if not k.startswith("KERNEL_LSP")}
+    env.setdefault("PYTHONUNBUFFERED", "1")
+    # Inductor compiles in this process instead of a pool of its own: a process pool would outlive the job it
+    # was started by, and the sandbox kills whatever a job leaves behind.
+    env.setdefault("TORCHINDUCTOR_COMPILE_THREADS", "1")
+    return env
+
+
+def writable_folders(options: SandboxOptions, private: str, env: dict[str, str] | None = None) -> list[str]:
+    env = os.environ if env is None else env
+    folders = [private] + list(cache_folders(env).values())
+    home = env.get("HOME") or str(Path.home())
+    folders.append(os.path.join(home, ".nv"))  # the CUDA driver's JIT cache
+    folders += list(options.writable)
+    for folder in folders[1:]:
+        try:
+            os.makedirs(folder, exist_ok=True)  # a rule needs the folder to exist
+        except OSError:
+            pass
+    return folders
+
+
+def enter(options: SandboxOptions, private: str) -> str:
+    """Confine this process before checked code runs: work in `private`, write only where allowed, no TCP, no
+    signals out, and reap every orphan. Returns the one-line account for the logs and the report."""
+    os.makedirs(private, exist_ok=True)
+    os.chdir(private)
+    for name in ("TMPDIR", "TEMP", "TMP"):
+        os.environ[name] = private
+    tempfile.tempdir = private
+    isolate.become_subreaper()
+    if not options.enabled:
+        return "sandbox off (sandbox.enabled = false)"
+    # Device files (/dev/null, a GPU's, opened read-write), never /dev itself: /dev/shm would outlive the check.
+    return isolate.restrict(writable_folders(options, private) + isolate.device_files(), network=options.network)
+
+
+def describe(options: SandboxOptions) -> str:
+    if not options.enabled:
+        return "off"
+    abi = isolate.landlock_abi()
+    return f"landlock ABI {abi}" if abi else "environment scrubbed; no Landlock on this kernel"

@@ -1,0 +1,285 @@
+"""`kernel-lsp worker`: a long-lived worker that runs jobs sent over its stdin and streams events on its stdout.
+
+It holds torch, triton and (on a GPU) the CUDA context between jobs, so a job starts in milliseconds instead of
+the seconds a fresh process needs. It is what the parent starts once per visible GPU, and what a `runner` command
+starts on another machine (`ssh gpu-box kernel-lsp worker`): the protocol assumes nothing but a byte stream.
+
+Protocol (the typed messages of protocol.py, one JSON line each):
+- worker to parent, once: `WorkerReady` (pid, device, GPU name, start-up steps, protocol version);
+- parent to worker: `RunJob` (the job, and the files it needs when no file system is shared: the worker writes
+  them under a fresh root, runs the job there and maps paths back);
+- worker to parent: `JobEvent` per event, then `JobEnd` (cancelled; exiting: the worker ends after this job,
+  because a GPU fault lost its CUDA context);
+- parent to worker: `CancelJob` interrupts the job (KeyboardInterrupt in it); EOF on stdin ends the worker.
+
+The user's code shares this process across jobs; the engine restores what it patches after each job (the launch
+recorder, the bounds guard). After a CUDA error the context is unusable: the worker ends the job and exits, and
+the parent starts a new one. User code that prints cannot corrupt the protocol: fd 1 is pointed at stderr and the
+protocol writes to a private duplicate of the original stdout.
+"""
+
+from __future__ import annotations
+
+import _thread
+import contextlib
+import os
+import queue
+import shutil
+import sys
+import tempfile
+import threading
+import traceback
+from pathlib import Path
+from typing import IO, Any
+
+from .. import __version__
+from ..codes import severity_of
+from ..jobs import CheckJob, Device, Done, Event, FindingEvent, SandboxOptions, event_to_dict
+from ..model import Finding, Span
+from ..checker.problem.loader import DeviceFault, is_device_fault
+from .child import PARENT_ENV, choose_device, die_with_parent
+from ..player.isolate import kill_descendants
+from .sandbox import child_env, enter
+from .tamper import finding_for
+from .protocol import (CancelJob, EventWriter, JobEnd, JobEvent, ProtocolError, RunJob, WorkerReady, decode,
+                       encode)
+
+class StreamSink(EventWriter):
+    """Events of job `job_id`, tagged with it, with paths under the shipped-files root mapped back."""
+
+    def __init__(self, stream: IO[str], lock: threading.Lock, job_id: Any, root: str | None, path: str):
+        super().__init__(stream)
+        self.lock, self.job_id, self.root, self.path = lock, job_id, root, path
+
+    def emit(self, event: Event) -> None:
+        if isinstance(event, FindingEvent):
+            event.finding.path = self.path
+            if self.root:
+                event.finding.message = event.finding.message.replace(self.root, "")
+        with self.lock:
+            self._stream.write(encode(JobEvent(self.job_id, event_to_dict(event))))
+            self._stream.flush()
+
+
+def place_files(job: CheckJob, files: dict[str, str]) -> str:
+    """Write shipped files under a fresh root (each absolute path re-rooted there) and point the job at them."""
+    root = tempfile.mkdtemp(prefix="kernel-lsp-job-")
+    for path, text in files.items():
+        target = Path(root + str(Path(path)))
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text, encoding="utf-8")
+    job.path = root + job.path
+    job.link.reference = root + job.link.reference
+    if job.link.inputs_path:
+        job.link.inputs_path = root + job.link.inputs_path
+    return root
+
+
+def serve(device: str = "auto", sandbox: SandboxOptions | None = None) -> int:
+    protocol = os.fdopen(os.dup(1), "w", encoding="utf-8", buffering=1)
+    os.dup2(2, 1)  # the user's prints go to stderr, never into the protocol
+    sys.stdout = sys.stderr
+    parent = os.environ.get(PARENT_ENV)
+    die_with_parent(int(parent) if parent and parent.isdigit() else None)
+    import time
+    clock = time.monotonic()
+    startup: dict[str, float] = {}
+
+    def lap(name: str) -> None:
+        nonlocal clock
+        now = time.monotonic()
+        startup[name] = round(now - clock, 3)
+        clock = now
+
+    device = choose_device(device)
+    gpu = ""
+    import torch  # noqa: F401  (warm: imported once for every job)
+    lap("import torch")
+    import triton  # noqa: F401
+    from ..checker import pipeline
+    lap("import triton and kernel-lsp")
+    from ..checker.problem.loader import warm_meta_device
+    warm_meta_device()
+    lap("meta device")
+    if device == "cuda":
+        torch.cuda.init()
+        gpu = torch.cuda.get_device_name()
+        lap("CUDA init")
+    # Confined from here on (sandbox.py): every job's code runs in this process. Its environment is scrubbed
+    # again (a runner's shell may have passed more than ours would), it works in a private folder, and it kills
+    # whatever a job leaves running once the job ends.
+    sandbox = sandbox or SandboxOptions()
+    env = child_env(sandbox, dict(os.environ))
+    os.environ.clear()
+    os.environ.update(env)
+    confined = enter(sandbox, tempfile.mkdtemp(prefix="kernel-lsp-worker-"))
+    lap("sandbox")
+    from .tamper import Snapshot, TimerCheck
+    pristine = Snapshot()
+    timer = TimerCheck() if device == "cuda" else None
+    lock = threading.Lock()
+
+    def send(message) -> None:
+        with lock:
+            protocol.write(encode(message))
+            protocol.flush()
+
+    jobs: queue.Queue = queue.Queue()
+    current: dict[str, Any] = {"id": None}
+
+    def read_stdin() -> None:
+        for line in sys.stdin:
+            try:
+                message = decode(line)
+            except ProtocolError:
+                continue
+            if isinstance(message, CancelJob):
+                if message.id == current["id"] and current["id"] is not None:
+                    _thread.interrupt_main()
+            elif isinstance(message, RunJob):
+                jobs.put(message)
+        jobs.put(None)  # EOF: the parent is gone
+
+    threading.Thread(target=read_stdin, name="kernel-lsp-worker-stdin", daemon=True).start()
+    send(WorkerReady(os.getpid(), device, gpu, startup, version=__version__, sandbox=confined))
+    while True:
+        try:
+            message = jobs.get()
+            if message is None:
+                return 0
+            poisoned = run_one(message, device, send, lock, protocol, current, pipeline, pristine, timer)
+            kill_descendants()  # what the job's code started and left running
+            if poisoned:
+                return 3  # the CUDA context cannot be trusted after a fault: the parent starts a fresh worker
+        except KeyboardInterrupt:
+            continue  # a cancel that arrived between jobs
+
+
+def run_one(message: RunJob, device: str, send, lock, protocol, current, pipeline, pristine=None,
+            timer=None) -> bool:
+    """Run one job; returns True when the process must not run another: a CUDA fault poisoned its context, or the
+    job's code replaced a function of torch, Triton or the clock that the next job would meet (tamper.py)."""
+    job_id = message.id
+    root = None
+    poisoned = False
+    cancelled = False
+    try:
+        job = message.job
+        path = job.path
+        if message.files:
+            root = place_files(job, message.files)
+        sink = StreamSink(protocol, lock, job_id, root, path)
+        job.device = device
+        sink.emit(Device(device))
+        current["id"] = job_id
+        try:
+            with _profiled(job_id):
+                pipeline.run_check(job, sink)
+            replaced = pristine.changed() if pristine is not None else []
+            tampered = finding_for(replaced, path, job.anchor)
+            if tampered is not None:
+                sink.finding(tampered)
+        except KeyboardInterrupt:
+            cancelled = True
+        except DeviceFault:
+            poisoned = True  # reported by the pipeline, with the stage it happened in
+        except Exception as e:
+            text = f"{type(e).__name__}: {e}"
+            poisoned = is_device_fault(e)
+            if type(e).__name__ == "OutOfMemoryError":
+                sink.finding(Finding(path, job.anchor, severity_of("KL302"), "KL302",
+                                     f"out of GPU memory while checking this file ({text.splitlines()[0][:200]})",
+                                     source="kernel-lsp.worker"))
+            elif poisoned:
+                sink.finding(Finding(path, job.anchor, severity_of("KL300"), "KL300",
+                                     f"the kernel faulted on the GPU ({text.splitlines()[0][:300]}); the worker's "
+                                     "CUDA context is replaced", source="kernel-lsp.worker"))
+            else:
+                sink.finding(Finding(path, Span(0), severity_of("KL900"), "KL900",
+                                     "kernel-lsp failed while checking this file: " + text.splitlines()[0][:300],
+                                     data={"traceback": traceback.format_exc()}))
+        finally:
+            current["id"] = None
+        if not cancelled:
+            sink.emit(Done())
+    except KeyboardInterrupt:
+        cancelled = True
+    finally:
+        if root:
+            shutil.rmtree(root, ignore_errors=True)
+        _release_memory(device)
+    # A fault the job reported as a finding (an illegal address inside the implementation is KL105) still leaves
+    # the context unusable: probe it, and leave rather than fail every later job.
+    poisoned = poisoned or (device == "cuda" and not _context_healthy())
+    if pristine is not None and not poisoned:
+        replaced = pristine.changed()
+        if replaced:
+            sys.stderr.write(f"kernel-lsp worker: job {job_id} replaced {', '.join(replaced[:8])}; retiring\n")
+            poisoned = True
+    if timer is not None and not poisoned and timer.broken():
+        sys.stderr.write(f"kernel-lsp worker: after job {job_id} the CUDA events no longer tell time; retiring\n")
+        poisoned = True
+    send(JobEnd(job_id, cancelled, poisoned))
+    return poisoned
+
+
+@contextlib.contextmanager
+def _profiled(job_id: Any):
+    """With KERNEL_LSP_PROFILE=DIR, each job runs under cProfile and its stats land in DIR/job-PID-ID.prof (read
+    them with `python -m pstats`); how docs/performance.md's GPU profiles were taken."""
+    folder = os.environ.get("KERNEL_LSP_PROFILE")
+    if not folder:
+        yield
+        return
+    import cProfile
+    profile = cProfile.Profile()
+    profile.enable()
+    try:
+        yield
+    finally:
+        profile.disable()
+        os.makedirs(folder, exist_ok=True)
+        profile.dump_stats(os.path.join(folder, f"job-{os.getpid()}-{job_id}.prof"))
+
+
+def _context_healthy() -> bool:
+    try:
+        import torch
+        torch.ones(1, device="cuda").add_(1)
+        torch.cuda.synchronize()
+        return True
+    except Exception:
+        return False
+
+
+def _release_memory(device: str) -> None:
+    if device == "cuda":
+        try:
+            import gc
+
+            import torch
+            gc.collect()
+            torch.cuda.empty_cache()
+        except Exception:
+            pass
+
+
+def contained(argv: list[str]) -> int:
+    """`kernel-lsp worker ARGS`: this module's main in a reaper (reaper.py), so that nothing a job starts outlives
+    the worker, however it ends (a runner's ssh session closing included)."""
+    from . import reaper
+    return reaper.main([sys.executable, "-m", "kernel_lsp.run.serve", *argv])
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+    p = argparse.ArgumentParser(prog="kernel-lsp worker")
+    p.add_argument("--device", choices=["auto", "cpu", "cuda"], default=os.environ.get("KERNEL_LSP_DEVICE", "auto"))
+    p.add_argument("--sandbox", type=SandboxOptions.from_json, default=None,
+                   help="the sandbox's options as JSON (what the parent's settings say)")
+    args = p.parse_args(argv)
+    return serve(args.device, args.sandbox)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

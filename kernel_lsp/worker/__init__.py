@@ -1,1 +1,0 @@
-"""Worker subprocesses: the only place user code and LLM code run."""

@@ -1,0 +1,88 @@
+"""One process times per GPU (checker/measure/gpu_lease.py), and another process busy on the GPU is named (neighbours.py):
+both tested without a GPU, with real processes contending for the lease and a stand-in for NVML."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+import types
+
+from kernel_lsp.checker.measure import gpu_lease, neighbours
+
+HOLD = r'''
+import sys, time
+from kernel_lsp.checker.measure.gpu_lease import lease
+with lease("GPU-test", "timing a.py", folder=sys.argv[1]):
+    print("holding", flush=True)
+    time.sleep(float(sys.argv[2]))
+'''
+
+
+def _holder(folder, seconds) -> subprocess.Popen:
+    proc = subprocess.Popen([sys.executable, "-c", HOLD, str(folder), str(seconds)], stdout=subprocess.PIPE, text=True)
+    assert proc.stdout.readline().strip() == "holding"
+    return proc
+
+
+def test_gpu_lease_a_second_process_waits_and_says_for_whom(tmp_path):
+    holder = _holder(tmp_path, 1.5)
+    told: list[str] = []
+    start = time.monotonic()
+    with gpu_lease.lease("GPU-test", "timing b.py", told.append, folder=str(tmp_path)) as waited:
+        assert open(tmp_path / "GPU-test.lock").read() == f"pid {os.getpid()}: timing b.py"
+    assert told == [f"pid {holder.pid}: timing a.py"] and waited > 0.5 and time.monotonic() - start >= waited
+    holder.wait()
+
+
+def test_gpu_lease_a_holder_that_dies_releases_the_gpu(tmp_path):
+    holder = _holder(tmp_path, 60)
+    os.kill(holder.pid, signal.SIGKILL)
+    holder.wait()
+    with gpu_lease.lease("GPU-test", "timing b.py", folder=str(tmp_path)) as waited:
+        assert waited < 1.0
+
+
+def test_gpu_lease_other_gpus_do_not_wait(tmp_path):
+    holder = _holder(tmp_path, 30)
+    try:
+        with gpu_lease.lease("GPU-other", "timing c.py", folder=str(tmp_path)) as waited:
+            assert waited < 1.0
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+def _fake_nvml(samples, processes):
+    class Sample:
+        def __init__(self, pid, sm, ts):
+            self.pid, self.smUtil, self.timeStamp = pid, sm, ts
+
+    class Proc:
+        def __init__(self, pid):
+            self.pid = pid
+    return types.SimpleNamespace(
+        nvmlInit=lambda: None, nvmlDeviceGetHandleByUUID=lambda uuid: "handle",
+        nvmlDeviceGetComputeRunningProcesses=lambda h: [Proc(p) for p in processes],
+        nvmlDeviceGetGraphicsRunningProcesses=lambda h: [],
+        nvmlDeviceGetProcessUtilization=lambda h, since: [Sample(*s) for s in samples])
+
+
+def test_neighbours_a_busy_process_during_the_timing_is_named(monkeypatch):
+    me = os.getpid()
+    later = int(time.time() * 1e6) + 10**7  # samples taken during the timing, after the watch began
+    fake = _fake_nvml([(me, 99, later), (4242, 0, later), (4343, 61, later), (4444, 80, later - 10**8)],
+                      [me, 4242, 4343])
+    monkeypatch.setitem(sys.modules, "pynvml", fake)
+    watch = neighbours.start("GPU-abc")
+    assert [n.pid for n in watch.before] == [4242, 4343]
+    busy = neighbours.disturbers(watch)
+    assert [(n.pid, n.sm_percent) for n in busy] == [(4343, 61)]  # idle 4242, this process and old samples aside
+
+
+def test_neighbours_without_nvml_claim_nothing(monkeypatch):
+    monkeypatch.setitem(sys.modules, "pynvml", None)
+    watch = neighbours.start("GPU-abc")
+    assert watch.handle is None and "NVML" in watch.note and neighbours.disturbers(watch) == []

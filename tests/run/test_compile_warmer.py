@@ -1,0 +1,69 @@
+"""The compile warmer's lock (run/compile_warmer.py): held exactly as long as the warmer process lives, waited
+for by the measure stage (measure.wait_for_lock), released however the process ends. Run on a CPU: the warmer's
+torch.compile itself needs a GPU and is exercised by tests/test_gpu_measure.py."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+from kernel_lsp.checker.measure.stage import wait_for_lock
+from kernel_lsp.jobs import CheckJob, LinkSpec
+from kernel_lsp.model import Span
+from kernel_lsp.run import compile_warmer
+
+REFERENCE = '''
+import time, torch
+time.sleep({sleep})
+class Model(torch.nn.Module):
+    def forward(self, x):
+        return x * 2
+def get_inputs():
+    return [torch.randn(8)]
+def get_init_inputs():
+    return []
+'''
+
+
+def job_for(tmp_path: Path, sleep: float) -> CheckJob:
+    ref = tmp_path / "ref.py"
+    ref.write_text(REFERENCE.format(sleep=sleep))
+    impl = tmp_path / "impl.py"
+    impl.write_text("import torch\nclass ModelNew(torch.nn.Module):\n    def forward(self, x):\n        return x * 2\n")
+    return CheckJob(str(impl), LinkSpec("kernelbench", str(ref), inputs_path=str(ref)), [], Span(0))
+
+
+def test_compile_warmer_holds_its_lock_while_it_runs_and_frees_it_when_stopped(tmp_path):
+    job = job_for(tmp_path, sleep=60)  # the reference takes a minute to import: the warmer is busy
+    warmer = compile_warmer.start(job, dict(os.environ))
+    assert warmer is not None
+    try:
+        assert job.measure.warm_lock == warmer.lock_path and Path(warmer.lock_path).exists()
+        waited = wait_for_lock(job.measure.warm_lock, 1.0)
+        assert 0.9 <= waited < 5, waited  # held: the wait ran to its limit
+        assert warmer.proc.poll() is None
+    finally:
+        warmer.stop()
+    assert warmer.proc.poll() is not None
+    assert not Path(warmer.lock_path).exists()
+    assert wait_for_lock(warmer.lock_path, 5.0) == 0.0  # no lock file: nothing to wait for
+
+
+def test_compile_warmer_that_fails_frees_its_lock_at_once(tmp_path):
+    # On this CPU machine the warmer cannot put the problem on a GPU: it ends with an error, and the wait is short.
+    job = job_for(tmp_path, sleep=0)
+    warmer = compile_warmer.start(job, {**os.environ, "CUDA_VISIBLE_DEVICES": ""})
+    assert warmer is not None
+    try:
+        start = time.monotonic()
+        waited = wait_for_lock(job.measure.warm_lock, 120.0)
+        assert waited < 60 and time.monotonic() - start < 60
+        assert warmer.proc.wait(timeout=30) != 0
+    finally:
+        warmer.stop()
+
+
+def test_no_lock_means_no_wait():
+    assert wait_for_lock(None, 10.0) == 0.0
+    assert wait_for_lock("/nonexistent/kernel-lsp.lock", 10.0) == 0.0

@@ -1,0 +1,96 @@
+"""`--gpus` (setting `gpus`): one long-lived worker per chosen GPU, files to whichever is free, and the report says
+which GPU ran each file. On a CPU machine with fake GPU workers (a script speaking the worker protocol that names
+the GPU it was given); the H200 test in tests/test_gpu_measure.py runs the real thing on one GPU."""
+
+from __future__ import annotations
+
+import shutil
+import sys
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from kernel_lsp.check import CheckRequest, check_file
+from kernel_lsp.config import Settings, apply_overrides
+from kernel_lsp.run import executor as ex
+from tests.conftest import CORPUS, run_cli
+
+FAKE_GPU_WORKER = r'''
+import json, os, sys, time
+from kernel_lsp.run.protocol import PROTOCOL
+print(json.dumps({"type": "WorkerReady", "pid": os.getpid(), "device": "cuda", "gpu": "fake",
+                  "protocol": PROTOCOL}), flush=True)
+for line in sys.stdin:
+    message = json.loads(line)
+    time.sleep(0.3)  # long enough that a second file finds this GPU busy
+    gpu = os.environ.get("CUDA_VISIBLE_DEVICES", "?")
+    finding = {"path": message["job"]["path"], "range": {"line": 0, "col": 0, "end_line": 0, "end_col": 1},
+               "severity": "info", "code": "KL402", "message": f"timed on GPU {gpu}", "source": "kernel-lsp.measure",
+               "data": {}}
+    print(json.dumps({"type": "JobEvent", "id": message["id"], "event": {"event": "finding", "finding": finding}}),
+          flush=True)
+    print(json.dumps({"type": "JobEvent", "id": message["id"], "event": {"event": "done"}}), flush=True)
+    print(json.dumps({"type": "JobEnd", "id": message["id"]}), flush=True)
+'''
+
+
+@pytest.fixture
+def fake_gpus(tmp_path, monkeypatch):
+    script = tmp_path / "fake_gpu_worker.py"
+    script.write_text(FAKE_GPU_WORKER)
+    monkeypatch.setattr(ex, "gpu_present", lambda: True)
+    monkeypatch.setattr(ex, "visible_gpus", lambda: ["0", "1", "2"])
+    monkeypatch.setattr(ex, "local_command", lambda device, sandbox=None: [sys.executable, str(script)])
+    return tmp_path
+
+
+def test_gpus_one_worker_per_chosen_gpu_and_files_go_to_the_free_one(fake_gpus):
+    files = [shutil.copy(CORPUS / "ok_add_fp32.py", fake_gpus / f"add{i}.py") for i in range(6)]
+    settings = apply_overrides(Settings(), {"gpus": "0,2", "verification": False})
+    with ex.executor_for(settings) as executor:
+        assert [w.name for w in executor.workers.workers] == ["gpu-0", "gpu-2"]
+        assert executor.capacity == 2
+        with ThreadPoolExecutor(executor.capacity) as pool:
+            reports = list(pool.map(lambda f: check_file(CheckRequest(f, settings, fake_gpus, executor=executor)),
+                                    files))
+    said = {r.findings[0].message for r in reports}
+    assert said == {"timed on GPU 0", "timed on GPU 2"}  # both GPUs took files; GPU 1 none
+    for r in reports:  # the report names the worker that ran (and timed) each file
+        assert r.stats["worker"] == f"gpu-{r.findings[0].message[-1]}"
+
+
+def test_gpus_all_uses_every_visible_gpu(fake_gpus):
+    with ex.executor_for(Settings()) as executor:
+        assert [w.name for w in executor.workers.workers] == ["gpu-0", "gpu-1", "gpu-2"]
+
+
+def test_gpus_that_do_not_exist_are_a_usage_error(fake_gpus):
+    problem = ex.check_gpus(apply_overrides(Settings(), {"gpus": [0, 5]}))
+    assert problem == "gpus: GPU 5 is not among the 3 this process can use (0, 1, 2)"
+
+
+def test_gpus_on_a_machine_without_one_is_a_clear_usage_error():
+    proc = run_cli("check", str(CORPUS / "ok_add_fp32.py"), "--gpus", "0,2", "--no-cache")
+    assert proc.returncode == 2 and "no GPU to choose from" in proc.stderr, proc.stderr
+
+
+def test_gpus_setting_rejects_what_is_not_a_list_of_indices():
+    from kernel_lsp.config import ConfigError
+    for bad in ("first", [-1], [True], "0,x"):
+        with pytest.raises(ConfigError, match="gpus"):
+            apply_overrides(Settings(), {"gpus": bad})
+
+
+def test_several_runner_commands_give_one_worker_each(tmp_path):
+    """Two --runner commands: two workers, each file on one of them, the same findings as one runner."""
+    import shlex
+    worker = [sys.executable, "-m", "kernel_lsp.cli", "worker"]
+    files = [shutil.copy(CORPUS / "bug_relu_drops_nan.py", tmp_path / f"relu{i}.py") for i in range(2)]
+    proc = run_cli("check", *map(str, files), "--format", "json", "--no-cache",
+                   "--runner", shlex.join(worker), "--runner", shlex.join(worker))
+    assert proc.returncode == 1, proc.stderr
+    import json
+    doc = json.loads(proc.stdout)
+    assert {f["stats"]["worker"] for f in doc["files"]} <= {"runner-0", "runner-1"}
+    assert all([d["code"] for d in f["findings"]] == ["KL201"] for f in doc["files"])

@@ -1,0 +1,120 @@
+"""The warm worker (a zygote that imports torch and triton once and forks per job) gives the same results as
+a cold process, and its children are as isolated: killed by process group, dead when the zygote dies."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+
+from kernel_lsp.config import Settings
+from kernel_lsp.check import CheckRequest, check_file
+from kernel_lsp.run.executor import LocalExecutor
+from tests.conftest import CORPUS, FIXTURES
+from tests.lsp.rawclient import kernel_lsp_processes, wait_gone
+
+
+def _codes(report) -> list[tuple[str, int]]:
+    return sorted((f.code, f.span.line) for f in report.findings)
+
+
+def test_warm_and_cold_workers_agree():
+    with LocalExecutor() as executor:
+        path = CORPUS / "bug_relu_drops_nan.py"
+        warm = check_file(CheckRequest(path, Settings(), CORPUS, executor=executor))
+        cold = check_file(CheckRequest(path, Settings(), CORPUS))
+        assert warm.stats["warm_workers"] == 1 and cold.stats["warm_workers"] == 0
+        assert _codes(warm) == _codes(cold) == [("KL201", 15)]
+        # A second warm job runs in a fresh fork: nothing the first job's user code did carries over.
+        again = check_file(CheckRequest(path, Settings(), CORPUS, executor=executor))
+        assert _codes(again) == _codes(warm) and again.stats["warm_workers"] == 1
+
+
+def _alive(pid: int) -> bool:
+    return pid in kernel_lsp_processes()
+
+
+def _wait_dead(pid: int) -> bool:
+    return wait_gone({pid}, timeout=10.0)
+
+
+def _forked_by(executor: LocalExecutor) -> list[int]:
+    """The live children of this executor's zygote (other tests' workers may run beside ours)."""
+    proc = executor.pool._proc if executor.pool is not None else None
+    if proc is None:
+        return []
+    out = []
+    for pid in kernel_lsp_processes():
+        try:
+            ppid = int(open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        if ppid == proc.pid:
+            out.append(pid)
+    return out
+
+
+def _hanging_check(executor: LocalExecutor):
+    """Start checking hang.py in a thread; return (thread, the pid of its forked worker) once it runs."""
+    import threading
+    req = CheckRequest(FIXTURES / "faults" / "hang.py", Settings(timeout=120), FIXTURES / "faults", executor=executor)
+    thread = threading.Thread(target=check_file, args=(req,), daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        jobs = _forked_by(executor)
+        if jobs:
+            return thread, jobs[0]
+        time.sleep(0.05)
+    raise AssertionError("the worker never started")
+
+
+def test_timeout_kills_a_forked_child(tmp_path):
+    with LocalExecutor() as executor:
+        src = FIXTURES / "faults" / "hang.py"
+        report = check_file(CheckRequest(src, Settings(timeout=8), FIXTURES / "faults", executor=executor))
+        assert [f.code for f in report.findings] == ["KL301"]
+        assert report.stats["warm_workers"] == 1
+
+
+def test_children_die_with_the_zygote():
+    executor = LocalExecutor()
+    thread, child = _hanging_check(executor)
+    time.sleep(1.0)  # let it reach the user's endless loop
+    assert _alive(child)
+    os.kill(executor.pool._proc.pid, signal.SIGKILL)  # the zygote dies: the kernel kills its children (PDEATHSIG)
+    assert _wait_dead(child), "a forked worker outlived its zygote"
+    thread.join(timeout=10)
+    assert not thread.is_alive()  # and the parent is not left waiting for it
+    executor.close()
+
+
+def test_closing_the_executor_kills_running_children():
+    executor = LocalExecutor()
+    _, child = _hanging_check(executor)
+    time.sleep(1.0)
+    assert _alive(child)
+    zygote = executor.pool._proc.pid
+    executor.close()  # what the parent's exit does: EOF on the zygote's stdin
+    assert _wait_dead(child) and _wait_dead(zygote)
+
+
+def test_cancel_kills_a_running_job_within_a_poll():
+    """The request's cancel event is the only handle a front end has on a running check: setting it kills the
+    worker and the check returns at once, cancelled (no finding about a dead worker)."""
+    import threading
+    with LocalExecutor() as executor:
+        cancel = threading.Event()
+        req = CheckRequest(FIXTURES / "faults" / "hang.py", Settings(timeout=120), FIXTURES / "faults",
+                           executor=executor, cancel=cancel)
+        result = {}
+        thread = threading.Thread(target=lambda: result.setdefault("report", check_file(req)), daemon=True)
+        thread.start()
+        deadline = time.monotonic() + 60
+        while not _forked_by(executor):
+            assert time.monotonic() < deadline, "the worker never started"
+            time.sleep(0.05)
+        cancel.set()
+        thread.join(timeout=5)
+        assert not thread.is_alive()
+        assert result["report"].findings == []
