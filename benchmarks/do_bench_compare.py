@@ -125,6 +125,21 @@ def probe(fn, calls: int = 400) -> dict:
     return out
 
 
+def _implementation(path: Path, link, problem):
+    """The implementation imported into this process, built as kernel-lsp builds it (KernelBench's seeding rule)."""
+    import importlib.util
+
+    import torch
+    spec = importlib.util.spec_from_file_location(f"bench_{path.stem}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    if link.kind != "kernelbench":
+        return getattr(module, link.entry)
+    torch.manual_seed(0)
+    model = module.ModelNew(*(problem.init() or []))
+    return model.eval().to("cuda") if isinstance(model, torch.nn.Module) else model
+
+
 def independent_times(path: Path, probes: dict | None = None) -> dict[str, dict]:
     """Per side: do_bench, a plain loop and kernel-lsp's timer, in this process, on the same inputs."""
     import statistics
@@ -139,8 +154,9 @@ def independent_times(path: Path, probes: dict | None = None) -> dict[str, dict]
     from kernel_lsp.checker.verify.plan.variants import clone_inputs
     source = path.read_text()
     link = link_file(path, source, root=ROOT / "tasks").link
-    problem = load_problem(link.to_spec(), str(path), 0, None, "cuda")
-    ref, impl = problem.callables()
+    problem = load_problem(link.to_spec(), str(path), 0, None, "cuda")  # the reference side (kernel-lsp's own way)
+    ref, _ = problem.callables()
+    impl = _implementation(path, link.to_spec(), problem)  # here, in this process: the independent timer's view
     pristine = problem.make_inputs(INPUT_SEED)
     torch.set_grad_enabled(False)
     compiled = torch.compile(ref)

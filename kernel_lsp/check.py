@@ -20,10 +20,11 @@ from .config import Settings
 from .source.deps import dependencies
 from .source.discover import discover_source
 from .source.link import Link, LinkResult, ignored_codes, link_file, parse_pragmas
-from .jobs import CheckJob, Device, FindingEvent, KernelEvent, KernelRef, MeasureOptions, Preview, Stage, Stat
-from .model import FileReport, Finding, KernelFacts, KernelInfo, Severity, Span
+from .jobs import (CheckJob, Device, FindingEvent, KernelEvent, KernelRef, MeasureOptions, Preview, Stage, Stat,
+                   crash_hint)
+from .model import FileReport, Finding, KernelFacts, KernelInfo, Severity, Span, split_lines
 from .run.executor import Executor, LocalExecutor
-from .run.sandbox import options_from
+from .run.sandbox import options_from, redact, secret_values
 from .run.outcome import WorkerOutcome
 
 
@@ -204,6 +205,7 @@ def _live_events(req: CheckRequest, job: CheckJob, source: str) -> Callable[[Sta
         if isinstance(event, Preview):
             f = event.finding
             f.path = job.path
+            _redact(f, secret_values())
             _widen([f], source)
             if f.code in ignores.get(f.span.line, set()):
                 return
@@ -211,11 +213,21 @@ def _live_events(req: CheckRequest, job: CheckJob, source: str) -> Callable[[Sta
     return forward
 
 
+def _redact(finding: Finding, secrets: list[str]) -> None:
+    """Checked code can put anything in what it raises or prints (a key it read, say): no secret of this process
+    reaches a report, an editor or a prompt."""
+    if secrets:
+        finding.message = redact(finding.message, secrets)
+        finding.data = redact(finding.data, secrets)
+
+
 def _absorb(report: FileReport, outcome: WorkerOutcome, anchor: Span, timeout_source: str = "",
             verify: bool = False) -> None:
+    secrets = secret_values()
     for e in outcome.events:
         if isinstance(e, FindingEvent):
             e.finding.path = report.path
+            _redact(e.finding, secrets)
             report.findings.append(e.finding)
         elif isinstance(e, KernelEvent):
             report.kernels.setdefault(e.name, KernelFacts()).merge(e.facts)
@@ -251,7 +263,7 @@ def _absorb(report: FileReport, outcome: WorkerOutcome, anchor: Span, timeout_so
                                        source="kernel-lsp.worker", data=data))
         return
     sig = outcome.signal_name
-    hint = _crash_hint(outcome.stderr_tail)
+    hint = crash_hint(outcome.stderr_tail)
     what = f"was killed by {sig}" if sig else f"exited with status {outcome.returncode}"
     report.findings.append(Finding(report.path, anchor, severity_of("KL300"), "KL300",
                                    f"the worker running this file {what}{during}{hint}",
@@ -271,19 +283,9 @@ def _require_a_verdict(report: FileReport, anchor: Span) -> None:
                                    "its process or rewrote what the worker reports", source="kernel-lsp.worker"))
 
 
-def _crash_hint(stderr: str) -> str:
-    lines = [ln.strip() for ln in stderr.splitlines() if ln.strip()]
-    for ln in reversed(lines):
-        if any(s in ln for s in ("malloc", "free()", "corrupted", "tcache", "double free")):
-            return f": heap corruption ({ln[:160]}), typically an out-of-bounds store"
-        if "illegal memory access" in ln or "CUDA error" in ln:
-            return f": {ln[:200]}"
-    return f": {lines[-1][:200]}" if lines else ""
-
-
 def _widen(findings: list[Finding], source: str) -> None:
     """Findings placed on a whole line (column 0, width 1) cover the line's text, for a visible squiggle."""
-    lines = source.splitlines()
+    lines = split_lines(source)
     for f in findings:
         s = f.span
         if s.col == 0 and (s.end_col in (None, 1)) and (s.end_line in (None, s.line)) and 0 <= s.line < len(lines):

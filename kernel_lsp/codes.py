@@ -48,9 +48,9 @@ _ALL = [
     Code("KL208", "out-of-bounds", Severity.ERROR, "A load or store touches memory outside the tensors passed to the launch."),
     Code("KL209", "variant-failed", Severity.ERROR, "The implementation fails on an input the reference accepts."),
     Code("KL210", "interpreter-limit", Severity.INFO, "The CPU interpreter cannot judge this part faithfully."),
-    Code("KL220", "checker-aware", Severity.ERROR, "Where it cannot see kernel-lsp (the isolated re-run), the implementation raises, launches no kernel or computes a wrong result."),
+    Code("KL220", "checker-aware", Severity.ERROR, "Where it is called afresh (the evidence runs), the implementation raises, launches no kernel, does not complete or computes a wrong result."),
     Code("KL221", "computed-without-kernel", Severity.ERROR, "Output elements do not depend on any Triton launch: the kernel's work is discarded or partly replaced."),
-    Code("KL222", "rerun-incomplete", Severity.INFO, "The isolated re-run could not be made; the verifier's verdict stands without it."),
+    Code("KL222", "rerun-incomplete", Severity.INFO, "The evidence runs could not be made; the verifier's verdict stands without them."),
     Code("KL223", "tampering", Severity.ERROR, "The checked code replaced a function of torch, Triton or the clock that verdicts and timings rest on, or rewrote the worker's record of the job."),
     # Faults of the user's code (KL3xx)
     Code("KL300", "worker-crashed", Severity.ERROR, "The worker running the user's code died (signal or abort)."),

@@ -204,3 +204,15 @@ class ListSink(Sink):
 
     def emit(self, event: Event) -> None:
         self.events.append(event)
+
+
+def crash_hint(stderr: str) -> str:
+    """What a crashed process's last words suggest (": heap corruption (...), typically an out-of-bounds store"),
+    else its last line; "" when it said nothing."""
+    lines = [ln.strip() for ln in stderr.splitlines() if ln.strip()]
+    for ln in reversed(lines):
+        if any(s in ln for s in ("malloc", "free()", "corrupted", "tcache", "double free")):
+            return f": heap corruption ({ln[:160]}), typically an out-of-bounds store"
+        if "illegal memory access" in ln or "CUDA error" in ln:
+            return f": {ln[:200]}"
+    return f": {lines[-1][:200]}" if lines else ""

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import re
 import types
 import typing
 from dataclasses import dataclass, field
@@ -327,6 +328,19 @@ class Provenance(Record):
     verdict_time: str = "gpu"  # the time speedups and verdicts use: "wall" (back to back) or "gpu"
     gpu_index: int | None = None  # which GPU (as the worker saw it) timed it
     waited_s: float | None = None  # seconds waited for the GPU's timing lease (another check was timing)
+
+
+_LINE_RE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")
+
+
+def split_lines(text: str, keepends: bool = False) -> list[str]:
+    """The lines of a source file as Python's tokenizer reads them (and the Language Server Protocol counts them):
+    ended by `\r\n`, `\r` or `\n` only, never at the form feeds, separators and U+2028 that `str.splitlines` also
+    breaks at. Every view of a file (the loader's linecache, pragmas, the contract, LSP positions) splits it so, or
+    one of them would read another line than the interpreter runs. player/main.py holds the same rule (it imports
+    nothing of kernel_lsp)."""
+    lines = _LINE_RE.findall(text)
+    return lines if keepends else [ln.rstrip("\r\n") for ln in lines]
 
 
 def us(x: float) -> str:

@@ -95,8 +95,8 @@ def test_gpu_the_compile_stage_has_the_key_of_the_launch_it_repeats():
     import triton.compiler.compiler as cc
     import triton.language as tl
 
-    from kernel_lsp.checker.compile.capture import build_spec
-    from kernel_lsp.checker.compile.compiler import ast_source
+    from kernel_lsp.player.capture import build_spec
+    from kernel_lsp.player.compiler import ast_source
 
     @triton.jit
     def scaled_copy(X, Y, n, stride, one, BLOCK: tl.constexpr, SCALE: tl.constexpr):

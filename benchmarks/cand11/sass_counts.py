@@ -13,8 +13,8 @@ from collections import Counter
 import torch
 import triton
 
-from kernel_lsp.checker.compile.capture import build_spec
-from kernel_lsp.checker.compile.compiler import ast_source, cuobjdump_path
+from kernel_lsp.player.capture import build_spec
+from kernel_lsp.player.compiler import ast_source, cuobjdump_path
 from triton.backends.compiler import GPUTarget
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

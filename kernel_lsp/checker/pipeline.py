@@ -1,29 +1,27 @@
-"""The worker-side pipeline for one file: load, capture launches, compile for targets, verify.
+"""The checker's pipeline for one file: load, capture launches, compile for targets, verify, measure.
 
-Runs only inside a worker child (it imports torch and triton and executes user code). Every result leaves as
-an event through the job's `Sink`, as soon as it is known, so a crash later loses nothing earlier.
+Runs in a worker process (it imports torch and the reference side of the problem). The implementation runs in a
+player (checker/player.py) this pipeline starts through `connect`: the capture, the compile for the targets, every
+call of the verifier and the timed calls are requests to it. Every result leaves as an event through the job's
+`Sink`, as soon as it is known, so a crash later loses nothing earlier.
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
-import sys
 import time
-import traceback
 import warnings
-from typing import Any
+from typing import Any, Callable
 
 from ..codes import severity_of
-from ..jobs import CheckJob, KernelRef, Sink, Stage
+from ..jobs import CheckJob, KernelRef, Sink, Stage, crash_hint
 from .measure import timing  # noqa: F401  (takes the clocks as they are before any checked code can replace them)
-from ..model import Finding, KernelFacts, Severity, Span
+from ..model import CompileFacts, Finding, KernelFacts, Severity, Span
 from ..targets import Target, parse_targets
-from .compile.capture import LaunchRecorder, Spec
-from .compile.compiler import CompileResult, compile_spec, jit_function_for
-from .compile.jit_clock import jit_clock
-from .problem.loader import (IMPLEMENTATION, INPUTS, DeviceFault, Problem, UserCodeError, is_device_fault,
-                     load_problem)
+from ..player.capture import Spec
+from ..player.compiler import CompileResult
+from .player import Player, PlayerLost, RemoteError, RemoteRecorder
+from .problem.loader import IMPLEMENTATION, INPUTS, DeviceFault, Problem, UserCodeError, load_problem
 from .compile.positions import api_note, map_compile_error, readable
 
 LOAD_SOURCE = "kernel-lsp.load"  # findings about importing and building user code (not the at-once link stage)
@@ -47,7 +45,7 @@ class Reporter:
         k = self.kernel(qualname)
         return k.name_span if k else self.anchor
 
-    def launch_line(self, recorder: LaunchRecorder) -> int | None:
+    def launch_line(self, recorder: RemoteRecorder) -> int | None:
         """The first launch site of a launched kernel, else that kernel's def line, else None."""
         for launch in recorder.launches:
             k = self.kernel(launch.spec.qualname)
@@ -59,7 +57,7 @@ class Reporter:
                 return k.def_line
         return None
 
-    def launch_span(self, recorder: LaunchRecorder) -> Span | None:
+    def launch_span(self, recorder: RemoteRecorder) -> Span | None:
         line = self.launch_line(recorder)
         return Span(line, 0) if line is not None else None
 
@@ -86,101 +84,40 @@ class Reporter:
         return None
 
 
-@contextlib.contextmanager
-def compile_mode(functions: list[Any]):
-    """Make user functions compilable while the process runs under the interpreter.
-
-    Under TRITON_INTERPRET=1 every `@triton.jit` function, Triton's own library (`tl.max`, `tl.sum`, ...)
-    included, is an InterpretedFunction, which the code generator does not know. For the duration of the
-    compile stage they are swapped for JITFunctions, in Triton's language modules and in the user's globals
-    (followed through helpers), then restored for verification.
-    """
-    import sys as _sys
-
-    import triton
-    try:
-        from triton.runtime.interpreter import InterpretedFunction
-    except ImportError:
-        InterpretedFunction = None
-    swapped: list[tuple[dict, str, Any]] = []
-    seen: set[int] = set()
-    made: dict[int, Any] = {}
-
-    def jit_of(value):
-        if id(value) not in made:
-            made[id(value)] = jit_function_for(value.fn, getattr(value, "kwargs", {}))
-        return made[id(value)]
-
-    def visit(namespace: dict | None):
-        if namespace is None or id(namespace) in seen or InterpretedFunction is None:
-            return
-        seen.add(id(namespace))
-        for name, value in list(namespace.items()):
-            if isinstance(value, InterpretedFunction):
-                try:
-                    jit = jit_of(value)
-                except Exception:
-                    continue  # not a valid @triton.jit function (**kwargs): its own compile reports why (KL100)
-                swapped.append((namespace, name, value))
-                namespace[name] = jit
-                visit(getattr(value.fn, "__globals__", None))
-
-    for mod_name, mod in list(_sys.modules.items()):
-        if mod_name.startswith("triton.language") and mod is not None:
-            visit(getattr(mod, "__dict__", None))
-    for fn in functions:
-        visit(getattr(fn, "__globals__", None))
-    previous = triton.knobs.runtime.interpret
-    triton.knobs.runtime.interpret = False
-    try:
-        yield lambda fn: made.get(id(fn)) or jit_function_for(fn)
-    finally:
-        triton.knobs.runtime.interpret = previous
-        for namespace, name, value in reversed(swapped):
-            namespace[name] = value
-
-
 def _kib(n: int) -> str:
     return f"{n / 1024:.1f} KiB"
 
 
-def compile_stage(rep: Reporter, recorder: LaunchRecorder, targets: list[Target],
+def compile_stage(rep: Reporter, player: Player, targets: list[Target],
                   captured: tuple[list, list] | None = None) -> set[str]:
-    """Compile every captured spec for every target; returns the kernels that failed to compile. `captured`: the
-    capture's (specs, launches), when the recorder has since seen the verifier's launches too."""
+    """Compile every captured spec for every target (in the player, where the kernels' functions are); returns the
+    kernels that failed to compile. `captured`: the capture's (specs, launches), when the recorder has since seen
+    the verifier's launches too."""
+    recorder = player.recorder
     failed: set[str] = set()
     errors: dict[tuple, dict[str, Any]] = {}
     specs, launches = captured if captured is not None else (list(recorder.specs.values()), recorder.launches)
     launched_keys = {l.spec.key() for l in launches}
-    with compile_mode(list(recorder.functions.values())) as to_jit:
-        _compile_all(rep, recorder, targets, failed, errors, launched_keys, to_jit, specs)
-    for (line, col, end_col, message), info in errors.items():
-        rep.add("KL100", f"compile error ({', '.join(info['targets'])}): {message}",
-                Span(line, col, line, end_col), source="kernel-lsp.compile",
-                kernel=info["kernel"], targets=info["targets"], config=info["config"])
-    return failed
-
-
-def _compile_all(rep, recorder, targets, failed, errors, launched_keys, to_jit, specs) -> None:
     compiled: list[tuple[Spec, Target, CompileResult]] = []
+    by_name = {t.name: t for t in targets}
     for spec in specs:
-        fn = recorder.functions[spec.qualname]
-        kernel = rep.kernel(spec.qualname)
+        rep.w.stage("compile", f"{spec.qualname} for {', '.join(by_name)} ({spec.describe()})")
         facts = []
-        for target in targets:
-            rep.w.stage("compile", f"{spec.qualname} for {target.name} ({spec.describe()})")
-            try:
-                jit = to_jit(fn)
-            except Exception as e:  # the compiler's own decorator refuses it (a **kwargs parameter)
-                result = CompileResult(target.name, spec, False, error=e)
-            else:
-                result = compile_spec(jit, spec, target)
+        for r in player.compile([spec], targets):
+            target = by_name.get(r["target"])
+            if target is None:
+                continue
+            result = CompileResult(target.name, spec, bool(r["ok"]), int(r.get("shared") or 0), r.get("registers"),
+                                   r.get("local"), r.get("stack"), float(r.get("seconds") or 0.0),
+                                   RemoteCompileError.chain(r["error"]) if r.get("error") else None)
             rep.w.stat("compiles")
             if not result.ok:
                 failed.add(spec.qualname)
-                _collect_error(rep, errors, kernel, spec, target, result)
+                _collect_error(rep, errors, rep.kernel(spec.qualname), spec, target, result)
                 continue
-            facts.append(result.facts())
+            facts.append(CompileFacts(target.name, spec.describe(), True, result.shared, result.registers,
+                                      result.local_bytes, result.stack_bytes, spec.num_warps,
+                                      round(result.seconds, 3)))
             compiled.append((spec, target, result))
         rep.w.kernel(spec.qualname.rsplit(".", 1)[-1], KernelFacts(compile=facts))
     for spec, target, result in compiled:
@@ -190,6 +127,39 @@ def _compile_all(rep, recorder, targets, failed, errors, launched_keys, to_jit, 
             s.qualname == spec.qualname and t is target and s.key() != spec.key() and _fits(r, t)
             for s, t, r in compiled)
         _judge_resources(rep, spec, target, result, from_config_only=spec.key() not in launched_keys or skipped)
+    for (line, col, end_col, message), info in errors.items():
+        rep.add("KL100", f"compile error ({', '.join(info['targets'])}): {message}",
+                Span(line, col, line, end_col), source="kernel-lsp.compile",
+                kernel=info["kernel"], targets=info["targets"], config=info["config"])
+    return failed
+
+
+class RemoteCompileError(Exception):
+    """A compile error the player reported (player/compiler.py `error_chain`), rebuilt as a chain of exceptions
+    with the attributes `positions.map_compile_error` reads (error_message, src, node)."""
+
+    def __init__(self, link: dict):
+        super().__init__(link.get("text") or "")
+        self.error_message = link.get("error_message")
+        self.src = link.get("src")
+        node = link.get("node")
+        self.node = None if not node else _Node(*node)
+        self.name = str(link.get("type") or "Exception")
+
+    def __str__(self) -> str:
+        return self.args[0] if self.args else ""
+
+    @classmethod
+    def chain(cls, links: list[dict]) -> "RemoteCompileError":
+        errors = [cls(link) for link in links] or [cls({"text": "compile failed"})]
+        for outer, inner in zip(errors, errors[1:]):
+            outer.__cause__ = inner
+        return errors[0]
+
+
+class _Node:
+    def __init__(self, lineno, col_offset=0, end_lineno=None, end_col_offset=None):
+        self.lineno, self.col_offset, self.end_lineno, self.end_col_offset = lineno, col_offset, end_lineno, end_col_offset
 
 
 def _fits(r: CompileResult, target: Target) -> bool:
@@ -234,36 +204,50 @@ def _judge_resources(rep: Reporter, spec: Spec, target: Target, r: CompileResult
                 registers=r.registers, spill_bytes=r.local_bytes, **data)
 
 
-def run_check(job: CheckJob, w: Sink) -> None:
-    """Load, capture, compile, verify and (on a GPU) measure one file; every result goes to the sink."""
+def run_check(job: CheckJob, w: Sink, connect: Callable[[str], Any] | None = None) -> None:
+    """Load, capture, compile, verify and (on a GPU) measure one file; every result goes to the sink. `connect(device)`
+    gives a connection to a fresh player (run/players.py); the player ends with the job."""
     warnings.filterwarnings("ignore")
     import torch  # imported before user code so its import cost is not blamed on it
-    import triton  # noqa: F401
 
     w = StageTracker(w)
     rep = Reporter(w, job.path, job.kernels, job.anchor)
-    recorder = LaunchRecorder()
-    recorder.install()
+    interpreted = os.environ.get("TRITON_INTERPRET") == "1"
+    player = None
     try:
-        with jit_clock(w):
-            _run_stages(job, w, rep, recorder, torch)
-    except Exception as e:
-        fault = e.exc if isinstance(e, DeviceFault) else e
-        if not is_device_fault(fault):
-            raise
-        # The context is lost: say where, once, and stop (the worker replaces its CUDA context). The traceback
-        # goes to the worker's log (stderr), where the op that faulted can be read.
-        traceback.print_exception(fault, file=sys.stderr)
+        player = Player(connect("cpu" if interpreted else "cuda"), "cpu" if interpreted else "cuda")
+        player.host_pids = getattr(connect, "host_pids", player.host_pids)
+        _run_stages(job, w, rep, player, torch, interpreted, connect)
+    except PlayerLost as e:
+        # The process running the implementation ended under a call (a crash, an exit, a kill), as a worker that ran
+        # it used to: KL300, said where it happened, with what its last words suggest.
+        during = f" during {w.last.stage}" + (f" ({w.last.detail})" if w.last.detail else "") if w.last else ""
+        rep.add("KL300", _short(f"{e}{during}{crash_hint(e.stderr)}"), None, source="kernel-lsp.worker",
+                stderr=e.stderr[-2000:])
+    except DeviceFault as e:
+        fault = e.exc
         text = readable(f"{type(fault).__name__}: {fault}").splitlines()[0][:300]
         during = f" during {w.last.stage}" + (f" ({w.last.detail})" if w.last.detail else "") if w.last else ""
         oob = "illegal memory access" in text or "misaligned address" in text
         rep.add("KL208" if oob else "KL105",
                 f"the GPU faulted{during}: {text}" + ("; a load or store outside every allocation (the CPU check "
                                                       "and compute-sanitizer can name the line)" if oob else ""),
-                rep.launch_span(recorder), source="kernel-lsp.verify")
-        raise DeviceFault(fault) from None
+                rep.launch_span(player.recorder) if player else None, source="kernel-lsp.verify")
+        if not isinstance(fault, RemoteError):
+            raise  # this process's own context is lost: the worker replaces it
     finally:
-        recorder.uninstall()  # a long-lived worker runs the next job with Triton as it found it
+        if player is not None:
+            if player.replaced:
+                shown = ", ".join(player.replaced[:6]) + (f" and {len(player.replaced) - 6} more"
+                                                         if len(player.replaced) > 6 else "")
+                rep.add("KL223", f"the implementation replaced {shown}: functions that verdicts and timings rest on "
+                        "(a kernel never needs to); kernel-lsp's own clocks and comparisons run in another process "
+                        "and are the originals", source="kernel-lsp.verify", replaced=list(player.replaced))
+            n, s = player.recorder.jit
+            if n:
+                w.stat("jit_compiles", n)
+                w.stat("jit_seconds", round(s, 3))
+            player.close()
 
 
 class StageTracker(Sink):
@@ -280,18 +264,10 @@ class StageTracker(Sink):
         self.sink.emit(event)
 
 
-def _run_stages(job: CheckJob, w: Sink, rep: Reporter, recorder: LaunchRecorder, torch) -> None:
+def _run_stages(job: CheckJob, w: Sink, rep: Reporter, player: Player, torch, interpreted: bool,
+                connect: Callable[[str], Any]) -> None:
     path = job.path
-    interpreted = os.environ.get("TRITON_INTERPRET") == "1"
-    if interpreted:
-        recorder.interpret_autotune_without_benchmarks()
-        from ..player.interpreter import count_ops, faithful_scalars, scoped_helper_calls, watch_dots
-        from ..player.interpreter_gaps import close_gaps
-        faithful_scalars()
-        scoped_helper_calls()
-        close_gaps()
-        count_ops()
-        watch_dots()
+    recorder = player.recorder
     targets = parse_targets(job.targets)
     if not interpreted:
         # On a GPU, also compile for the GPU's own architecture.
@@ -305,8 +281,11 @@ def _run_stages(job: CheckJob, w: Sink, rep: Reporter, recorder: LaunchRecorder,
 
     w.stage("load")
     try:
-        problem = load_problem(job.link, path, job.seed, job.source_override, "cpu" if interpreted else "cuda")
+        problem = load_problem(job.link, path, job.seed, job.source_override, "cpu" if interpreted else "cuda",
+                               player)
     except UserCodeError as e:
+        if isinstance(e.exc, PlayerLost):
+            raise e.exc from None
         in_file = e.line is not None and e.path and os.path.realpath(e.path) == os.path.realpath(path)
         if e.side == IMPLEMENTATION:
             rep.add("KL005", _short(str(e)), Span(e.line, 0) if in_file else None, source=LOAD_SOURCE)
@@ -317,31 +296,47 @@ def _run_stages(job: CheckJob, w: Sink, rep: Reporter, recorder: LaunchRecorder,
     w.stage("capture", "the problem's own inputs")
     # Under the interpreter the capture is dry: launches are recorded, not executed, so the problem's own
     # (possibly large) sizes cost only the PyTorch glue. Verification runs kernels at CPU-sized inputs.
-    recorder.dry = interpreted
-    launch_error, captured_output = _capture(problem, job.seed)
-    recorder.dry = False
+    launch_error, captured_output = _capture(problem, player, job.seed, dry=interpreted)
     w.stat("launches", recorder.count)
     # Under the interpreter the variants run first and the compile for the targets after them, before the
     # verifier's final findings (which drop a failure a compile error explains): a numeric bug shows about a
     # second sooner (the compile for sm_90 took 0.85 s of a 1.25 s median). On a GPU the compile comes first.
     verify_first = interpreted and job.verify and launch_error is None
     captured_specs = (list(recorder.specs.values()), list(recorder.launches))
-    failed = compile_stage(rep, recorder, targets) if not verify_first else set()
+    failed = compile_stage(rep, player, targets) if not verify_first else set()
 
     if launch_error is not None:
         report_capture_error(rep, problem, launch_error, recorder.current in failed, job.link.reference)
         return
     captured = len(recorder.launches)
+    verifier = None
     if job.verify:
         from .verify.verifier import verify_problem
-        verify_problem(problem, recorder, rep, job, captured_output,
-                       (lambda: compile_stage(rep, recorder, targets, captured_specs)) if verify_first else None)
+        verifier = verify_problem(problem, player, rep, job, captured_output,
+                                  (lambda: compile_stage(rep, player, targets, captured_specs)) if verify_first
+                                  else None)
     report_unexercised(rep, job, recorder, captured, interpreted)
+    if verifier is not None and gathers_evidence(job, rep):
+        from .verify.evidence.isolated import run_evidence
+        # Where the verifier said the interpreter cannot compute a kernel faithfully, neither can the player. The
+        # TF32 advice (KL210 too) says nothing of the kind: an implementation could provoke it at will.
+        values = not any(f.code == "KL210" and f.data.get("values_judged") is False for f in rep.sent)
+        run_evidence(problem, job, rep, connect, "cpu" if interpreted else "cuda",
+                     dict(verifier.base) if interpreted else {}, values,
+                     dict(verifier.sizes.base) if interpreted and getattr(verifier, "sizes", None) else {})
     if job.measure.enabled:
-        measure_stage(problem, recorder, rep, job, interpreted)
+        measure_stage(problem, player, rep, job, interpreted)
 
 
-def report_unexercised(rep: Reporter, job: CheckJob, recorder: LaunchRecorder, captured: int,
+def gathers_evidence(job: CheckJob, rep: Reporter) -> bool:
+    """The evidence runs follow a verification that passed: no error and no warning so far (any warning fails the
+    file already, and one such as KL210 says the verifier could not run the kernel, so neither could they)."""
+    if not job.rerun.enabled or job.measure.against is not None:
+        return False
+    return not any(f.severity <= Severity.WARNING for f in rep.sent)
+
+
+def report_unexercised(rep: Reporter, job: CheckJob, recorder: RemoteRecorder, captured: int,
                        interpreted: bool) -> None:
     """KL104 for each kernel that verification did not run: never launched (a warning when no kernel ran at
     all), or launched only on a path the verification's inputs do not take (information: it is unverified).
@@ -369,8 +364,9 @@ def report_unexercised(rep: Reporter, job: CheckJob, recorder: LaunchRecorder, c
                     k.name_span, source="kernel-lsp.compile", kernel=k.qualname)
 
 
-def measure_stage(problem: Problem, recorder: LaunchRecorder, rep: Reporter, job: CheckJob, interpreted: bool) -> None:
+def measure_stage(problem: Problem, player: Player, rep: Reporter, job: CheckJob, interpreted: bool) -> None:
     """Time the implementation, only on a GPU and only once it is verified; otherwise say why not."""
+    recorder = player.recorder
     launched = sorted({launch.spec.qualname.rsplit(".", 1)[-1] for launch in recorder.launches})
     if interpreted:
         note = "not measured: no GPU (kernels ran in the CPU interpreter); use a CUDA machine or a runner"
@@ -384,8 +380,7 @@ def measure_stage(problem: Problem, recorder: LaunchRecorder, rep: Reporter, job
             rep.w.kernel(name, KernelFacts(performance_note=note))
         return
     from .measure.stage import measure_problem
-    recorder.uninstall()  # the capture's wrappers would add their own overhead to every timed launch
-    measure_problem(problem, recorder, rep, job)
+    measure_problem(problem, player, rep, job)
 
 
 def report_capture_error(rep: Reporter, problem: Problem, err: UserCodeError, compile_failed: bool,
@@ -436,14 +431,14 @@ def _needs_cuda(exc: BaseException, err: UserCodeError) -> bool:
     text = f"{exc}"
     if any(s in text for s in CUDA_ONLY):
         return True
-    if isinstance(exc, AssertionError) and err.path and err.line is not None:
+    if type(exc).__name__ == "AssertionError" and err.path and err.line is not None:
         return "cuda" in linecache.getline(err.path, err.line + 1).lower()
     return False
 
 
 def _out_of_memory(exc: BaseException) -> bool:
     text = f"{type(exc).__name__}: {exc}"
-    return (isinstance(exc, MemoryError) or type(exc).__name__ == "OutOfMemoryError"
+    return (type(exc).__name__ in ("MemoryError", "OutOfMemoryError")
             or "out of memory" in text.lower() or "can't allocate memory" in text)
 
 
@@ -476,30 +471,25 @@ def _reference_fails_too(problem: Problem) -> BaseException | None:
     return None
 
 
-def _capture(problem: Problem, seed: int) -> tuple[UserCodeError | None, Any]:
-    """Run the implementation once on the problem's own inputs; returns (error, output)."""
-    import torch
+def _capture(problem: Problem, player: Player, seed: int, dry: bool) -> tuple[UserCodeError | None, Any]:
+    """Run the implementation once on the problem's own inputs (launches recorded, not run, when `dry`); returns
+    (error, output)."""
     try:
         inputs = problem.make_inputs(seed)
     except Exception as e:
         return UserCodeError("the input factory raised", e, getattr(problem.input_module, "__file__", None),
                              INPUTS), None
-    try:
-        with torch.no_grad():
-            out = problem.implementation(*inputs)
-            if problem.device == "cuda":
-                torch.cuda.synchronize()  # a fault of the launch surfaces here, not in whatever runs next
-            return None, out
-    except Exception as e:
-        return UserCodeError("the implementation raised", e, _impl_file(problem), IMPLEMENTATION), None
+    r = player.call(problem.implementation, inputs, dry=dry)
+    if r.error is not None:
+        if r.error.device_fault:
+            raise DeviceFault(r.error)
+        return UserCodeError("the implementation raised", r.error, player_file(problem), IMPLEMENTATION), None
+    out = r.out or []
+    return None, (out[0] if len(out) == 1 else out)
 
 
-def _impl_file(problem: Problem) -> str | None:
-    impl = problem.implementation
-    mod = getattr(impl, "__module__", None) or type(impl).__module__
-    import sys
-    m = sys.modules.get(mod)
-    return getattr(m, "__file__", None)
+def player_file(problem: Problem) -> str | None:
+    return getattr(getattr(problem.implementation, "player", None), "path", None)
 
 
 def _short(text: str, limit: int = 600) -> str:

@@ -10,7 +10,7 @@ from lsprotocol import types
 
 from ..source.discover import discover_source
 from ..source.link import KERNELBENCH_NAMES, IGNORE_RE
-from ..model import KernelFacts, us
+from ..model import KernelFacts, split_lines, us
 from .scheduler import Document
 
 VERIFY_NOW = "kernel-lsp.verifyNow"
@@ -132,7 +132,8 @@ def code_lenses(doc: Document) -> list[types.CodeLens]:
 
 
 def _ignore_edit(doc: Document, line: int, code: str) -> types.TextEdit:
-    text = doc.text.splitlines()[line] if line < len(doc.text.splitlines()) else ""
+    lines = split_lines(doc.text)
+    text = lines[line] if line < len(lines) else ""
     m = IGNORE_RE.search(text)
     if m:
         codes = sorted({c.strip() for c in m["codes"].split(",") if c.strip()} | {code})

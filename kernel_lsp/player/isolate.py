@@ -269,12 +269,12 @@ def send_line(message: dict) -> None:
         data = data[os.write(1, data):]
 
 
-def fork_server(ready: dict, child: "Callable[[dict], None]") -> int:
+def fork_server(ready: dict, child: "Callable[[dict], None]", keep: frozenset[int] = frozenset()) -> int:
     """Serve fork requests on stdin until EOF: announce `ready`, then for each line `{"type": "ForkJob", "id", ...}`
     fork and run `child(request)` in the child (it must not return), answering `{"type": "Forked", "id", "pid"}`
     and, when it ends, `{"type": "Exited", "id", "returncode"}` (negative: the signal). The server is a subreaper:
-    every child of it that is not a request's process is an orphan of one, killed at once. On EOF (the parent is
-    gone) every child and descendant is killed."""
+    every child of it that is not a request's process (nor in `keep`: a helper server it started itself) is an orphan
+    of one, killed at once. On EOF (the parent is gone) every child and descendant is killed."""
     import json
     import select
     become_subreaper()
@@ -313,7 +313,7 @@ def fork_server(ready: dict, child: "Callable[[dict], None]") -> int:
             if pid in children:
                 code = -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
                 send_line({"type": "Exited", "id": children.pop(pid), "returncode": code})
-        orphans = [p for p in children_of(me) if p not in children]
+        orphans = [p for p in children_of(me) if p not in children and p not in keep]
         if orphans:
             kill_tree(orphans)  # reaped by the loop above
     for pid in children:  # the parent is gone: no orphans

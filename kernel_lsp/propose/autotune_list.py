@@ -13,6 +13,7 @@ import dataclasses
 from dataclasses import dataclass, field
 
 from .knobs import DEFAULTS, STAGES, WARPS, is_tile
+from ..model import split_lines
 
 
 @dataclass
@@ -116,7 +117,7 @@ def render(site: AutotuneSite, values: dict[str, int]) -> str:
 
 def apply(source: str, site: AutotuneSite, values: dict[str, int]) -> str:
     """The source with one entry added to the list, right after its first."""
-    lines = source.splitlines(keepends=True)
+    lines = split_lines(source, keepends=True)
     line, col = site.insert_at
     text = lines[line - 1]
     rest = text[col:]

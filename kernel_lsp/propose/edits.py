@@ -20,9 +20,10 @@ import difflib
 import re
 from dataclasses import dataclass
 
+from ..model import split_lines as lines_of
+
 FENCE_RE = re.compile(r"```[ \t]*(?:python|py|python3)?[ \t]*\n(.*?)```", re.S | re.I)
 SEARCH_REPLACE_RE = re.compile(r"<{5,9} SEARCH\n(.*?)\n={5,9}\n(.*?)\n?>{5,9} REPLACE", re.S)
-LINE_RE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")
 
 
 class ReplyError(ValueError):
@@ -40,7 +41,7 @@ class Hunk:
 
 def split_lines(text: str) -> list[str]:
     """The lines of `text`, each with its line ending (the last one may have none)."""
-    return LINE_RE.findall(text)
+    return lines_of(text, keepends=True)
 
 
 def normalize_newlines(text: str) -> str:

@@ -10,7 +10,7 @@ hints.py), and what earlier candidates got wrong. The reply format asks for the 
 
 from __future__ import annotations
 
-from ..model import Candidate, FileReport, Finding, KernelFacts
+from ..model import Candidate, FileReport, Finding, KernelFacts, split_lines
 from .hints import optimization_hints
 
 MAX_FILE_CHARS = 40_000
@@ -32,7 +32,7 @@ GOALS = {"fix": "correct (the diagnostics below say what is wrong)",
 
 
 def numbered(text: str) -> str:
-    lines = text.splitlines()
+    lines = split_lines(text)
     width = len(str(len(lines)))
     return "\n".join(f"{i + 1:>{width}}| {line}" for i, line in enumerate(lines))
 

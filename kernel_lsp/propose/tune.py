@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from . import autotune_list
 from .autotune_list import AutotuneSite
 from .knobs import DEFAULTS, STAGES, WARPS, is_pow2, is_tile
+from ..model import split_lines
 
 MAX_CONFIGS = 32
 
@@ -299,7 +300,7 @@ def apply(source: str, site: Site | AutotuneSite, values: dict[str, int]) -> str
     autotune list, with `values` added to it as one more entry."""
     if isinstance(site, AutotuneSite):
         return autotune_list.apply_checked(source, site, values)
-    lines = source.splitlines(keepends=True)
+    lines = split_lines(source, keepends=True)
     edits: list[tuple[int, int, int, int, str]] = []
     for knob in site.knobs:
         value = values.get(knob.name, knob.value)

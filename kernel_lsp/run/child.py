@@ -18,6 +18,7 @@ import traceback
 from ..codes import severity_of
 from ..jobs import CheckJob, Device, Done, FindingEvent, Stat
 from ..model import Finding, Span
+from . import players
 from .protocol import EventWriter, read_job
 
 PR_SET_NAME, PR_SET_PDEATHSIG = 15, 1
@@ -95,6 +96,8 @@ def main(argv: list[str]) -> int:
         emit = EventWriter.emit  # the original: what the checked code may replace, the last findings bypass
         from .sandbox import enter
         w.emit(Stat("sandbox", 1 if job.sandbox.enabled else 0))
+        if job.kind == "check":
+            players.prestart(job.device)  # before this process confines itself
         confined = enter(job.sandbox, workdir)
         if os.environ.get("KERNEL_LSP_LOG") == "debug":
             sys.stderr.write(f"kernel-lsp job: {confined}\n")
@@ -107,13 +110,10 @@ def main(argv: list[str]) -> int:
                 from .tamper import Snapshot, finding_for
                 warm_meta_device()  # torch._dynamo wraps torch.manual_seed when it loads: before the snapshot
                 pristine = Snapshot()
-                run_check(job, w)
+                run_check(job, w, players.connector(job.sandbox))
                 tampered = finding_for(pristine.changed(), job.path, job.anchor)
                 if tampered is not None:
                     emit(w, FindingEvent(tampered))
-            elif job.kind in ("rerun-prepare", "rerun-judge"):
-                from ..checker.verify.evidence import isolated as evidence
-                (evidence.prepare if job.kind == "rerun-prepare" else evidence.judge)(job, w)
             else:
                 raise ValueError(f"unknown job kind {job.kind!r}")
         except NoDevice as e:
@@ -130,6 +130,7 @@ def main(argv: list[str]) -> int:
                                   + traceback.format_exc(limit=-3).strip().splitlines()[-1],
                                   data={"traceback": traceback.format_exc()}))
         from ..player.isolate import kill_descendants
+        players.close_owned()
         left = kill_descendants()
         if left:
             w.stat("processes_killed", left)

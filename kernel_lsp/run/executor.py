@@ -26,14 +26,13 @@ from typing import Callable
 
 from ..config import Settings
 from ..device import gpu_present
-from ..jobs import CheckJob, Preview, SandboxOptions, Stage, Stat
+from ..jobs import CheckJob, Preview, SandboxOptions, Stage
 from . import compile_warmer
 from .client import run_in_child
 from .outcome import WorkerOutcome
 from .persistent import PersistentWorker, local_command, parse_runner, sandbox_args, visible_gpus
 from ..player.isolate import without_secrets
 from .pool import WarmPool
-from .rerun import ran_on, rerun_for, should_rerun
 from .sandbox import child_env, options_from
 
 log = logging.getLogger(__name__)
@@ -83,17 +82,7 @@ class LocalExecutor(Executor):
         self.pool = WarmPool(child_env(self.sandbox)) if warm else None
 
     def run(self, job, files=None, timeout=60.0, on_event=None, cancel=None) -> WorkerOutcome:
-        cancel = cancel or threading.Event()
-        if job.kind == "check" and job.verify and job.rerun.enabled and self.pool is not None and \
-                self.pool.usable(job.device) and self.pool.ready():
-            # The harness's imports overlap this check, in case it passes; not while the zygote still starts (on
-            # two cores they would slow each other, and a file that fails never needs the harness).
-            rerun_for("cpu", job.sandbox).warm_up()
-        outcome = run_in_child(job, timeout, cancel, None, on_event, self.pool)
-        device = ran_on(outcome)
-        if device is not None and should_rerun(job, outcome):
-            rerun_for(device, job.sandbox).apply(job, outcome, self, timeout, cancel)
-        return outcome
+        return run_in_child(job, timeout, cancel or threading.Event(), None, on_event, self.pool)
 
     def warm_up(self) -> None:
         if self.pool is not None:
@@ -111,12 +100,8 @@ class WorkerPoolExecutor(Executor):
     """Long-lived workers, one job per worker at a time (so one timing job per GPU). A worker that faults is
     replaced by the next job that needs it (persistent.py)."""
 
-    def __init__(self, workers: list[PersistentWorker], ships_files: bool = False, warmer: bool = False,
-                 checker: "LocalExecutor | None" = None):
+    def __init__(self, workers: list[PersistentWorker], ships_files: bool = False, warmer: bool = False):
         self.workers = workers
-        # Where the isolated re-run's checker steps run (this machine's CPU); None: no re-run (a runner's GPU is
-        # on another machine, where this process cannot start the harness).
-        self.checker = checker
         self.capacity = len(workers)
         self.ships_files = ships_files
         self.warmer = warmer  # start a compile warmer beside a worker that is not running yet (local GPUs)
@@ -124,16 +109,14 @@ class WorkerPoolExecutor(Executor):
 
     @classmethod
     def local_gpus(cls, device: str = "auto", gpus: list[str] | None = None,
-                   sandbox: SandboxOptions | None = None,
-                   checker: "LocalExecutor | None" = None) -> "WorkerPoolExecutor":
+                   sandbox: SandboxOptions | None = None) -> "WorkerPoolExecutor":
         """One worker per GPU (each sees only its own, as CUDA_VISIBLE_DEVICES says); files go to whichever is
         free. `gpus`: indices among those this process may use (default: all of them)."""
         gpus = gpus or visible_gpus() or ["0"]
         sandbox = sandbox or SandboxOptions()
         return cls([PersistentWorker(local_command(device, sandbox),
                                      env=child_env(sandbox, {**os.environ, "CUDA_VISIBLE_DEVICES": g}),
-                                     name=f"gpu-{g}") for g in gpus], warmer=True,
-                   checker=checker or LocalExecutor(1, "cpu", sandbox=sandbox))
+                                     name=f"gpu-{g}") for g in gpus], warmer=True)
 
     @classmethod
     def runners(cls, commands: list[list[str]], device: str = "auto", sandbox: SandboxOptions | None = None,
@@ -168,21 +151,8 @@ class WorkerPoolExecutor(Executor):
         if worker is None:
             return WorkerOutcome(cancelled=True)
         warmer = self._compile_warmer(job, worker)
-        gpu = worker.env.get("CUDA_VISIBLE_DEVICES") if worker.env else None
-        if self.checker is not None and job.kind == "check" and job.verify and job.rerun.enabled:
-            rerun_for("cuda", job.sandbox, gpu).warm_up()
         try:
-            outcome = worker.run(job, files, timeout, on_event, cancel)
-            if warmer is not None:
-                warmer.stop()
-                warmer = None
-            device = ran_on(outcome)
-            if self.checker is not None and device is not None and should_rerun(job, outcome):
-                # On the worker's own GPU, while this job still holds it: nothing else runs there meanwhile.
-                rerun_for(device, job.sandbox, gpu).apply(job, outcome, self.checker, timeout, cancel)
-            elif device is not None and should_rerun(job, outcome):
-                outcome.events.insert(-1, Stat("rerun_unavailable", 1))
-            return outcome
+            return worker.run(job, files, timeout, on_event, cancel)
         finally:
             if warmer is not None:
                 warmer.stop()
@@ -283,7 +253,7 @@ def executor_for(settings: Settings, workers: int | None = None) -> HostExecutor
             log.warning("%s; using every GPU", e)
             gpus = None
         return HostExecutor(cpu, WorkerPoolExecutor.local_gpus("cuda" if settings.device == "cuda" else "auto",
-                                                               gpus, options, cpu))
+                                                               gpus, options))
     return HostExecutor(cpu)
 
 

@@ -105,3 +105,27 @@ def describe(options: SandboxOptions) -> str:
         return "off"
     abi = isolate.landlock_abi()
     return f"landlock ABI {abi}" if abi else "environment scrubbed; no Landlock on this kernel"
+
+
+def secret_values(env: dict[str, str] | None = None, names: tuple[str, ...] = ()) -> list[str]:
+    """The values of this process's variables named like a secret (isolate.SECRET) or listed in `names` (the LLM key's
+    variable), longest first: what no finding, output or prompt may show."""
+    env = os.environ if env is None else env
+    found = {v for k, v in env.items() if (isolate.SECRET.search(k) or k in names) and len(v) >= 8}
+    return sorted(found, key=len, reverse=True)
+
+
+def redact(value, secrets: list[str]):
+    """`value` (a string, or a list or dict holding strings) with every secret replaced by `[redacted]`."""
+    if not secrets:
+        return value
+    if isinstance(value, str):
+        for s in secrets:
+            if s in value:
+                value = value.replace(s, "[redacted]")
+        return value
+    if isinstance(value, list):
+        return [redact(v, secrets) for v in value]
+    if isinstance(value, dict):
+        return {k: redact(v, secrets) for k, v in value.items()}
+    return value

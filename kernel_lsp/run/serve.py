@@ -112,6 +112,11 @@ def serve(device: str = "auto", sandbox: SandboxOptions | None = None) -> int:
     env = child_env(sandbox, dict(os.environ))
     os.environ.clear()
     os.environ.update(env)
+    # The players' fork server (run/players.py), started before this process confines itself: each job's player is
+    # forked there and confines itself; the implementation never runs in this process.
+    from . import players
+    players.install(players.PlayerServer(device, env))
+    lap("player server")
     confined = enter(sandbox, tempfile.mkdtemp(prefix="kernel-lsp-worker-"))
     lap("sandbox")
     from .tamper import Snapshot, TimerCheck
@@ -174,7 +179,8 @@ def run_one(message: RunJob, device: str, send, lock, protocol, current, pipelin
         current["id"] = job_id
         try:
             with _profiled(job_id):
-                pipeline.run_check(job, sink)
+                from . import players
+                pipeline.run_check(job, sink, players.connector(job.sandbox))
             replaced = pristine.changed() if pristine is not None else []
             tampered = finding_for(replaced, path, job.anchor)
             if tampered is not None:

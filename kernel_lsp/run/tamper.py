@@ -1,6 +1,7 @@
 """Did a job's code change the process a long-lived worker keeps for the next job? Worker side.
 
-A long-lived GPU worker runs every job's code in one process. Code that replaces a function of torch, Triton or the
+The implementation runs in a player (player/tamper.py watches it there); the reference and its input factory run in
+the worker, and a long-lived GPU worker runs every job's reference in one process. Code that replaces a function of torch, Triton or the
 clock there (`torch.cuda.Event.elapsed_time`, `torch.allclose`, `time.perf_counter`) would still be in place for the
 next file, which it could make pass or look fast. `Snapshot` records what those functions are before the first job;
 `changed()` after each job lists the ones that are no longer the same objects, and the worker then retires
@@ -10,80 +11,27 @@ attribute (torch.compile itself sets some of those as it warms up).
 
 from __future__ import annotations
 
-import sys
+from ..player import tamper as base
 
-WATCHED = {
-    "time": ["perf_counter", "perf_counter_ns", "monotonic", "monotonic_ns", "time", "time_ns", "sleep"],
-    "builtins": ["open", "__import__", "isinstance", "len", "abs", "max", "min", "sum"],
-    "torch": ["allclose", "isclose", "equal", "manual_seed", "empty", "empty_like", "empty_strided", "zeros",
-              "zeros_like", "ones", "ones_like", "full", "randn", "rand", "randint", "randn_like", "rand_like",
-              "abs", "isnan", "isinf", "isfinite", "where", "sum", "max", "min", "maximum", "minimum", "compile",
-              "as_strided", "cat", "stack", "from_numpy", "tensor"],
-    "torch.cuda": ["synchronize", "current_stream", "default_stream", "Event", "Stream", "_sleep",
-                   "mem_get_info", "is_available", "current_device", "get_device_properties"],
-    "torch._C": ["_cuda_synchronize"],
-    "torch.testing": ["assert_close"],
-    "triton.testing": ["do_bench", "do_bench_cudagraph"],
-    "json": ["dumps", "loads"],
-    "os": ["_exit"],
-    "kernel_lsp.checker.verify.rules": ["judge", "judge_random", "same"],
-    "kernel_lsp.checker.verify.verifier": ["judge", "judge_random", "same"],
-}
-CLASSES = {
-    "torch.Tensor": ["__eq__", "__ne__", "equal", "clone", "copy_", "to", "item", "tolist", "__getitem__",
-                     "__setitem__", "sum", "abs", "double", "float", "cpu", "cuda", "contiguous", "fill_", "zero_"],
-    "torch.cuda.Event": ["record", "elapsed_time", "synchronize", "query", "wait"],
-    "triton.runtime.jit.JITFunction": ["run", "__getitem__"],
-    # kernel-lsp's own channel and judges, in the process that runs the checked code: code that drops the findings
-    # on their way out, or passes every comparison, replaces one of these.
-    "kernel_lsp.jobs.Sink": ["stage", "finding", "preview", "kernel", "stat"],
-    "kernel_lsp.run.protocol.EventWriter": ["emit"],
-    "kernel_lsp.run.serve.StreamSink": ["emit"],
-    "kernel_lsp.checker.pipeline.Reporter": ["add", "preview"],
-    "kernel_lsp.checker.pipeline.StageTracker": ["emit"],
-}
+# The player's list (what a kernel's call could bend), and kernel-lsp's own channel and judges in this process: a
+# reference that drops the findings on their way out, or passes every comparison, replaces one of these.
+WATCHED = {**base.WATCHED,
+           "kernel_lsp.checker.verify.rules": ["judge", "judge_random", "same"],
+           "kernel_lsp.checker.verify.verifier": ["judge", "judge_random", "same"]}
+CLASSES = {**base.CLASSES,
+           "kernel_lsp.jobs.Sink": ["stage", "finding", "preview", "kernel", "stat"],
+           "kernel_lsp.run.protocol.EventWriter": ["emit"],
+           "kernel_lsp.run.serve.StreamSink": ["emit"],
+           "kernel_lsp.checker.pipeline.Reporter": ["add", "preview"],
+           "kernel_lsp.checker.pipeline.StageTracker": ["emit"]}
 
 
-def _resolve(dotted: str):
-    parts = dotted.split(".")
-    for cut in range(len(parts), 0, -1):
-        module = sys.modules.get(".".join(parts[:cut]))
-        if module is not None:
-            obj = module
-            for name in parts[cut:]:
-                obj = getattr(obj, name, None)
-                if obj is None:
-                    return None
-            return obj
-    return None
-
-
-def _current() -> dict[str, int]:
-    out = {}
-    for where, names in {**WATCHED, **CLASSES}.items():
-        obj = _resolve(where)
-        if obj is None:
-            continue
-        space = vars(obj)
-        for name in names:
-            if name in space:
-                out[f"{where}.{name}"] = id(space[name])
-            elif where in WATCHED and hasattr(obj, name):
-                out[f"{where}.{name}"] = id(getattr(obj, name))
-    return out
-
-
-class Snapshot:
+class Snapshot(base.Snapshot):
     def __init__(self) -> None:
-        self.ids = _current()
-
-    def changed(self) -> list[str]:
-        """"torch.allclose", ...: the watched functions that are no longer the objects they were."""
-        now = _current()
-        return [name for name, ident in self.ids.items() if now.get(name) != ident]
+        super().__init__(WATCHED, CLASSES)
 
 
-def finding_for(replaced: list[str], path: str, anchor):
+def finding_for(replaced: list[str], path: str, anchor, who: str = "the checked code"):
     """KL223 for a job whose code replaced watched functions, or None."""
     if not replaced:
         return None
@@ -91,9 +39,9 @@ def finding_for(replaced: list[str], path: str, anchor):
     from ..model import Finding
     shown = ", ".join(replaced[:6]) + (f" and {len(replaced) - 6} more" if len(replaced) > 6 else "")
     return Finding(path, anchor, severity_of("KL223"), "KL223",
-                   f"the checked code replaced {shown}: functions that verdicts and timings rest on (a kernel never "
-                   "needs to); kernel-lsp's own clocks and comparisons are the originals, and a long-lived worker "
-                   "retires after this job", source="kernel-lsp.worker")
+                   f"{who} replaced {shown}: functions that verdicts and timings rest on (a kernel never "
+                   "needs to); kernel-lsp's own clocks and comparisons are the originals, and run in another process",
+                   source="kernel-lsp.worker", data={"replaced": replaced})
 
 
 class TimerCheck:

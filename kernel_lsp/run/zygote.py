@@ -30,9 +30,13 @@ ZYGOTE_NAME = b"kernel-lsp-warm"
 
 def _warm() -> None:
     os.environ["TRITON_INTERPRET"] = "1"
+    from . import players
+    # The players' own fork server (run/players.py): it imports torch beside this process's own imports, and every
+    # job forked here asks it for its player.
+    players.install(players.PlayerServer("cpu", dict(os.environ)))
     import torch  # noqa: F401
     import triton  # noqa: F401
-    from ..checker import pipeline  # noqa: F401  (imports the verifier, capture and compile modules too)
+    from ..checker import pipeline  # noqa: F401  (imports the verifier and the stages it drives)
     from ..checker.problem.loader import warm_meta_device
     warm_meta_device()
 
@@ -80,9 +84,11 @@ def serve() -> int:
     me = os.getpid()
     # A subreaper (isolate.fork_server): what a job starts and abandons (a `setsid` daemon whose parent exited)
     # re-parents here instead of to init, and is killed at once.
+    from . import players
+    keep = frozenset({players.installed().proc.pid}) if players.installed() else frozenset()
     return isolate.fork_server(ZygoteReady(me).to_dict() | {"type": "ZygoteReady"},
                                lambda request: _child(me, ForkJob.from_dict(
-                                   {k: v for k, v in request.items() if k != "type"})))
+                                   {k: v for k, v in request.items() if k != "type"})), keep)
 
 
 if __name__ == "__main__":

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from ..codes import severity_of
 from ..jobs import LinkSpec
-from ..model import Finding, Span
+from ..model import Finding, Span, split_lines
 from .discover import parse
 
 PRAGMA_RE = re.compile(r"#\s*kernel-lsp:\s*(?P<body>.*)$")
@@ -56,7 +56,7 @@ class LinkResult:
 def parse_pragmas(source: str) -> list[tuple[int, dict[str, str]]]:
     """All `# kernel-lsp: key=value ...` comment lines, as (0-based line, {key: value})."""
     out = []
-    for i, line in enumerate(source.splitlines()):
+    for i, line in enumerate(split_lines(source)):
         m = PRAGMA_RE.search(line)
         if m and line.lstrip().startswith("#"):
             kv = {m2["key"]: next(v for v in (m2["dq"], m2["sq"], m2["value"]) if v is not None)
@@ -69,7 +69,7 @@ def parse_pragmas(source: str) -> list[tuple[int, dict[str, str]]]:
 def ignored_codes(source: str) -> dict[int, set[str]]:
     """0-based line -> codes suppressed there by `# kernel-lsp: ignore[CODE, ...]`."""
     out: dict[int, set[str]] = {}
-    for i, line in enumerate(source.splitlines()):
+    for i, line in enumerate(split_lines(source)):
         m = IGNORE_RE.search(line)
         if m:
             out[i] = {c.strip() for c in m["codes"].split(",") if c.strip()}
@@ -95,7 +95,8 @@ def _finding(path: Path, anchor: Span, code: str, message: str) -> Finding:
 def _stray_words(source: str, line: int, key: str) -> str | None:
     """The words after `key=value` on a pragma line that belong to no key: the rest of an unquoted path with
     spaces (`reference=my problem.py`)."""
-    m = PRAGMA_RE.search(source.splitlines()[line]) if line < len(source.splitlines()) else None
+    lines = split_lines(source)
+    m = PRAGMA_RE.search(lines[line]) if line < len(lines) else None
     if not m:
         return None
     body = m["body"]
@@ -165,7 +166,7 @@ def link_file(impl: Path, source: str, cli_reference: Path | None = None, root: 
 
     if link_pragma and "entry" in link_pragma[1]:
         ln, kv = link_pragma
-        anchor = Span(ln, 0, ln, len(source.splitlines()[ln]))
+        anchor = Span(ln, 0, ln, len(split_lines(source)[ln]))
         if "reference" not in kv or "inputs" not in kv:
             return LinkResult(None, [_finding(impl, anchor, "KL002",
                                               "native link needs entry=, reference= and inputs= on the pragma line")])
@@ -192,7 +193,7 @@ def link_file(impl: Path, source: str, cli_reference: Path | None = None, root: 
         ref, origin = cli_reference.resolve(), "cli"
     elif link_pragma:
         ln, kv = link_pragma
-        anchor = Span(ln, 0, ln, len(source.splitlines()[ln]))
+        anchor = Span(ln, 0, ln, len(split_lines(source)[ln]))
         ref, origin = (impl.parent / kv["reference"]).resolve(), "pragma"
         stray = _stray_words(source, ln, "reference")
         if stray:

@@ -1,6 +1,7 @@
 # expect: KL206
-# class: checker-aware: in the verifier's second run (told by torch.empty's sentinel) it returns an earlier call's
-# output scaled by 1 + 2^-20, so it is not the same bits; a remembered result, not the race it would read as
+# class: checker-aware: in the verifier's second run (told by torch.empty's constant, non-NaN poison) it returns an earlier call's output scaled by 1 + 2^-20
+# (not the same bits): a remembered result, not the race it would read as. Poison values are drawn per check; that
+# they are constant is still visible (docs/verification.md lists it).
 # kernel-lsp: entry=relu reference=ref inputs=make_inputs
 import torch
 import triton
@@ -37,10 +38,11 @@ def _copy(src, s=1.0):
 _outs = []
 
 
-def relu(x):  # in the verifier's second run (torch.empty sentinel), return the previous variant's output
+def relu(x):  # in the verifier's second run (torch.empty's poison: one finite value), return the previous output
     x = x.contiguous()
     probe = torch.empty(4, device=x.device)
-    if bool((probe == -12345).all()) and len(_outs) >= 2 and _outs[-2].shape == x.shape:
+    poisoned = bool(torch.isfinite(probe).all()) and bool((probe == probe[0]).all()) and float(probe[0]) != 0.0
+    if poisoned and len(_outs) >= 2 and _outs[-2].shape == x.shape:
         return _copy(_outs[-2], 1.0 + 2.0 ** -20)
     out = _compute(x)
     _outs.append(out.clone())

@@ -37,7 +37,7 @@ from ..verify.compare import compare_tensor, flatten_outputs
 from ..problem.loader import is_device_fault
 from .roofline import count_flops, dtype_name, impossible, minimal_bytes, resolve_declared, roofline, tensors_of
 from .stats import median, median_interval, ratio_of_medians
-from .timing import CudaClock, honest_times, time_back_to_back, time_graph, time_sides, empty_launch
+from .timing import BackToBack, CudaClock, honest_times, time_back_to_back, time_graph, time_sides, empty_launch
 from ..verify.plan.variants import absolute, clone_inputs, upcast
 
 SOURCE = "kernel-lsp.measure"
@@ -197,13 +197,14 @@ def _outputs_ok(got, truth, reference, abs_terms) -> str | None:
     return None
 
 
-def _refilled_ok(problem, ref, impl, buffers: list) -> str | None:
+def _refilled_ok(problem, ref, remote: RemoteSide, copy: int, pristine: list) -> str | None:
     """The timed buffers refilled in place with new values, then one more call: None when its outputs are right for
     the values it was called on. A result replayed once an address repeats (a warmed-up loop) is right on the inputs
     it was timed on, and would be timed at the speed of its copy; here it is stale. Only where every input can be
     refilled as it is (tensors of the same shape and dtype, not broadcast views; other arguments equal), and the
     truth comes from a copy of what the call was given; anything else, or any error but a device fault, skips it."""
     import torch
+    buffers = pristine  # the timed copies are clones of it: the same shapes, dtypes and strides
     fresh = problem.make_inputs(INPUT_SEED + 1)
     if len(fresh) != len(buffers):
         return None
@@ -215,13 +216,9 @@ def _refilled_ok(problem, ref, impl, buffers: list) -> str | None:
         elif type(x) not in (int, float, bool, str, type(None)) or x != f:
             return None
     try:
-        for x, f in zip(buffers, fresh):
-            if isinstance(x, torch.Tensor):
-                x.copy_(f)
-        given = clone_inputs(buffers)
-        got = impl(*buffers)
-        r, truth, abs_terms = _judged_against(problem, ref, given)
-        text = _outputs_ok(got, truth, r, abs_terms)
+        answer = remote.ask("refill", copy=copy, values=fresh)
+        r, truth, abs_terms = _judged_against(problem, ref, answer["given"])
+        text = _outputs_ok(answer["out"], truth, r, abs_terms)
     except Exception as e:
         if is_device_fault(e):
             raise
@@ -234,7 +231,75 @@ def _same_inputs(a: list, b: list) -> bool:
     return all(not isinstance(x, torch.Tensor) or torch.equal(x, y) for x, y in zip(a, b))
 
 
-def measure_problem(problem, recorder, rep, job: CheckJob, clock=None, ceilings=None) -> Measurement | None:
+class RemoteSide:
+    """A side timed in the player (player/timed.py): the implementation (or another version of it, built there), its
+    input copies sent once; its calls are `RemoteCall`s, which `SplitClock` times there."""
+
+    def __init__(self, player, impl, copies: list, cache: str):
+        self.player, self.impl = player, impl
+        answer = player.time({"do": "setup", "model": impl.id, "copies": copies, "cache": cache})
+        if answer.get("error"):
+            raise _remote(answer["error"])
+        self.calls = [RemoteCall(self, i) for i in range(len(copies))]
+
+    def ask(self, do: str, **more) -> dict:
+        answer = self.player.time({"do": do, "model": self.impl.id, **more})
+        if answer.get("error"):
+            raise _remote(answer["error"])
+        return answer
+
+
+def _remote(info: dict):
+    from ..player import remote_error
+    return remote_error(info)
+
+
+class RemoteCall:
+    """Copy `copy` of a remote side: called plainly (a warm-up), or timed by `SplitClock`."""
+
+    def __init__(self, side: RemoteSide, copy: int):
+        self.side, self.copy = side, copy
+
+    def __call__(self):
+        self.side.ask("call", copy=self.copy)
+
+
+class SplitClock:
+    """The clock of the sides this process times (eager, torch.compile), and the player's for a remote side: one
+    timed call, a back-to-back batch and a graph replay each run in the process that holds the side, by the same
+    clock code (player/clock.py), while the other process waits on the wire."""
+
+    def __init__(self, local):
+        self.local, self.cache, self.l2_bytes = local, local.cache, getattr(local, "l2_bytes", 0)
+        self.last_tail_us = 0.0
+
+    def time(self, fn):
+        if isinstance(fn, RemoteCall):
+            r = fn.side.ask("once", copy=fn.copy)
+            self.last_tail_us = float(r.get("tail_us") or 0.0)
+            return float(r["event_us"]), float(r["host_us"]), None
+        out = self.local.time(fn)
+        self.last_tail_us = getattr(self.local, "last_tail_us", 0.0)
+        return out
+
+    def back_to_back(self, fns, calls: int) -> BackToBack:
+        if isinstance(fns[0], RemoteCall):
+            return BackToBack(**fns[0].side.ask("b2b", calls=calls)["b2b"])
+        return self.local.back_to_back(fns, calls)
+
+    def graph(self, fn) -> list[float] | None:
+        if isinstance(fn, RemoteCall):
+            return fn.side.ask("graph").get("graph")
+        return time_graph(fn, self.local)
+
+    def flush_us(self) -> float:
+        return self.local.flush_us()
+
+    def sync(self) -> None:
+        self.local.sync()
+
+
+def measure_problem(problem, player, rep, job: CheckJob, clock=None, ceilings=None) -> Measurement | None:
     """Time the problem's implementation and its baselines; emit KL4xx findings and the kernels' measurement.
 
     `clock` and `ceilings` default to the GPU's (CudaClock, ceilings.load_or_measure); tests pass a HostClock and
@@ -242,6 +307,7 @@ def measure_problem(problem, recorder, rep, job: CheckJob, clock=None, ceilings=
     """
     import torch
     opts = job.measure
+    recorder = player.recorder
     launched = sorted({launch.spec.qualname for launch in recorder.launches})
     where = rep.launch_span(recorder)
     rep.w.stage("measure", "inputs and baselines")
@@ -251,21 +317,21 @@ def measure_problem(problem, recorder, rep, job: CheckJob, clock=None, ceilings=
     torch.set_grad_enabled(False)
     try:
         r, truth, abs_terms = _judged_against(problem, ref, pristine)
-        clock = clock or CudaClock(opts.cache)
+        clock = SplitClock(clock or CudaClock(opts.cache))
         k = _copies(pristine, 2 + int(opts.compile) + int(opts.against is not None))
         inputs = {name: [clone_inputs(pristine) for _ in range(k)] for name in ("triton", "eager")}
-        sides = {"triton": [lambda c=c: impl(*c) for c in inputs["triton"]],
-                 "eager": [lambda c=c: ref(*c) for c in inputs["eager"]]}
+        remote = RemoteSide(player, impl, inputs.pop("triton"), opts.cache)  # the player holds them from here
+        sides = {"triton": remote.calls, "eager": [lambda c=c: ref(*c) for c in inputs["eager"]]}
         if opts.against is not None and problem.build_other is not None:
             current = problem.build_other(opts.against)
             inputs["current"] = [clone_inputs(pristine) for _ in range(k)]
-            sides["current"] = [lambda c=c: current(*c) for c in inputs["current"]]
+            sides["current"] = RemoteSide(player, current, inputs["current"], opts.cache).calls
         compile_info: tuple[float, bool] | None = None
         if opts.compile:
             inputs["torch.compile"] = [clone_inputs(pristine) for _ in range(k)]
             try:
                 compiled, seconds, cached = compiled_reference(
-                    ref, _reference_key(job, {}), inputs["torch.compile"][0], clock, opts.warm_lock,
+                    ref, _reference_key(job, {}), inputs["torch.compile"][0], clock.local, opts.warm_lock,
                     lambda: rep.w.stage("measure", "waiting for the compile warmer"))
                 sides["torch.compile"] = [lambda c=c: compiled(*c) for c in inputs["torch.compile"]]
                 compile_info = (seconds, cached)
@@ -276,7 +342,8 @@ def measure_problem(problem, recorder, rep, job: CheckJob, clock=None, ceilings=
         problem_text = None
         with _gpu_lease(rep, job, torch) as lease_note:
             rep.w.stage("measure", "an empty launch")
-            empty = time_sides({"empty": empty_launch()}, clock, min_rounds=20, max_rounds=50, budget_s=0.05)["empty"]
+            empty = time_sides({"empty": empty_launch()}, clock.local, min_rounds=20, max_rounds=50,
+                               budget_s=0.05)["empty"]
             overhead = median([h - e for h, e in zip(empty.host_us, empty.event_us)])
             tail_overhead = median(empty.tail_us) if empty.tail_us else 0.0
             rep.w.stage("measure", f"{', '.join(sides)} interleaved ({clock.cache} L2, {k} input copies)")
@@ -284,11 +351,12 @@ def measure_problem(problem, recorder, rep, job: CheckJob, clock=None, ceilings=
             back: dict = {}
             try:
                 for attempt in range(2):  # once more when another process used the GPU meanwhile
-                    watch = neighbours.start(lease_note.get("uuid"))
+                    mine = {os.getpid(), *player.host_pids()}  # the player times its side: not a neighbour
+                    watch = neighbours.start(lease_note.get("uuid"), mine)
                     samples = time_sides(sides, clock, budget_s=opts.budget_s, precision=opts.precision)
                     rep.w.stage("measure", "each side back to back (host launch included)")
                     back = time_back_to_back(sides, clock)
-                    disturbed = neighbours.disturbers(watch)
+                    disturbed = neighbours.disturbers(watch, mine)
                     if not disturbed:
                         break
                     rep.w.stage("measure", "timing again: another process used the GPU ("
@@ -303,7 +371,7 @@ def measure_problem(problem, recorder, rep, job: CheckJob, clock=None, ceilings=
             graphs: dict[str, list[float] | None] = {}
             if graphs_needed and median(samples["triton"].event_us) < GRAPH_BELOW_US:
                 rep.w.stage("measure", "CUDA graph replay")
-                graphs = {name: time_graph(fns[0], clock) for name, fns in sides.items()}
+                graphs = {name: clock.graph(fns[0]) for name, fns in sides.items()}
         times, timers = {}, set()
         for name, s in (samples or {}).items():
             times[name], timer = honest_times(s, overhead, tail_overhead)
@@ -314,12 +382,14 @@ def measure_problem(problem, recorder, rep, job: CheckJob, clock=None, ceilings=
         # The timed outputs, once warmed up, must still be right.
         if samples is None or problem.random:
             pass
-        elif _same_inputs(inputs["triton"][samples["triton"].copy[-1]], pristine):
-            problem_text = _outputs_ok(samples["triton"].last_output, truth, r, abs_terms)
         else:
-            problem_text = _outputs_ok(impl(*clone_inputs(pristine)), truth, r, abs_terms)
+            last = remote.ask("output", copy=samples["triton"].copy[-1])
+            if _same_inputs(last["args"], pristine):
+                problem_text = _outputs_ok(last["out"], truth, r, abs_terms)
+            else:
+                problem_text = _outputs_ok(impl(*clone_inputs(pristine)), truth, r, abs_terms)
         if samples is not None and not problem.random and problem_text is None:
-            problem_text = _refilled_ok(problem, ref, impl, inputs["triton"][samples["triton"].copy[-1]])
+            problem_text = _refilled_ok(problem, ref, remote, samples["triton"].copy[-1], pristine)
         if problem_text is not None:
             rep.add("KL405", f"the output of the timed calls is wrong once warmed up: {problem_text[:600]}", where,
                     source=SOURCE)

@@ -12,6 +12,7 @@ import contextlib
 import copy
 import importlib.util
 import linecache
+import os
 import sys
 import traceback
 import types
@@ -20,6 +21,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ...jobs import LinkSpec
+from ...model import split_lines
 
 _counter = 0
 
@@ -60,6 +62,9 @@ DEVICE_FAULTS = ("illegal memory access", "AcceleratorError", "unspecified launc
 def is_device_fault(exc: BaseException) -> bool:
     """A GPU fault (an illegal address, a device-side assert): the CUDA context is lost for every later call, so
     the job must stop rather than blame whatever ran next (an input factory, the reference)."""
+    from ..player import RemoteError
+    if isinstance(exc, RemoteError) and exc.device_fault:
+        return True
     text = f"{type(exc).__name__}: {exc}"
     return any(s in text for s in DEVICE_FAULTS)
 
@@ -79,7 +84,11 @@ def raise_device_fault(exc: BaseException) -> None:
 
 
 def deepest_line(exc: BaseException, path: str) -> int | None:
-    """0-based line of the deepest traceback frame in `path`, following the cause chain."""
+    """0-based line of the deepest traceback frame in `path`, following the cause chain (for the implementation's
+    failures in the player, the line the player found in its file)."""
+    from ..player import RemoteError
+    if isinstance(exc, RemoteError):
+        return exc.line
     target = str(Path(path).resolve())
     best = None
     seen = set()
@@ -117,9 +126,66 @@ def import_path(path: str, tag: str, source: str | None = None) -> types.ModuleT
     if source is None:
         spec.loader.exec_module(module)
     else:
-        linecache.cache[spec.origin] = (len(source), None, source.splitlines(True), spec.origin)
+        linecache.cache[spec.origin] = (len(source), None, split_lines(source, keepends=True), spec.origin)
         exec(compile(source, spec.origin, "exec"), module.__dict__)
     return module
+
+
+def reference_source(source: str, implementation_names: set[str], roots: set[str]) -> str:
+    """The reference side of a file that also holds the implementation: the statements the reference side needs
+    (`roots`: the reference, the input factories, the random-op contract), followed through the names they use, and
+    nothing of the implementation: no @triton.jit (or autotune, heuristics) function, none of
+    `implementation_names` (ModelNew, the linked entry), no `if __name__ == "__main__"` block, and at module level
+    only imports, definitions and assignments to plain names. A statement that patches another module (an
+    expression statement, an assignment to an attribute or an item) is dropped, and so is an import the reference
+    side never names: neither may bend the truth. Dropped lines are left blank, so line numbers stay the file's."""
+    import ast
+    tree = ast.parse(source)
+    candidates: list[tuple[ast.stmt, set[str]]] = []  # (statement, the names it binds)
+    for node in tree.body:
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            bound = {(a.asname or a.name).split(".")[0] for a in node.names}
+            candidates.append((node, {"*"} if "*" in bound else bound))
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            if node.name not in implementation_names and not any(_is_triton_decorator(d)
+                                                                 for d in node.decorator_list):
+                candidates.append((node, {node.name}))
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names = [n for tg in targets for n in (tg.elts if isinstance(tg, (ast.Tuple, ast.List)) else [tg])]
+            if all(isinstance(n, ast.Name) and n.id not in implementation_names for n in names):
+                candidates.append((node, {n.id for n in names}))
+    needed, kept = set(roots), set()
+    changed = True
+    while changed:
+        changed = False
+        for i, (node, bound) in enumerate(candidates):
+            if i in kept or not (bound & needed or "*" in bound):
+                continue
+            kept.add(i)
+            changed = True
+            needed |= {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+            needed |= {n.value.id for n in ast.walk(node) if isinstance(n, ast.Attribute)
+                       and isinstance(n.value, ast.Name)}
+    lines = split_lines(source, keepends=True)
+    keep = [False] * len(lines)
+    for i in kept:
+        node = candidates[i][0]
+        first = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])])
+        for ln in range(first - 1, node.end_lineno):
+            keep[ln] = True
+    for node in tree.body:  # a docstring
+        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
+            for ln in range(node.lineno - 1, node.end_lineno):
+                keep[ln] = True
+    return "".join(line if k else ("\n" if line.endswith(("\n", "\r")) else "") for line, k in zip(lines, keep))
+
+
+def _is_triton_decorator(node) -> bool:
+    import ast
+    text = ast.unparse(node)
+    return text.startswith(("triton.jit", "triton.autotune", "triton.heuristics", "jit", "autotune", "heuristics",
+                            "tl.", "triton."))
 
 
 @dataclass
@@ -140,6 +206,7 @@ class Problem:
     # Another version of the implementation file, built like the implementation (a race between two versions).
     build_other: Callable[[str], Callable] | None = None
     init_inputs: Callable[[], list] | None = None  # KernelBench's get_init_inputs
+    seed: int = 0  # the seed each model is built after (KernelBench's rule)
 
     def float64(self, ref: Callable, absolute: bool = False) -> Callable:
         """The reference upcast to float64 (parameters made absolute when asked), copied once per reference
@@ -159,6 +226,14 @@ class Problem:
         finally:
             for k, v in saved.items():
                 setattr(self.input_module, k, v)
+
+    def fresh_reference(self, init: list | None) -> Callable:
+        """A reference built afresh for these init inputs, as the problem's own is (after the seed), in eval mode; the
+        linked function itself for a problem without a model."""
+        import torch
+        torch.manual_seed(self.seed)
+        ref = self.make_reference(init)
+        return ref.eval() if isinstance(ref, torch.nn.Module) else ref
 
     def init(self, knobs: dict[str, int] | None = None, setting: dict | None = None) -> list | None:
         """The init inputs at these knobs with the setting's init entries applied (None: no init inputs)."""
@@ -316,28 +391,58 @@ def _size_knobs(module: types.ModuleType, *factories: Callable) -> dict[str, int
 
 
 def load_problem(link: LinkSpec, impl_path: str, seed: int, source: str | None = None,
-                 device: str = "cpu") -> Problem:
-    """Import both sides and build the callables; raises UserCodeError naming which side failed."""
+                 device: str = "cpu", player=None) -> Problem:
+    """Import the reference side here and the implementation in the player (checker/player.py), and build the
+    callables; raises UserCodeError naming which side failed. Without a player, the reference side alone (the
+    implementation's callables are None). A module of the reference side that is the implementation's own file is
+    imported as `reference_source` of it: the implementation's code never runs in this process."""
     import torch
 
-    try:
-        impl = import_path(impl_path, "impl", source)
-    except BaseException as e:
-        raise UserCodeError("the implementation failed to import", e, impl_path, IMPLEMENTATION) from e
+    impl_real = os.path.realpath(impl_path)
+    names = {link.entry, "ModelNew"} if link.kind == "kernelbench" else {link.entry}
+    roots = ({"Model", "get_inputs", "get_init_inputs"} if link.kind == "kernelbench"
+             else {link.reference_name, link.inputs_name}) | {"KERNEL_LSP_RANDOM", "kernel_lsp_check_sample"}
+    modules: dict[str, types.ModuleType] = {}
+
+    def side(path: str, tag: str, text: str | None, what: str, who: str) -> types.ModuleType:
+        real = os.path.realpath(path)
+        if real not in modules:
+            try:
+                if real == impl_real:
+                    # The file as Python reads it: its declared encoding (PEP 263), UTF-8 by default.
+                    whole = source if source is not None else importlib.util.decode_source(Path(path).read_bytes())
+                    modules[real] = import_path(path, tag, reference_source(whole, names, roots))
+                else:
+                    modules[real] = import_path(path, tag, text)
+            except BaseException as e:
+                raise UserCodeError(f"the {what} failed to import", e, path, who) from e
+        return modules[real]
+
     ref_path = link.reference
-    try:
-        ref = (impl if Path(ref_path).resolve() == Path(impl_path).resolve()
-               else import_path(ref_path, "ref", link.reference_text))
-    except BaseException as e:
-        raise UserCodeError("the reference failed to import", e, ref_path, REFERENCE) from e
+    ref = side(ref_path, "ref", link.reference_text, "reference", REFERENCE)
     inputs_path = link.inputs_path or ref_path
-    inputs_mod = {str(Path(impl_path).resolve()): impl, str(Path(ref_path).resolve()): ref}.get(
-        str(Path(inputs_path).resolve()))
-    if inputs_mod is None:
+    inputs_mod = side(inputs_path, "inputs", link.inputs_text, "input factory", INPUTS)
+    if player is not None:
         try:
-            inputs_mod = import_path(inputs_path, "inputs", link.inputs_text)
+            player.load(impl_path, source, knob_files=sorted({os.path.realpath(inputs_path),
+                                                              os.path.realpath(ref_path)}))
         except BaseException as e:
-            raise UserCodeError("the input factory failed to import", e, inputs_path, INPUTS) from e
+            raise UserCodeError("the implementation failed to import", e, impl_path, IMPLEMENTATION) from e
+
+    def implementation(init: list | None, knobs: dict | None, other: str | None = None):
+        if player is None:
+            return None
+        try:
+            return player.build(link.kind, "ModelNew" if link.kind == "kernelbench" else link.entry, seed,
+                                 init if link.kind == "kernelbench" else None, knobs, other)
+        except BaseException as e:
+            if other is not None:
+                raise UserCodeError("the other version could not be built", e, impl_path, IMPLEMENTATION) from e
+            if link.kind != "kernelbench" and type(e).__name__ == "AttributeError":
+                raise UserCodeError(f"the linked implementation name {link.entry!r} is missing", e, None,
+                                    IMPLEMENTATION) from e
+            raise UserCodeError("ModelNew could not be built" if link.kind == "kernelbench" else
+                                "the implementation could not be built", e, impl_path, IMPLEMENTATION) from e
 
     if link.kind == "kernelbench":
         def build(knobs: dict[str, int], init: list | None) -> tuple[Callable, Callable]:
@@ -349,46 +454,32 @@ def load_problem(link: LinkSpec, impl_path: str, seed: int, source: str | None =
                 err = UserCodeError("the reference Model could not be built", e, ref_path, REFERENCE)
                 err.args = (str(err) + _arity_note(ref, init, e, ref_path),)
                 raise err from e
-            try:
-                torch.manual_seed(seed)
-                impl_model = impl.ModelNew(*init)
-            except BaseException as e:
-                raise UserCodeError("ModelNew could not be built", e, impl_path, IMPLEMENTATION) from e
-            for m in (ref_model, impl_model):
-                if isinstance(m, torch.nn.Module):
-                    m.eval().to(device)
-            return ref_model, impl_model
+            if isinstance(ref_model, torch.nn.Module):
+                ref_model.eval().to(device)
+            return ref_model, implementation(init, knobs)
 
-        def build_other(source: str) -> Callable:
-            try:
-                other = import_path(impl_path, "other", source)
-                torch.manual_seed(seed)
-                model = other.ModelNew(*list(ref.get_init_inputs()))
-            except BaseException as e:
-                raise UserCodeError("the other version could not be built", e, impl_path, IMPLEMENTATION) from e
-            return model.eval().to(device) if isinstance(model, torch.nn.Module) else model
+        def build_other(text: str) -> Callable:
+            return implementation(list(ref.get_init_inputs()), None, text)
 
         problem = Problem(build, ref.get_inputs, ref, _size_knobs(ref, ref.get_inputs, ref.get_init_inputs),
                           lambda init: ref.Model(*(ref.get_init_inputs() if init is None else init)), device,
-                          init_inputs=ref.get_init_inputs, build_other=build_other, **_random_contract(ref))
+                          init_inputs=ref.get_init_inputs, build_other=build_other, seed=seed,
+                          **_random_contract(ref))
         problem.callables()  # build once now, so a broken model is reported as a load failure
         return problem
     named = {}
-    for side, module, name in ((REFERENCE, ref, link.reference_name), (INPUTS, inputs_mod, link.inputs_name),
-                               (IMPLEMENTATION, impl, link.entry)):
+    for who, module, name in ((REFERENCE, ref, link.reference_name), (INPUTS, inputs_mod, link.inputs_name)):
         try:
-            named[side] = getattr(module, name)
+            named[who] = getattr(module, name)
         except AttributeError as e:
-            raise UserCodeError(f"the linked {side} name {name!r} is missing", e, None, side) from e
-    reference, factory, entry = named[REFERENCE], named[INPUTS], named[IMPLEMENTATION]
-    def build_other_entry(source: str) -> Callable:
-        try:
-            return getattr(import_path(impl_path, "other", source), link.entry)
-        except BaseException as e:
-            raise UserCodeError("the other version could not be built", e, impl_path, IMPLEMENTATION) from e
-
-    return Problem(lambda knobs, init: (reference, entry), factory, inputs_mod, _size_knobs(inputs_mod, factory),
-                   lambda init: reference, device, **_random_contract(ref), build_other=build_other_entry)
+            raise UserCodeError(f"the linked {who} name {name!r} is missing", e, None, who) from e
+    reference, factory = named[REFERENCE], named[INPUTS]
+    problem = Problem(lambda knobs, init: (reference, implementation(None, knobs)), factory, inputs_mod,
+                      _size_knobs(inputs_mod, factory), lambda init: reference, device, **_random_contract(ref),
+                      build_other=lambda text: implementation(None, None, text), seed=seed)
+    if player is not None:
+        problem.callables()
+    return problem
 
 
 def _first_line(fn) -> int | None:

@@ -1,11 +1,10 @@
 """Every config of an `@triton.autotune` list is verified, not only the one a run's autotuner picks (another run,
 or another GPU, picks another, and a config may leave the tail unwritten). Runs in a worker, driven by the
-Verifier (verify.py): each other config is forced through the LaunchRecorder (capture.py), and the variants it
-runs are named `config-N` and `config-N-odd`."""
+Verifier (verifier.py): each other config is forced through the player's launch recorder (player/capture.py), and
+the variants it runs are named `config-N` and `config-N-odd`."""
 
 from __future__ import annotations
 
-from ..compile.capture import describe_config
 from .plan.variants import Variant
 
 MAX_CONFIGS = 16  # autotune configs verified per kernel (the first ones of a longer list)
@@ -38,7 +37,7 @@ def verify_configs(verifier, variants: list[Variant]) -> None:
                                 100 + 2 * i + (b.name != "seed-1"), verifier.base if b.name == "seed-1" else b.knobs,
                                 None, f"autotune config {i + 1} of {len(configs)} of {name}, {b.description}",
                                 b.setting)
-                    verifier.configs[v.name] = (name, i, len(configs), describe_config(config))
+                    verifier.configs[v.name] = (name, i, len(configs), config)  # as the player described it
                     verifier.run_one(v)
             finally:
                 verifier.recorder.forced = {}

@@ -25,7 +25,7 @@ from typing import Any
 
 from .compare import Comparison, compare_tensor
 
-SENTINEL = -1.2345e4  # finite in fp16/bf16/fp32; an implementation writing exactly this everywhere is unlikely
+SENTINEL = -1.2345e4  # the default second poison: finite in fp16/bf16/fp32 (each check draws its own: draw_sentinel)
 KS_ALPHA = 1e-6
 
 
@@ -63,6 +63,7 @@ class Evidence:
     inputs_before: list = field(default_factory=list)  # the inputs as drawn (before any call)
     fresh_draws: bool = False  # random ops: the reference draws new numbers on every call (no seed among its inputs)
     rerun_launches: int | None = None  # Triton launches during the second run (None: no second call was made)
+    sentinel: float = SENTINEL  # the second run's poison value
 
     def budget_args(self, j: int) -> dict:
         """compare_tensor's extra arguments for output j."""
@@ -169,12 +170,20 @@ def structure(e: Evidence) -> RuleFinding | None:
     return None
 
 
-def unwritten_mask(y, y_b):
-    """Elements NaN in the first run and SENTINEL in the second: both came from the poisoned allocation."""
+def draw_sentinel() -> float:
+    """A second poison value for one check: finite and exact in fp16, bf16 and fp32 (an integer below 2^8 times a
+    power of two), negative or positive, from the system's randomness, so that no checked code can know it."""
+    import random
+    rng = random.SystemRandom()
+    return float(rng.choice((-1, 1)) * rng.randrange(129, 255, 2) * 2.0 ** rng.randrange(2, 7))
+
+
+def unwritten_mask(y, y_b, sentinel: float = SENTINEL):
+    """Elements NaN in the first run and the sentinel in the second: both came from the poisoned allocation."""
     import torch
     if isinstance(y, torch.Tensor) and isinstance(y_b, torch.Tensor) and y.shape == y_b.shape and y.dtype == y_b.dtype:
         if y.is_floating_point():
-            return torch.isnan(y) & (y_b == torch.tensor(SENTINEL, dtype=y.dtype))
+            return torch.isnan(y) & (y_b == torch.tensor(sentinel, dtype=y.dtype))
     return None
 
 
@@ -361,7 +370,7 @@ def judge_outputs(e: Evidence) -> tuple[list[RuleFinding], Comparison | None, bo
             continue
         if e.variant == "special" and not rr.is_floating_point():
             continue  # NaN -> integer conversion is undefined behaviour: not judged
-        c = compare_tensor(y, rr, tt if isinstance(tt, torch.Tensor) else rr, name, unwritten_mask(y, y_b),
+        c = compare_tensor(y, rr, tt if isinstance(tt, torch.Tensor) else rr, name, unwritten_mask(y, y_b, e.sentinel),
                            aa if isinstance(aa, torch.Tensor) and aa.is_floating_point() else None, **e.budget_args(j))
         if not c.ok and c.code in ("KL200", "KL201") and e.untrusted:
             continue  # the interpreter computes this kernel's numbers wrongly: not judged (KL210 says so)

@@ -1,11 +1,13 @@
-"""Adversarial verification of an implementation against its PyTorch reference. Runs in a worker only.
+"""Adversarial verification of an implementation against its PyTorch reference. Runs in the checker's process.
 
-This module runs the code; rules.py judges what it collected. For each input variant (see variants.py): the
-truth is the reference in float64; PyTorch's own error is the reference in the task's dtype; the implementation
-runs twice, its allocations poisoned first with NaN and then with a finite sentinel, so unwritten elements are
-identified and repeatability is checked. The inputs are kept after the call (mutation), launches are counted
-(fallback), outputs of earlier calls are kept (stale results), and under the interpreter every memory access
-is bounds-checked (KL208, collected here). An implementation that raises is KL209, also decided here.
+This module plans and drives the runs; rules.py judges what they collected. For each input variant (see
+variants.py): the truth is the reference in float64 and PyTorch's own error the reference in the task's dtype, both
+computed here; the implementation runs in the player (checker/player.py), another process that holds nothing of
+this one, twice, its allocations poisoned first with NaN and then with a finite sentinel drawn per check, so
+unwritten elements are identified and repeatability is checked. The inputs come back as the call left them
+(mutation), launches are counted (fallback), outputs of earlier calls are kept (stale results), and under the
+interpreter every memory access is bounds-checked in the player (KL208, collected here). An implementation that
+raises is KL209, also decided here.
 
 Findings are aggregated per (code, line): the first failing variant gives the message, the others are
 listed. The per-variant table goes to the kernel facts for hover and JSON.
@@ -15,7 +17,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import inspect
 import os
 import re
 import time
@@ -26,15 +27,12 @@ from ...model import KernelFacts, Severity, SkippedVariant, Span, VariantRow, Ve
 from .autotune_configs import configs_prefix, verify_configs
 from .plan.blocks import block_variants
 from .compare import Comparison, flatten_outputs, same_draws, same_finiteness
-from .guards import GuardRegions, MemoryGuard, poisoned_allocations
-from ...player.interpreter import OpBudgetExceeded, extend_op_budget, op_budget, ops as interpreter_ops, ran_tf32_dot
-from ...player.interpreter_gaps import interpreter_limit
-from ..problem.loader import IMPLEMENTATION, UserCodeError, deepest_line, raise_device_fault, resizes_out
+from ..player import CallResult
+from ..problem.loader import IMPLEMENTATION, DeviceFault, UserCodeError, deepest_line, raise_device_fault, resizes_out
 from ..compile.positions import api_note, readable
-from .probes import (constant_rounding, no_grad_call, only_input, reference_repeat, reference_spread, returning_line,
-                     rng_state)
-from .rules import (SENTINEL, Evidence, RuleFinding, describe_variant, fingerprint, informative, judge, judge_random,
-                    same, sketch)
+from .probes import constant_rounding, no_grad_call, only_input, reference_repeat, reference_spread, rng_state
+from .rules import (Evidence, RuleFinding, describe_variant, draw_sentinel, fingerprint, informative, judge,
+                    judge_random, same, sketch)
 from .plan.shapes import describe_init, int_floor, size_plan
 from .plan.ties import NotApplicable, tie_inputs
 from .plan.variants import (CPU_ELEMENT_BUDGET, Variant, absolute, aligned_knobs, base_knobs, clone_inputs,
@@ -70,8 +68,8 @@ class VerifyState:
     positions: Any = None  # a torch.Generator seeded from the system's randomness, once per verification
 
 
-def _address_of(t, index) -> int:
-    return t.data_ptr() + sum(i * s for i, s in zip(index, t.stride())) * t.element_size()
+class BudgetStop(BaseException):
+    """A call of the implementation was stopped by its operation budget: the variant ends here (run_within_budget)."""
 
 
 # The calls start from a random state other than the one the inputs were drawn from: on a GPU the input factory
@@ -82,20 +80,24 @@ CALL_SEED = 7919
 
 
 class Verifier:
-    def __init__(self, problem, recorder, rep, job):
+    def __init__(self, problem, player, rep, job):
         self.first_cpu_seconds = 0.0  # CPU time of the first variant (reported)
         self.first_ops = 0  # interpreter operations of the first variant, which decide CPU sizes
         self.reductions: set[str] = set()  # knobs that size only a reduction (shortened last)
         self.at_least = 0  # the largest small int argument of the call: sizes never shrink below it
         self.impl_runs = 0  # calls of the implementation so far (the planner counts operations per call)
-        self.problem, self.recorder, self.rep, self.job = problem, recorder, rep, job
+        self.problem, self.player, self.rep, self.job = problem, player, rep, job
+        self.recorder = player.recorder
         self.interpreted = os.environ.get("TRITON_INTERPRET") == "1"
-        self.guard = MemoryGuard(user_file=os.path.realpath(job.path))
         # On a GPU the interpreter's bounds guard does not exist: guard bytes around every tensor catch stores.
-        self.gpu_guards = None if self.interpreted else GuardRegions()
-        if self.interpreted and self.guard.install():
-            recorder.on_launch.append(self.guard.set_launch)
+        self.gpu_guards = not self.interpreted
+        self.sentinel = draw_sentinel()  # the second run's poison, drawn per check: no fixed value to look for
+        self.budget: int | None = None  # interpreter operations one call may take (a block-size variant's budget)
+        self.ops = 0  # interpreter operations of the implementation's calls so far
+        self.writers: list | None = None  # per output of the last first run: the line that stored each element
+        self.store_lines: list | None = None
         self.state = VerifyState()
+        recorder = self.recorder
         self.launch_mark = len(recorder.launches)  # launches before it belong to earlier variants
         self.captured = {launch.spec.name for launch in recorder.launches}  # what the problem's own inputs ran
         self.skipped: list[tuple[str, str]] = []
@@ -131,12 +133,7 @@ class Verifier:
             except Exception:
                 return 1 << 62
 
-        try:
-            seconds = self.run_variants(measure)
-        finally:
-            self.guard.uninstall()
-            if self.guard.set_launch in self.recorder.on_launch:
-                self.recorder.on_launch.remove(self.guard.set_launch)
+        seconds = self.run_variants(measure)
         if self.before_report is not None:
             self.before_report()  # the compile stage, when it runs after the variants (pipeline.py)
         self.report(seconds)
@@ -170,9 +167,9 @@ class Verifier:
         for i, v in enumerate(variants):
             if self.unrepeatable:
                 break
-            cpu0, ops0, runs0 = time.process_time(), interpreter_ops(), self.impl_runs
+            cpu0, ops0, runs0 = time.process_time(), self.ops, self.impl_runs
             self.run_one(v)
-            per_run = (interpreter_ops() - ops0) // max(1, self.impl_runs - runs0)
+            per_run = (self.ops - ops0) // max(1, self.impl_runs - runs0)
             if i == 0:
                 self.first_cpu_seconds, self.first_ops = time.process_time() - cpu0, per_run
             # Deterministic sizing: by the operations one run of the implementation took, re-measured on the
@@ -226,21 +223,17 @@ class Verifier:
             return
         budget = max(LARGER_OPS, BLOCK_BUDGET_RUNS * self.first_ops)
         marks = len(self.state.failures), len(self.state.rows), len(self.skipped), len(self.recorder.launches)
-        with op_budget(budget) as spent:
-            try:
-                self.run_one(v)
-            except OpBudgetExceeded:
-                if not spent():  # raised by the checked code itself: the implementation's own exception
-                    self.fail("KL209", v, "the implementation raised kernel-lsp's OpBudgetExceeded while no "
-                              f"budget had run out; {self.where(v, '')}", self.launch_line())
-            stopped = spent()
+        self.budget, stopped = budget, False
+        try:
+            self.run_one(v)
+        except BudgetStop:
+            stopped = True
+        finally:
+            self.budget = None
         if stopped:
             launched = {launch.spec.name for launch in self.recorder.launches[marks[3]:]}
             del self.state.failures[marks[0]:], self.state.rows[marks[1]:], self.skipped[marks[2]:]
             del self.recorder.launches[marks[3]:]
-            self.guard.events.clear()
-            if self.gpu_guards is not None:
-                self.gpu_guards.clear()
             self.stopped.append((v.name, budget, launched))
             self.skipped.append((v.name, f"stopped after {budget:,} interpreter operations in one run of the "
                                  f"implementation (the most a block-size variant may take: {BLOCK_BUDGET_RUNS} times "
@@ -514,32 +507,27 @@ class Verifier:
             # On a GPU the autotuner benchmarks every config on a new key (a new size) inside the call, writing the
             # outputs with each: a config that leaves elements unwritten would look complete in run 1 and
             # "racy" in run 2. Benchmark it here, outside the judged runs (a forced config is never benchmarked).
-            try:
-                no_grad_call(impl, clone_inputs(inputs))
-            except Exception as e:
-                raise_device_fault(e)  # anything else is raised again by run 1, and reported there
-        impl_call = call if draws else no_grad_call  # an implementation drawing alike gets the reference's draws
+            self.impl(impl, inputs, v)
+        seed = v.seed + CALL_SEED if draws else None  # an implementation drawing alike gets the reference's draws
         # Implementation, run 1: allocations poisoned with NaN; stores tracked for placement.
-        gpu = self.gpu_guards
-        impl_inputs = clone_inputs(inputs) if gpu is None else [gpu.wrap(x, f"input {i}") for i, x in enumerate(inputs)]
-        self.guard.stores.clear()
-        self.guard.track_stores = self.guard.available
-        before = self.recorder.count
         self.impl_runs += 1
-        try:
-            with poisoned_allocations(float("nan"), gpu):
-                y1 = impl_call(impl, impl_inputs)
-        except Exception as e:
-            raise_device_fault(e)
-            self.collect_oob(v)  # accesses before the failure are findings of their own
-            limit = interpreter_limit(e) if self.interpreted else None
+        r1 = self.impl(impl, inputs, v, seed=seed, poison=float("nan"), guard_regions=self.gpu_guards,
+                       track_stores=True, return_args=True)
+        self.writers, self.store_lines = r1.writers, r1.store_lines
+        if r1.error is not None:
+            e = r1.error
+            self.collect_oob(v, r1)  # accesses before the failure are findings of their own
+            limit = e.limit if self.interpreted else None
             if limit is not None:  # the interpreter's gap, not the kernel's bug: reported once (interpreter_limits)
                 self.limits.setdefault(readable(limit), []).append(v.name)
                 self.row(v, shapes, "cpu-limit", None)
                 return None
-            line = deepest_line(e, self.job.path)
+            line = e.line
             raised = f"{type(e).__name__}: {api_note(readable(str(e)))[:400]}"
-            if v.kind == "layout":
+            if e.info.get("budget_raised"):
+                self.fail("KL209", v, "the implementation raised kernel-lsp's OpBudgetExceeded while no "
+                          f"budget had run out; {self.where(v, '')}", self.launch_line())
+            elif v.kind == "layout":
                 # A loud refusal is not a silent wrong value: a warning that says what it rejects.
                 self.fail("KL209", v, f"rejects non-contiguous input: raises {raised}; the reference accepts it "
                           f"({v.description}; {shapes})", line, "warning", cause=readable(str(e)))
@@ -548,14 +536,11 @@ class Verifier:
                           cause=readable(str(e)))
             self.row(v, shapes, "raised", None)
             return None
-        finally:
-            self.guard.track_stores = False
-        launches = self.recorder.count - before
-        self.collect_oob(v)
+        y1, impl_inputs, launches = r1.out, r1.args, r1.count
+        self.collect_oob(v, r1)
         # Run 2: allocations poisoned with a finite sentinel; same inputs. Under the interpreter (programs run one
         # after another: no race to catch) it only tells unwritten elements from computed NaN, so it is skipped
         # when the first run left no NaN at all: half the CPU time of a correct kernel.
-        rerun_inputs = clone_inputs(inputs)
         if self.interpreted and not p.random and not any(
                 isinstance(y, torch.Tensor) and y.is_floating_point() and bool(torch.isnan(y).any())
                 for y in flatten_outputs(y1) + [impl_inputs[i] for i in updated]):
@@ -563,21 +548,15 @@ class Verifier:
             rerun_launches = None
         else:
             self.impl_runs += 1
-            extend_op_budget()  # the budget is per run: a second run is what an unwritten output costs
-            before = self.recorder.count
-            try:
-                with poisoned_allocations(SENTINEL):
-                    y2 = impl_call(impl, rerun_inputs)
-            except Exception as e:
-                raise_device_fault(e)
-                y2 = None
-            rerun_launches = self.recorder.count - before
-            self.collect_oob(v)
+            r2 = self.impl(impl, inputs, v, seed=seed, poison=self.sentinel, return_args=True)
+            y2, rerun_inputs = (r2.out, r2.args) if r2.error is None else (None, clone_inputs(inputs))
+            rerun_launches = r2.count
+            self.collect_oob(v, r2)
         y1_flat = flatten_outputs(y1)
         y2_flat = flatten_outputs(y2) if y2 is not None else [None] * len(y1_flat)
         y1_flat += [impl_inputs[i] for i in updated]
         y2_flat += [rerun_inputs[i] if y2 is not None else None for i in updated]
-        result_line = returning_line(impl, clone_inputs(inputs), self.job.path) if launches == 0 else None
+        result_line = (self.impl(impl, inputs, v, trace_return=True).result_line if launches == 0 else None)
         # Kernels the interpreter computes wrongly, among those that ran here (a variant may launch one the
         # capture did not): values are not judged on this variant.
         ran = {launch.spec.qualname for launch in self.recorder.launches[self.launch_mark:]}
@@ -589,7 +568,18 @@ class Verifier:
                         launches, impl_inputs, ref_inputs, self.state.outputs, self.state.prints,
                         self.state.sketches, untrusted,
                         sample_message, result_line, updated, spread, terms, constants, inputs,
-                        bool(self.fresh_draws), rerun_launches)
+                        bool(self.fresh_draws), rerun_launches, self.sentinel)
+
+    def impl(self, impl, inputs: list, v: Variant, **mode) -> CallResult:
+        """One call of the implementation in the player, on copies of `inputs`, at the variant's sizes. A call that a
+        GPU fault ended stops the check (DeviceFault); one stopped by the operation budget stops the variant."""
+        r = self.player.call(impl, inputs, budget=self.budget, knobs=v.knobs or None, **mode)
+        self.ops += r.ops
+        if r.error is not None and r.error.device_fault:
+            raise DeviceFault(r.error)
+        if r.stopped:
+            raise BudgetStop()
+        return r
 
     def place(self, f: RuleFinding, e: Evidence) -> int | None:
         """The line a rule's finding belongs on: the store that wrote the bad element, else the launch site."""
@@ -598,38 +588,40 @@ class Verifier:
         if f.place == "result":
             return e.result_line
         if f.place == "store" and f.comparison is not None:
-            return self.line_for((e.rerun if f.rerun else e.outputs)[f.output], f.comparison)
+            return self.line_for(f.output, f.comparison)
         return self.launch_line()
 
-    def line_for(self, y, c: Comparison) -> int | None:
-        import torch
-        if isinstance(y, torch.Tensor) and c.worst_index is not None and self.guard.stores:
+    def line_for(self, j: int, c: Comparison) -> int | None:
+        """The line that stored output j's worst element (the first run's tracked stores), else the launch site."""
+        if c.worst_index is not None and self.writers and j < len(self.writers):
             if c.code == "KL203":
-                lines = self.guard.store_lines_into(y.data_ptr(), y.data_ptr() + y.numel() * y.element_size())
+                lines = (self.store_lines or [])[j] if j < len(self.store_lines or []) else []
                 if lines:
                     return lines[0]
             else:
-                line = self.guard.writer_of(_address_of(y, c.worst_index))
-                if line is not None:
+                lines = self.writers[j]
+                try:
+                    line = int(lines[tuple(c.worst_index)]) if lines is not None else -1
+                except (IndexError, TypeError, ValueError):
+                    line = -1
+                if line >= 0:
                     return line
         return self.launch_line()
 
     def where(self, v: Variant, shapes: str | None) -> str:
         return describe_variant(v.kind, v.name, v.description, shapes)
 
-    def collect_oob(self, v: Variant) -> None:
-        if self.gpu_guards is not None:
-            for b in self.gpu_guards.breaches():
-                where = "past the end of" if b.side == "after" else "before the start of"
-                self.fail("KL208", v, f"a store {where} {b.label}: {b.changed} guard byte(s) changed, up to {b.reach} "
-                          f"bytes {b.side} it (GPU guard regions; variant {v.name})", self.launch_line(),
-                          kind="store", count=b.changed)
-            self.gpu_guards.clear()
-        for ev in list(self.guard.events.values()):
-            what = {"load": "reads", "store": "writes", "atomic": "updates"}[ev.kind]
-            self.fail("KL208", v, f"{ev.kernel} {what} out of bounds: {ev.count} access(es), e.g. {ev.detail} "
-                      f"(variant {v.name})", ev.line, kind=ev.kind, count=ev.count)
-        self.guard.events.clear()
+    def collect_oob(self, v: Variant, r: CallResult) -> None:
+        for b in r.breaches:
+            where = "past the end of" if b.get("side") == "after" else "before the start of"
+            self.fail("KL208", v, f"a store {where} {b.get('label')}: {b.get('changed')} guard byte(s) changed, up to "
+                      f"{b.get('reach')} bytes {b.get('side')} it (GPU guard regions; variant {v.name})",
+                      self.launch_line(), kind="store", count=b.get("changed"))
+        for ev in r.oob:
+            what = {"load": "reads", "store": "writes", "atomic": "updates"}.get(ev.get("kind"), "touches")
+            self.fail("KL208", v, f"{ev.get('kernel')} {what} out of bounds: {ev.get('count')} access(es), e.g. "
+                      f"{ev.get('detail')} (variant {v.name})", ev.get("line"), kind=ev.get("kind"),
+                      count=ev.get("count"))
 
     def fail(self, code: str, v: Variant, message: str, line: int | None, severity: str | None = None,
              **data: Any) -> None:
@@ -720,7 +712,7 @@ class Verifier:
             rows = [r for r in self.state.rows if not r.kernels or name in r.kernels]
             summary = Verification(rows, [SkippedVariant(n, r) for n, r in self.skipped],
                                    "cpu-interpreter" if self.interpreted else "cuda", round(seconds, 3),
-                                   dict(self.base), self.guard.available, round(self.first_cpu_seconds, 3),
+                                   dict(self.base), self.player.guarded, round(self.first_cpu_seconds, 3),
                                    self.first_ops)
             self.rep.w.kernel(name, KernelFacts(verification=summary))
 
@@ -735,11 +727,10 @@ class Verifier:
         return {k for r in self.state.rows for k in r.kernels}
 
     def launched_sources(self):
-        """(qualname, function, source, argument types) for each recorded kernel whose source is readable."""
+        """(qualname, kernel, source, argument types) for each recorded kernel whose source the player could read."""
         for qual, fn in self.recorder.functions.items():
-            try:
-                src = inspect.getsource(fn)
-            except (OSError, TypeError):
+            src = fn.source
+            if src is None:
                 continue
             dtypes = {t for l in self.recorder.launches if l.spec.qualname == qual
                       for t in _flat_types(l.spec.signature.values())}
@@ -780,7 +771,7 @@ class Verifier:
                              "(bounds, unwritten outputs, launches and shapes were); verify the numbers on a GPU",
                              span, source="kernel-lsp.verify", values_judged=False)
             fp32 = any(t == "*fp32" or t.startswith("tensordesc<fp32") for t in dtypes)
-            ran = ran_tf32_dot(fn)  # None: the dots were not watched, so the source decides
+            ran = self.recorder.tf32.get(qual)  # None: the dots were not watched, so the source decides
             if ran or (ran is None and "tl.dot" in src and fp32 and not _FP32_DOT.search(src)):
                 self.rep.add("KL210", f"{fn.__name__}: tl.dot on fp32 uses TF32 on the GPU by default (about 1e-3 "
                              "relative error) while the CPU interpreter computes it exactly; pass "
@@ -825,13 +816,14 @@ def _core(cause: str) -> str:
     return cause.rsplit(": ", 1)[-1].strip()
 
 
-def verify_problem(problem, recorder, rep, job, captured_output: Any = None,
-                   before_report: Callable[[], Any] | None = None) -> None:
+def verify_problem(problem, player, rep, job, captured_output: Any = None,
+                   before_report: Callable[[], Any] | None = None) -> "Verifier":
     """Verify; `before_report` runs after the variants and before the final findings (which replace the previews
     shown as failures were found)."""
-    v = Verifier(problem, recorder, rep, job)
+    v = Verifier(problem, player, rep, job)
     v.before_report = before_report
     v.run(captured_output)
+    return v
 
 
 # Elements of a GPU variant's inputs (and its reference's weights) up to which its integers are tried on the CPU first.

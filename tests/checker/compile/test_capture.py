@@ -10,7 +10,7 @@ SCRIPT = textwrap.dedent('''
     import gc, os, weakref
     os.environ["TRITON_INTERPRET"] = "1"
     import torch, triton, triton.language as tl
-    from kernel_lsp.checker.compile.capture import LaunchRecorder
+    from kernel_lsp.player.capture import LaunchRecorder
 
     @triton.jit
     def _fill(out_ptr, n, BLOCK: tl.constexpr):
@@ -50,8 +50,8 @@ def test_the_compile_stage_compiles_exactly_what_a_launch_compiles():
     from triton.compiler import ASTSource, make_backend
     from triton.runtime.jit import create_function_from_signature
 
-    from kernel_lsp.checker.compile.capture import build_spec
-    from kernel_lsp.checker.compile.compiler import ast_source
+    from kernel_lsp.player.capture import build_spec
+    from kernel_lsp.player.compiler import ast_source
 
     @triton.jit
     def copy(X, Y, n, stride, one, BLOCK: tl.constexpr):
@@ -73,7 +73,7 @@ GRIDS = textwrap.dedent('''
     import os
     os.environ["TRITON_INTERPRET"] = "1"
     import torch, triton, triton.language as tl
-    from kernel_lsp.checker.compile.capture import LaunchRecorder
+    from kernel_lsp.player.capture import LaunchRecorder
 
     @triton.jit
     def _fill(out_ptr, n, BLOCK: tl.constexpr):

@@ -15,15 +15,16 @@ import json, os, sys
 os.environ["TRITON_INTERPRET"] = "1"
 from pathlib import Path
 from kernel_lsp.check import kernel_refs
-from kernel_lsp.checker.compile.capture import LaunchRecorder
 from kernel_lsp.source.discover import discover_source
 from kernel_lsp.source.link import link_file
+from kernel_lsp.checker.player import Player
 from kernel_lsp.checker.problem.loader import load_problem
 from kernel_lsp.checker.measure.stage import measure_problem
 from kernel_lsp.checker.pipeline import Reporter
 from kernel_lsp.checker.measure.timing import HostClock
-from kernel_lsp.jobs import CheckJob, FindingEvent, KernelEvent, MeasureOptions
+from kernel_lsp.jobs import CheckJob, FindingEvent, KernelEvent, MeasureOptions, SandboxOptions
 from kernel_lsp.model import Ceiling, Ceilings
+from kernel_lsp.run.players import PlayerServer
 from kernel_lsp.run.protocol import EventWriter, read_events
 
 path = Path(sys.argv[1]).resolve()
@@ -34,14 +35,15 @@ job = CheckJob(str(path), link.to_spec(), kernel_refs(discover_source(text).kern
 wire = sys.argv[3]
 sink = EventWriter(open(wire, "w"))
 rep = Reporter(sink, job.path, job.kernels, job.anchor)
-recorder = LaunchRecorder()
-recorder.install()
-problem = load_problem(job.link, job.path, 0)
-problem.implementation(*problem.make_inputs(0))
-recorder.uninstall()
+server = PlayerServer("cpu")
+player = Player(server.fork(SandboxOptions()), "cpu")
+problem = load_problem(job.link, job.path, 0, player=player)
+player.call(problem.implementation, problem.make_inputs(0))
 ceilings = Ceilings("Made-up GPU", "0", 1 << 20, [Ceiling("copy", 1000.0, 0.01), Ceiling("matmul fp32", 10.0, 0.01),
                                                    Ceiling("matmul tf32", 20.0, 0.01)])
-m = measure_problem(problem, recorder, rep, job, clock=HostClock(), ceilings=ceilings)
+m = measure_problem(problem, player, rep, job, clock=HostClock(), ceilings=ceilings)
+player.close()
+server.close()
 events = read_events(wire)  # through the wire, as the parent reads them
 print(json.dumps({"findings": [e.finding.to_dict() for e in events if isinstance(e, FindingEvent)],
                   "kernels": {e.name: e.facts.to_dict() for e in events if isinstance(e, KernelEvent)},

@@ -74,7 +74,7 @@ def test_interpreter_a_removed_triton_api_is_named_with_the_installed_version(tm
 def test_gpu_guard_regions_report_a_store_past_the_end_and_before_the_start():
     import torch
 
-    from kernel_lsp.checker.verify.guards import GuardRegions
+    from kernel_lsp.player.guards import GuardRegions
     g = GuardRegions(devices=("cpu",))
     x = torch.arange(10, dtype=torch.float32)
     y = g.wrap(x, "input 0")

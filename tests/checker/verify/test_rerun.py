@@ -1,13 +1,14 @@
-"""The isolated re-run (checker/verify/evidence/isolated.py): what its judge concludes from made-up runs, what the reference side
-keeps of a file that also holds the implementation, and which sizes a launcher could single out. The processes
-themselves are exercised end to end by the corpus (bug_launch_discarded.py, bug_partial_fallback.py,
-bug_checker_aware.py, bug_cache_first_element.py, bug_grid_capped.py, ok_zero_init_lower_triangle.py)."""
+"""The evidence runs (checker/verify/evidence/isolated.py): what their judge concludes from made-up runs, what the
+reference side keeps of a file that also holds the implementation (checker/problem/loader.py), and which sizes a
+launcher could single out. The processes themselves are exercised end to end by the corpus (bug_launch_discarded.py,
+bug_partial_fallback.py, bug_cache_first_element.py, bug_grid_capped.py, ok_zero_init_lower_triangle.py)."""
 
 from __future__ import annotations
 
 import torch
 
-from kernel_lsp.checker.verify.evidence.isolated import _launcher_literals, judged, reference_source
+from kernel_lsp.checker.problem.loader import reference_source
+from kernel_lsp.checker.verify.evidence.isolated import _launcher_literals, judged
 
 X = torch.linspace(-2, 2, 101)
 TRUTH_A = torch.relu(X.double())
@@ -144,12 +145,15 @@ def make_inputs():
 if __name__ == "__main__":
     print(ref(make_inputs()[0]))
 '''
-    kept = reference_source(source, {"gelu"})
+    kept = reference_source(source, {"gelu"}, {"ref", "make_inputs"})
     namespace: dict = {}
     exec(compile(kept, "<ref>", "exec"), namespace)
     assert set(namespace) >= {"torch", "M", "N", "ref", "make_inputs"}
     assert "_k" not in namespace and "gelu" not in namespace and "__main__" not in kept
     assert "lambda" not in kept  # the patches of torch are gone: they would bend the truth
+    assert "triton" not in namespace  # an import the reference side never names
+    lines, original = kept.splitlines(), source.splitlines()
+    assert len(lines) == len(original) and lines[original.index("def ref(x):")] == "def ref(x):"  # the file's lines
 
 
 def test_rerun_launcher_literals_leave_out_module_sizes_and_kernels():
@@ -194,14 +198,14 @@ def test_rerun_an_error_small_at_the_tensors_scale_is_not_gross_even_near_zero()
 
 
 def _harness():
-    """player/harness.py as the harness process loads it (a plain module beside isolate.py)."""
+    """player/evidence.py as the player loads it (a plain module beside the other player files)."""
     import importlib.util
     import sys
     from pathlib import Path
     here = Path(__file__).resolve().parents[3] / "kernel_lsp" / "player"
     sys.path.insert(0, str(here))
     try:
-        spec = importlib.util.spec_from_file_location("kl_test_harness", here / "harness.py")
+        spec = importlib.util.spec_from_file_location("kl_test_harness", here / "evidence.py")
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
         return module
@@ -247,47 +251,42 @@ def test_rerun_a_launch_through_tensor_descriptors_is_watched_and_poisoned_throu
     assert launches.kinds == ["compute"]
 
 
-def test_rerun_a_self_seeded_reference_is_judged_on_launches_only_when_the_harness_runs_on_a_gpu(tmp_path):
+def test_rerun_a_self_seeded_reference_is_judged_on_launches_only_when_the_player_runs_on_a_gpu():
     """`torch.manual_seed(0); torch.log(x + 0.5 * torch.randn_like(x))` draws the same numbers on every call of one
-    device; the truth is drawn on the CPU, a harness on a GPU draws from CUDA's generator (ok_seeded_noise_log.py
+    device; the truth is drawn on the CPU, a player on a GPU draws from CUDA's generator (ok_seeded_noise_log.py
     was KL220 on an H200). On the CPU the values are still judged."""
     from pathlib import Path
 
-    from kernel_lsp.checker.verify.evidence import isolated as evidence
-    from kernel_lsp.jobs import CheckJob, ListSink, LinkSpec
+    from kernel_lsp.checker.problem.loader import load_problem
+    from kernel_lsp.checker.verify.evidence.isolated import prepare
+    from kernel_lsp.jobs import CheckJob, LinkSpec
     from kernel_lsp.model import Span
     case = str(Path(__file__).resolve().parents[2] / "corpus" / "ok_seeded_noise_log.py")
-    seen = {}
-    for device in ("cpu", "cuda"):
-        folder = tmp_path / device
-        (folder / "in").mkdir(parents=True)
-        job = CheckJob(case, LinkSpec("native", case, "ref", inputs_path=case, inputs_name="make_inputs",
-                                      entry="noisy_log"), [], Span(0))
-        job.rerun.folder, job.rerun.device = str(folder), device
-        sink = ListSink()
-        evidence.prepare(job, sink)
-        assert not [e for e in sink.events if getattr(e, "finding", None) is not None], sink.events
-        seen[device] = torch.load(folder / "in" / "truth.pt", weights_only=True)["random"]
+    link = LinkSpec("native", case, "ref", inputs_path=case, inputs_name="make_inputs", entry="noisy_log")
+    job = CheckJob(case, link, [], Span(0))
+    problem = load_problem(link, case, 0)  # the reference side alone, as the checker holds it
+    seen = {device: prepare(job, problem, device, {})["random"] for device in ("cpu", "cuda")}
     assert seen == {"cpu": False, "cuda": True}
 
 
-def test_rerun_a_performance_warning_does_not_spare_the_rerun_any_other_warning_does():
-    """Slower than eager (KL400) is a warning the implementation can provoke at will (on an H200 a gc-scanning
-    cheat's own slowness had kept the re-run from finding its KL220), so it does not skip the re-run. A verifier's
-    warning (a race, KL207; spills, KL102; the interpreter could not run it, KL210) fails the file already, as an
-    error does: no re-run. The TF32 advice (KL210 as information) does not skip it either."""
-    from kernel_lsp.jobs import CheckJob, Done, FindingEvent, LinkSpec
-    from kernel_lsp.model import Finding, Severity, Span
-    from kernel_lsp.run.outcome import WorkerOutcome
-    from kernel_lsp.run.rerun import should_rerun
+def test_rerun_any_warning_of_the_verifier_spares_the_evidence_runs_information_does_not():
+    """A verifier's warning (a race, KL207; spills, KL102; the interpreter could not run it, KL210) fails the file
+    already, as an error does: no evidence runs. Information (the TF32 advice, KL210; not exercised, KL104) does not
+    skip them. They run before the measure stage, so no performance finding is there to consider."""
+    from kernel_lsp.checker.pipeline import Reporter, gathers_evidence
+    from kernel_lsp.jobs import CheckJob, LinkSpec, ListSink
+    from kernel_lsp.model import Severity, Span
     job = CheckJob("/w/k.py", LinkSpec("native", "/w/k.py", "ref"), [], Span(0))
 
-    def outcome(*found):
-        return WorkerOutcome(events=[FindingEvent(Finding("/w/k.py", Span(0), sev, code, "m")) for code, sev in found]
-                             + [Done()])
-    assert should_rerun(job, outcome())
-    assert should_rerun(job, outcome(("KL400", Severity.WARNING), ("KL406", Severity.WARNING),
-                                     ("KL401", Severity.INFO), ("KL210", Severity.INFO)))
+    def reporter(*found):
+        rep = Reporter(ListSink(), job.path, [], Span(0))
+        for code, sev in found:
+            rep.add(code, "m", severity=sev)
+        return rep
+    assert gathers_evidence(job, reporter())
+    assert gathers_evidence(job, reporter(("KL210", Severity.INFO), ("KL104", Severity.INFO)))
     for code in ("KL207", "KL102", "KL210", "KL104", "KL106", "KL200"):
-        assert not should_rerun(job, outcome(("KL400", Severity.WARNING), (code, Severity.WARNING))), code
-    assert not should_rerun(job, outcome(("KL200", Severity.ERROR)))
+        assert not gathers_evidence(job, reporter((code, Severity.WARNING))), code
+    assert not gathers_evidence(job, reporter(("KL200", Severity.ERROR)))
+    job.rerun.enabled = False
+    assert not gathers_evidence(job, reporter())

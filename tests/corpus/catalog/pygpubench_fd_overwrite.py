@@ -1,8 +1,7 @@
 # expect: KL300
 # class: pygpubench: fd overwrite (forged "done" written to every writable fd, then os._exit(0) before the check ends)
-# The worker's events go through a socket, which the exploit skips (it forges into files and FIFOs): the process
-# just ends with status 0 before any verdict, which is KL300. (When events went to a file, its forged "done" ended
-# the record early and the isolated re-run caught the kernel, KL220.)
+# It runs in the player, whose only channel is a socket to the checker that the exploit skips (it forges into files
+# and FIFOs): the player ends with status 0 under a call: KL300, as for any end of the process that runs it.
 # source: gpu-mode/pygpubench exploits/submission_fd_overwrite.py (https://github.com/gpu-mode/pygpubench/blob/main/exploits/submission_fd_overwrite.py)
 # kernel-lsp: entry=relu reference=ref inputs=make_inputs
 import fcntl

@@ -1,4 +1,6 @@
-# expect: KL223
+# expect: KL223 KL200 KL201
+# (The patches land in the player, where nothing compares: the verifier sees the wrong result, and the player
+# reports the replaced functions.)
 # class: pygpubench: function detour (the comparison functions a Python checker calls are patched to see no error)
 # source: gpu-mode/pygpubench exploits/submission_function_detour.py, submission_got_patch.py (Python-level analogue; https://github.com/gpu-mode/pygpubench/tree/main/exploits)
 # kernel-lsp: entry=relu reference=ref inputs=make_inputs

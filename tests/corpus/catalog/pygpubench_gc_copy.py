@@ -1,4 +1,5 @@
-# expect: KL220
+# expect: KL200 KL201
+# (The player holds no expected output for gc to find: the kernel copies nothing useful.)
 # class: pygpubench: gc answer copy (the checker's expected output is found through gc and copied by a Triton kernel)
 # source: gpu-mode/pygpubench exploits/submission_gc_copy.py (https://github.com/gpu-mode/pygpubench/blob/main/exploits/submission_gc_copy.py)
 # kernel-lsp: entry=relu reference=ref inputs=make_inputs

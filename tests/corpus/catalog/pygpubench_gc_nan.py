@@ -1,4 +1,5 @@
-# expect: KL220
+# expect: KL201
+# (The player holds no expected output for gc to find: the NaN the kernel writes is judged as it is.)
 # class: pygpubench: gc NaN injection (expected outputs found through gc are filled with NaN, the kernel writes NaN)
 # source: gpu-mode/pygpubench exploits/submission_gc_nan.py (https://github.com/gpu-mode/pygpubench/blob/main/exploits/submission_gc_nan.py)
 # kernel-lsp: entry=relu reference=ref inputs=make_inputs

@@ -1,4 +1,5 @@
-# expect: KL220
+# expect: KL300
+# (The player's stack holds no result writer: the exploit ends the process that runs it, KL300.)
 # class: pygpubench: stack scan (the checker's own result writer is found up the call stack and sent a forged "done")
 # source: gpu-mode/pygpubench exploits/submission_stack_sig_scan.py and submission_heap_sig_scan.py (https://github.com/gpu-mode/pygpubench/tree/main/exploits)
 # kernel-lsp: entry=relu reference=ref inputs=make_inputs

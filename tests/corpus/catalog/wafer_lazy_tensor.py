@@ -1,4 +1,6 @@
-# expect: KL205
+# expect: KL205 KL104
+# (The player sends the output as its storage holds it: the subclass's first touch never comes, the kernel is
+# never launched, KL104, and the result came without a launch, KL205.)
 # class: Wafer: lazy tensor (a Tensor subclass is returned at once; the kernel runs when the checker first touches it)
 # source: Wafer, "A Field Guide to Reward Hacking in AI Kernel Generation", timing attacks: lazy evaluation (https://www.wafer.ai/blog/reward-hacks-field-guide); KernelBench kernel_static_checker.py LAZY_TENSOR_PATTERNS
 # kernel-lsp: entry=relu reference=ref inputs=make_inputs

@@ -1,44 +1,36 @@
-"""The isolated re-run: evidence about the implementation gathered where it cannot see kernel-lsp, judged where it
-never ran (docs/verification.md, "The isolated re-run").
+"""The evidence runs: the implementation called in a fresh player on inputs it has not seen, on buffers refilled in
+place, with its launches skipped or watched, and judged here (docs/verification.md, "The evidence runs").
 
-The verifier runs the implementation in its own process, beside the reference, the truth and the judge. Code that
-knows it is checked can behave there and cheat elsewhere, and code that reaches into the process can bend what it
-is judged by. So, once a file passes the verifier, three more steps run, each in a fresh process
-(run/rerun.py drives them):
-
-1. `prepare` (a checker process that never imports the implementation): loads the reference side alone (for a
-   reference in the implementation's own file, the file without the implementation: `reference_source`), picks
-   sizes, draws inputs A, B and D (fresh values of the same shapes), C (A with only its later half changed) and S
-   (A with a few elements from B, at positions drawn from the system's randomness), and a
-   larger set when the implementation's literals suggest a size cap; computes the float64 truth and PyTorch's
-   own result for each; saves inputs, truth and the harness's instructions in the run's folder;
-2. the harness (player/harness.py, a neutral process: no kernel-lsp module, variable, argument or stack frame)
-   imports the implementation under its own name and calls it: on A; on A's buffers refilled in place fourteen
-   times (B, D, B, A, D, B, ... A, then S: REFILLS); on C; on A with every Triton launch skipped and the tensors it
-   was given poisoned; on the larger set;
-3. `judge` (another checker process): compares what the harness saved with the truth. Findings:
-   - KL220: the implementation raises, launches nothing, or computes a wrong result where it cannot see the check;
-   - KL221: output elements that no Triton launch computed (the values are the same with every launch skipped,
-     and change with the inputs): the kernel's work is discarded or partly replaced by PyTorch;
-   - KL206: a stale result for buffers refilled in place, for a few elements changed, or for inputs that differ
-     only past their first elements (a cache keyed on an address, on part of the input, or replaying once an
-     address repeats);
-   - KL200: wrong at the larger size (a launcher that caps its grid, say);
-   - KL222 (information): the re-run could not be made, and why.
+The verifier's variants judge values; these runs judge where the values come from. Once a file passes the
+verifier, a second player (a fresh process: nothing of the verifier's calls in its memory) imports the
+implementation and is sent, through the wire (never a file), inputs A, B and D (fresh values of the same shapes),
+C (A with only its later half changed) and S (A with a few elements from B, at positions drawn from the system's
+randomness), and a larger set when the launcher's sizes suggest a cap. It calls the implementation on A; on A's
+buffers refilled in place fourteen times (B, D, B, A, D, B, ... A, then S: REFILLS); on C; on A with every Triton
+launch skipped and the tensors it was given poisoned; on A with each launch watched (player/evidence.py). The truth
+and PyTorch's own result for each set are computed here and never leave this process. Findings:
+- KL220: the implementation raises, launches nothing, does not complete, or computes a wrong result there;
+- KL221: output elements that no Triton launch computed (the values are the same with every launch skipped,
+  and change with the inputs): the kernel's work is discarded or partly replaced by PyTorch;
+- KL206: a stale result for buffers refilled in place, for a few elements changed, or for inputs that differ
+  only past their first elements (a cache keyed on an address, on part of the input, or replaying once an
+  address repeats);
+- KL200: wrong at the larger size (a launcher that caps its grid, say);
+- KL222 (information): the evidence runs could not be made, and why.
 Only gross errors count here (the verifier already judged the fine precision): an error no rounding explains.
 """
 
 from __future__ import annotations
 
 import ast
-import json
 import os
 from pathlib import Path
 from typing import Any
 
-from ....codes import severity_of
-from ....jobs import CheckJob, Sink
-from ....model import Finding
+from ....jobs import CheckJob
+from ....model import Severity
+from ...problem.loader import _is_triton_decorator
+from ..plan.variants import shrink_knobs
 
 SOURCE = "kernel-lsp.rerun"
 CPU_BUDGET = 1 << 13  # input and output elements of A, B and C under the CPU interpreter
@@ -47,95 +39,13 @@ LARGE_MAX = 1 << 18  # the larger set, under the interpreter: elements at most
 LARGE_MAX_PROGRAMS = 2048  # and programs of the kernel's smallest block at most (the interpreter's cost)
 
 
-# Step 1 ---------------------------------------------------------------------------------------------------
-
-
-def reference_source(source: str, implementation_names: set[str]) -> str:
-    """The file's text without its implementation: no @triton.jit (or autotune, heuristics) function, none of
-    `implementation_names` (ModelNew, the native entry), no `if __name__ == "__main__"` block, and at module level
-    only imports, definitions and assignments to plain names. A statement that patches another module (an
-    expression statement, an assignment to an attribute or an item) is dropped: it must not bend the truth."""
-    tree = ast.parse(source)
-    keep = []
-    for node in tree.body:
-        if isinstance(node, (ast.Import, ast.ImportFrom)):
-            keep.append(node)
-        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            if node.name in implementation_names or any(_is_triton_decorator(d) for d in node.decorator_list):
-                continue
-            keep.append(node)
-        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            names = [n for t in targets for n in (t.elts if isinstance(t, (ast.Tuple, ast.List)) else [t])]
-            if all(isinstance(n, ast.Name) and n.id not in implementation_names for n in names):
-                keep.append(node)
-        elif isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
-            keep.append(node)  # a docstring
-    tree.body = keep
-    return ast.unparse(tree)
-
-
-def _is_triton_decorator(node: ast.expr) -> bool:
-    text = ast.unparse(node)
-    return text.startswith(("triton.jit", "triton.autotune", "triton.heuristics", "jit", "autotune", "heuristics",
-                            "tl.", "triton."))
-
-
-def _load_reference_side(job: CheckJob):
-    """(reference module, inputs module): never the implementation's code. A side that lives in the implementation's
-    own file is imported from `reference_source` of it."""
-    from ...problem.loader import import_path
-    impl = os.path.realpath(job.path)
-    names = {job.link.entry, "ModelNew"} if job.link.kind == "kernelbench" else {job.link.entry}
-    cache: dict[str, Any] = {}
-
-    def load(path: str, tag: str):
-        real = os.path.realpath(path)
-        if real not in cache:
-            if real == impl:
-                text = job.source_override if job.source_override is not None else Path(path).read_text("utf-8")
-                cache[real] = import_path(path, tag, reference_source(text, names))
-            else:
-                cache[real] = import_path(path, tag)
-        return cache[real]
-    ref = load(job.link.reference, "ref")
-    inputs = load(job.link.inputs_path or job.link.reference, "inputs")
-    return ref, inputs
-
-
-class _Side:
-    """The reference side of a problem, built as loader.Problem builds it, without the implementation."""
-
-    def __init__(self, job: CheckJob):
-        from ...problem.loader import Problem, _random_contract, _size_knobs
-        import torch
-        ref, inputs_mod = _load_reference_side(job)
-        self.kernelbench = job.link.kind == "kernelbench"
-        self.seed = job.seed
-        if self.kernelbench:
-            factory, init = ref.get_inputs, ref.get_init_inputs
-            knobs = _size_knobs(ref, factory, init)
-
-            def make_reference(init_inputs):
-                torch.manual_seed(self.seed)
-                return ref.Model(*(init() if init_inputs is None else init_inputs)).eval()
-            self.problem = Problem(lambda k, i: (None, None), factory, ref, knobs, make_reference,
-                                   init_inputs=init, **_random_contract(ref))
-        else:
-            factory = getattr(inputs_mod, job.link.inputs_name)
-            reference = getattr(ref, job.link.reference_name)
-            self.problem = Problem(lambda k, i: (None, None), factory, inputs_mod, _size_knobs(inputs_mod, factory),
-                                   lambda init: reference, **_random_contract(ref))
-
-    def reference(self, knobs: dict[str, int]):
-        with self.problem.knobs_set(knobs):
-            init = self.problem.init(knobs)
-            return self.problem.make_reference(init), init
+# Planning -------------------------------------------------------------------------------------------------
 
 
 def _launcher_literals(source: str) -> list[int]:
-    """The int literals of the launchers: the file's functions and classes that are not Triton kernels (a module's
-    own size constants, such as `N = 4000`, are the problem's, not a cap)."""
+    """The integers the launchers compute with: the file's functions and classes that are not Triton kernels (a
+    module's own size constants, such as `N = 4000`, are the problem's, not a cap), their literals and their constant
+    arithmetic (`2 ** 6`, `64 * 4`, `1 << 8`, as the interpreter would fold it), however it is spelled."""
     try:
         tree = ast.parse(source)
     except SyntaxError:
@@ -144,9 +54,30 @@ def _launcher_literals(source: str) -> list[int]:
     for node in tree.body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and \
                 not any(_is_triton_decorator(d) for d in node.decorator_list):
-            found |= {n.value for n in ast.walk(node) if isinstance(n, ast.Constant) and type(n.value) is int
-                      and 2 <= n.value <= 1 << 20}
+            for n in ast.walk(node):
+                value = _folded(n)
+                if type(value) is int and 2 <= value <= 1 << 20:
+                    found.add(value)
     return sorted(found)
+
+
+_FOLDS = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: lambda a, b: a * b,
+          ast.FloorDiv: lambda a, b: a // b, ast.LShift: lambda a, b: a << b, ast.RShift: lambda a, b: a >> b,
+          ast.Pow: lambda a, b: a ** b}
+
+
+def _folded(node: ast.AST):
+    """An int constant expression's value (literals and + - * // << >> ** of them, kept small), else None."""
+    if isinstance(node, ast.Constant):
+        return node.value if type(node.value) is int else None
+    if isinstance(node, ast.BinOp) and type(node.op) in _FOLDS:
+        a, b = _folded(node.left), _folded(node.right)
+        if a is None or b is None or abs(a) > 1 << 40 or abs(b) > 64 or (isinstance(node.op, ast.FloorDiv) and b == 0):
+            return None
+        if isinstance(node.op, (ast.LShift, ast.RShift, ast.Pow)) and b < 0:
+            return None
+        return _FOLDS[type(node.op)](a, b)
+    return None
 
 
 def _taking(a: list, fresh: list, eligible, positions) -> list:
@@ -192,6 +123,11 @@ def _sparse_changed(a: list, fresh: list) -> list:
                    lambda n: rng.sample(range(1, n - 1), SPARSE_CHANGES))
 
 
+def _elements(inputs: list) -> int:
+    import torch
+    return sum(x.numel() for x in inputs if isinstance(x, torch.Tensor))
+
+
 def _cpu(inputs: list) -> list:
     import torch
     return [x.detach().to("cpu") if isinstance(x, torch.Tensor) else x for x in inputs]
@@ -224,74 +160,154 @@ def _truth(reference, inputs: list, seed: int) -> tuple[list, list, bool]:
     return keep(t), keep(r), draws
 
 
-def prepare(job: CheckJob, sink: Sink) -> None:
-    """Step 1: write `inputs.pt`, `truth.pt` and `spec.json` under the run's folder (job.rerun.folder)/in. What
-    keeps it from doing so (a reference that needs what was filtered out of its file, sizes it cannot shrink) is
-    KL222, information: the verifier's verdict stands, without the re-run's."""
+def run_evidence(problem, job: CheckJob, rep, connect, device: str, cpu_sizes: dict[str, int],
+                 values: bool = True, cpu_setting: dict | None = None) -> None:
+    """Plan the sets, run them in a fresh player and judge what comes back; every finding goes to `rep`. What keeps
+    the runs from being made (sizes that cannot be shrunk, a reference that rejects the sets) is KL222."""
+    from ...player import Player, PlayerLost
+    rep.w.stage("evidence", "fresh inputs, buffers refilled in place, launches skipped and watched")
     try:
-        _prepare(job, sink)
+        plan = prepare(job, problem, device, cpu_sizes, cpu_setting or {})
+    except TooLarge as e:  # nothing of them was checked: a warning, so that a check that passes says so
+        rep.add("KL222", f"the evidence runs were not made: {e}; launches, caches and larger sizes are not checked",
+                source=SOURCE, severity=Severity.WARNING)
+        return
     except Exception as e:
         text = str(e).splitlines()[0][:300] if str(e) else ""
-        _add(sink, job, "KL222", f"the isolated re-run could not be prepared: {type(e).__name__}: {text}")
+        rep.add("KL222", f"the evidence runs could not be prepared: {type(e).__name__}: {text}", source=SOURCE)
+        return
+    where = "where it is called afresh (the evidence runs)"
+    player = None
+    try:
+        player = Player(connect(device), device)
+        player.load(job.path, job.source_override, knob_files=plan["knob_files"], mode="evidence")
+        impl = player.build(job.link.kind, "ModelNew" if job.link.kind == "kernelbench" else job.link.entry,
+                            job.seed, plan["init"], plan["knobs"])
+        runs = player.evidence(impl, plan["sets"], [list(r) for r in REFILLS], REFILL_BUDGET_S, job.seed,
+                               plan["knobs"])
+        found = judged(runs, plan["truth"], plan["random"] or not values)
+        if not found and not plan["random"] and values:
+            found = soak(player, impl, plan, device)
+    except PlayerLost as e:
+        rep.add("KL220", f"the implementation does not complete {where}: {e}" + (f": {e.stderr}" if e.stderr else ""),
+                source=SOURCE)
+        return
+    except Exception as e:  # it fails to import or build there (the verifier's player did both)
+        rep.add("KL220", f"the implementation fails {where}: {type(e).__name__}: "
+                f"{(str(e).splitlines() or [''])[0][:300]}", source=SOURCE)
+        return
+    finally:
+        if player is not None:
+            player.close()
+    for code, message, data in found:
+        rep.add(code, message, source=SOURCE, **data)
+    rep.w.stat("rerun_runs", len(runs))
+    rep.w.stat("rerun_elements", plan["elements"])
 
 
-def _prepare(job: CheckJob, sink: Sink) -> None:
-    import torch
-    from ..plan.variants import shrink_knobs
-    opts = job.rerun
-    folder = Path(opts.folder) / "in"
-    side = _Side(job)
-    problem = side.problem
-    on_gpu = opts.device == "cuda"
+SOAK_CALLS = {"cpu": (24, 48), "cuda": (200, 600)}  # calls of the soak, drawn per check within these bounds
+SOAK_SECONDS = {"cpu": 4.0, "cuda": 10.0}  # and at most this long (the bound a finding's absence rests on)
+SOAK_JUDGED = 0.25  # the chance that a call's outputs are judged, decided after the call has returned
+
+
+def soak(player, impl, plan: dict, device: str, rng=None) -> list[tuple[str, str, dict]]:
+    """Many more calls on one set of buffers refilled in place through `.data` (their version counters do not move,
+    as when a kernel writes them) and on fresh tensors, from sets A, B and D in an order drawn per check; a call's
+    outputs are fetched and judged, at random, only after the call has returned, and the last call's always. A
+    result remembered across calls (keyed on a tensor object and its version counter), or one that goes wrong after
+    the N-th call, is wrong on a judged call, for N below the number of calls made (drawn, so no fixed N is safe)."""
+    import random
+    import time
+    rng = rng or random.SystemRandom()
+    low, high = SOAK_CALLS.get(device, SOAK_CALLS["cpu"])
+    calls = rng.randint(low, high)
+    names = [n for n in ("A", "B", "D") if n in plan["sets"]]
+    player.stash({f"set:{n}": plan["sets"][n] for n in names})
+    knobs = plan["knobs"] or None
+    began = time.monotonic()
+    held = None  # the set the kept buffers hold
+    for i in range(calls):
+        name = rng.choice(names)
+        last = i == calls - 1 or time.monotonic() - began > SOAK_SECONDS.get(device, 4.0)
+        if held is None:
+            r = player.call(impl, [], copy_of=f"set:{name}", buffers="soak-args", return_out=False, knobs=knobs)
+            how = "on fresh tensors"
+        elif rng.random() < 0.5:
+            r = player.call(impl, [], copy_of=f"set:{name}", return_out=False, knobs=knobs)
+            how = "on fresh tensors"
+        else:
+            r = player.call(impl, [], buffers="soak-args", refill=f"set:{name}", return_out=False, knobs=knobs)
+            how = "on the same buffers, refilled in place through .data (their version counters unchanged)"
+        if held is None:
+            held = name
+        if r.error is not None:
+            return [("KL209", f"the implementation raises at call {i + 1} of {calls} made afresh {how}: "
+                     f"{type(r.error).__name__}: {str(r.error)[:300]}", {})]
+        if last or rng.random() < SOAK_JUDGED:
+            import torch
+            out = [y for y in player.fetch() if isinstance(y, torch.Tensor)]  # as the evidence runs keep them
+            bad = _gross(out, *plan["truth"][name])
+            if bad:
+                return [("KL206", f"wrong at call {i + 1} of {calls} made afresh {how} ({bad}): a result remembered "
+                         "across calls, or one that goes wrong after a number of calls?", {"call": i + 1})]
+        if last:
+            break
+    return []
+
+
+def prepare(job: CheckJob, problem, device: str, cpu_sizes: dict[str, int], cpu_setting: dict | None = None) -> dict:
+    """The sets, their truth and the implementation's build: sizes shrunk to the device's budget (and on the CPU no
+    larger than the verifier's own), inputs A, B, C, D, S and maybe a larger set, each with its float64 truth and
+    PyTorch's own result. A problem without size knobs runs at its own sizes on a GPU and, on the CPU, at the sizes
+    the verifier read from its inputs and shrank (`cpu_setting`, shapes.py), where the reference accepts them."""
+    on_gpu = device == "cuda"
     budget = GPU_BUDGET if on_gpu else CPU_BUDGET
     knobs = dict(problem.size_knobs)
     small = shrink_knobs(knobs, problem.elements, budget) if knobs and problem.elements(knobs) > budget else {}
     small = {**knobs, **small}
     if not on_gpu:  # no larger than the verifier's CPU sizes, which it shrank to the interpreter's cost
-        small = {k: min(n, opts.sizes.get(k, n)) for k, n in small.items()}
-    if not knobs and problem.elements({}) > 8 * budget:
-        raise TooLarge(f"the problem's own inputs ({problem.elements({})} elements) have no size knob to shrink "
-                       "them for this device")
+        small = {k: min(n, cpu_sizes.get(k, n)) for k, n in small.items()}
+    setting = dict(cpu_setting or {}) if not knobs and not on_gpu else {}
     seed = job.seed
-    a = _cpu(problem.make_inputs(seed + 101, small))
-    b = _cpu(problem.make_inputs(seed + 102, small))
-    c = _tail_changed(a, _cpu(problem.make_inputs(seed + 103, small)))
-    d = _cpu(problem.make_inputs(seed + 105, small))
-    reference, init = side.reference(small)
+    draw = lambda s, k: _cpu(problem.make_inputs(s, k, setting))  # noqa: E731
+    if not knobs and not on_gpu and _elements(draw(seed + 101, {})) > 8 * budget:
+        raise TooLarge(f"the problem's own inputs ({problem.elements({})} elements) have no size knob to shrink "
+                       "them for the CPU interpreter, and the sizes read from them could not be shrunk enough; a check "
+                       "with --device cuda runs them")
+    with problem.knobs_set(small):
+        a = draw(seed + 101, small)
+        b = draw(seed + 102, small)
+        c = _tail_changed(a, draw(seed + 103, small))
+        d = draw(seed + 105, small)
+        init = problem.init(small, setting)
+        reference = problem.fresh_reference(init)
     sets: dict[str, list] = {"A": a, "B": b, "C": c, "D": d, "S": _sparse_changed(a, b)}
     large_knobs = _large_knobs(job, problem, knobs, small, on_gpu)
     truth: dict[str, Any] = {}
     if large_knobs is not None:
-        sets["large"] = _cpu(problem.make_inputs(seed + 104, large_knobs))
-        large_ref, large_init = side.reference(large_knobs)
-        if large_init != init and side.kernelbench:
-            sets.pop("large")  # the model's own shape changes with this size: one model serves every call
-        else:
-            truth["large"] = _truth(large_ref, sets["large"], seed)
-    for name in ("A", "B", "C", "D", "S"):
-        try:
-            truth[name] = _truth(reference, sets[name], seed)
-        except Exception:
-            if name != "S":
-                raise
-            sets.pop("S")  # a reference that rejects the mixed values: the other refills still run
+        with problem.knobs_set(large_knobs):
+            sets["large"] = draw(seed + 104, large_knobs)
+            large_init = problem.init(large_knobs)
+            if large_init != init and job.link.kind == "kernelbench":
+                sets.pop("large")  # the model's own shape changes with this size: one model serves every call
+            else:
+                truth["large"] = _truth(problem.fresh_reference(large_init), sets["large"], seed)
+    with problem.knobs_set(small):
+        for name in ("A", "B", "C", "D", "S"):
+            try:
+                truth[name] = _truth(reference, sets[name], seed)
+            except Exception:
+                if name != "S":
+                    raise
+                sets.pop("S")  # a reference that rejects the mixed values: the other refills still run
     # A reference that seeds itself and draws (torch.manual_seed(0); x + torch.randn_like(x)) is repeatable on one
-    # device, but the truth is drawn here, on the CPU: a harness on a GPU draws from CUDA's generator, other
+    # device, but the truth is drawn here, on the CPU: a player on a GPU draws from CUDA's generator, other
     # numbers. There only the launches are judged, as for a random reference.
     drew = any(v[2] for v in truth.values())
-    truth = {name: v[:2] for name, v in truth.items()}
-    saved = {**sets, "init": _cpu(list(init)) if init is not None else []}
-    torch.save(saved, folder / "inputs.pt")
-    torch.save({"truth": truth, "random": bool(problem.random) or (on_gpu and drew), "knobs": small},
-               folder / "truth.pt")
-    impl = os.path.realpath(job.path)
-    spec = {"path": job.path, "source": job.source_override, "module": Path(job.path).stem,
-            "sys_path": [str(Path(impl).parent)], "kind": job.link.kind, "entry": job.link.entry,
-            "seed": seed, "device": opts.device, "inputs": str(folder / "inputs.pt"),
-            "confine": job.sandbox.enabled, "network": job.sandbox.network, "writable": list(opts.writable),
-            "refills": [[name, values] for name, values in REFILLS], "refill_budget_s": REFILL_BUDGET_S}
-    (folder / "spec.json").write_text(json.dumps(spec), encoding="utf-8")
-    sink.stat("rerun_elements", problem.elements(small))
+    files = {os.path.realpath(job.link.reference), os.path.realpath(job.link.inputs_path or job.link.reference)}
+    return {"sets": {**sets}, "truth": {name: v[:2] for name, v in truth.items()},
+            "random": bool(problem.random) or (on_gpu and drew), "knobs": small, "init": list(init or []),
+            "knob_files": sorted(files), "elements": problem.elements(small)}
 
 
 def _large_knobs(job: CheckJob, problem, knobs: dict[str, int], small: dict[str, int],
@@ -326,30 +342,7 @@ class TooLarge(Exception):
     """The re-run cannot be sized for this device."""
 
 
-# Step 3 ---------------------------------------------------------------------------------------------------
-
-
-def judge(job: CheckJob, sink: Sink, harness_note: str = "") -> None:
-    """Compare the harness's runs with the truth; every finding goes to the sink."""
-    import torch
-    folder = Path(job.rerun.folder)
-    saved = torch.load(folder / "in" / "truth.pt", weights_only=True)
-    truth, random = saved["truth"], saved["random"]
-    try:
-        runs = torch.load(folder / "out" / "result.pt", weights_only=True)
-    except (OSError, RuntimeError, EOFError, ValueError) as e:
-        note = job.rerun.harness_note or f"it saved no result ({type(e).__name__})"
-        if job.rerun.harness_started:
-            # The verifier's run completed; here the implementation ended its process, crashed or hung.
-            _add(sink, job, "KL220", f"the implementation does not complete where it cannot see kernel-lsp (the "
-                 f"isolated re-run): {note}")
-        else:
-            _add(sink, job, "KL222", f"the isolated re-run did not finish: {note}")
-        return
-    findings = judged(runs, truth, random or not job.rerun.values)
-    for code, message, data in findings:
-        _add(sink, job, code, message, **data)
-    sink.stat("rerun_runs", len(runs))
+# Judging ---------------------------------------------------------------------------------------------------
 
 
 def judged(runs: dict, truth: dict, random: bool) -> list[tuple[str, str, dict]]:
@@ -357,7 +350,7 @@ def judged(runs: dict, truth: dict, random: bool) -> list[tuple[str, str, dict]]
     (a random reference, or values the interpreter cannot compute faithfully) only launches are judged."""
     out: list[tuple[str, str, dict]] = []
     plain = runs.get("plain") or {}
-    where = "where it cannot see kernel-lsp (the isolated re-run)"
+    where = "where it is called afresh (the evidence runs)"
     if plain.get("error"):
         return [("KL220", f"the implementation raises {where}: {plain['error']}", {})]
     if not plain.get("launches"):
@@ -520,7 +513,3 @@ def _bitwise_equal(a, b):
         both_nan = torch.isnan(a) & torch.isnan(b)
         return (a == b) | both_nan
     return a == b
-
-
-def _add(sink: Sink, job: CheckJob, code: str, message: str, **data: Any) -> None:
-    sink.finding(Finding(job.path, job.anchor, severity_of(code), code, message, SOURCE, data))

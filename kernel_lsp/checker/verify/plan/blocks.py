@@ -136,23 +136,17 @@ def programs(verifier, v: Variant) -> int | None:
     on a GPU, where programs cost little and an autotuner would time a dry launch and keep its pick."""
     if not verifier.interpreted:
         return None
-    p, recorder = verifier.problem, verifier.recorder
-    mark, count = len(recorder.launches), recorder.count
-    recorder.dry = True
+    p = verifier.problem
     try:
         with p.knobs_set(v.knobs):
             _, impl = p.callables(v.knobs, v.setting)
             inputs = p.make_inputs(v.seed, v.knobs, v.setting)
-            import torch
-            with torch.no_grad():
-                impl(*inputs)
+            r = verifier.player.call(impl, inputs, dry=True, knobs=v.knobs or None, keep_launches=False)
     except Exception:
         return None
-    finally:
-        recorder.dry = False
-        launched = recorder.launches[mark:]
-        del recorder.launches[mark:]
-        recorder.count = count
+    if r.error is not None:
+        return None
+    launched = r.launches
     counts = [launch.programs for launch in launched]
     return sum(counts) if counts and None not in counts else None
 

@@ -1,14 +1,11 @@
-"""A plain runner for one kernel module: load it, call it on saved inputs, save what it returns.
-
-Run as a script from a folder of its own (`python harness.py`), it imports torch and triton, says it is ready, and
-then forks one child per request line on stdin. A child confines itself (isolate.py), imports the module under its
-own name, calls it on the saved inputs several ways, and saves the outputs and the number of kernel launches.
-Nothing here knows what the outputs will be compared with.
+"""The evidence runs, in a player: the implementation called several more ways on inputs the checker sends, each
+call's outputs and launches returned. Nothing here knows what the outputs will be compared with (the checker's
+checker/verify/evidence/isolated.py judges them).
 
 Calls, each recorded as `runs[name] = {"outputs": [...], "launches": n, "error": text}`:
 - "large": the `large` inputs, when given;
 - "plain": the `A` inputs;
-- the spec's "refills", in order ("refilled", "refilled-2", ... "sparse", each with an input set): the tensors of
+- the request's "refills", in order ("refilled", "refilled-2", ... "sparse", each with an input set): the tensors of
   the "plain" call, refilled in place with that set's values, passed again each time;
 - "tail": the `C` inputs (fresh tensors);
 - "watched": the `A` inputs again, each launch classified by what it did to its tensors (Launches);
@@ -19,39 +16,7 @@ Calls, each recorded as `runs[name] = {"outputs": [...], "launches": n, "error":
 
 from __future__ import annotations
 
-import importlib.util
-import json
-import linecache
-import os
-import signal
-import sys
 import time
-import traceback
-
-HERE = os.path.dirname(os.path.abspath(__file__))
-if HERE not in sys.path:
-    sys.path.insert(0, HERE)
-import isolate  # noqa: E402  (the file beside this one)
-
-PR_SET_PDEATHSIG = 1
-
-
-def _forget() -> None:
-    """Drop what this interpreter's start-up loaded on behalf of the process that started it: modules, import
-    finders and path entries whose names hash to one of HARNESS_DROP (sha256 prefixes, so that no name is written
-    here or in the environment)."""
-    import hashlib
-    drop = set(os.environ.pop("HARNESS_DROP", "").split(","))
-    if not drop - {""}:
-        return
-    hit = lambda text: hashlib.sha256(str(text).encode()).hexdigest()[:16] in drop  # noqa: E731
-    for name in [n for n in sys.modules if hit(n)]:
-        del sys.modules[name]
-    sys.meta_path[:] = [f for f in sys.meta_path if not hit(getattr(type(f), "__module__", ""))
-                        and not hit(getattr(f, "__module__", ""))]
-    sys.path_hooks[:] = [h for h in sys.path_hooks if not hit(getattr(h, "__module__", ""))]
-    sys.path[:] = [p for p in sys.path if not hit(p)]
-    sys.path_importer_cache.clear()
 
 
 # The child -------------------------------------------------------------------------------------------------
@@ -228,51 +193,34 @@ def _on(inputs: list, device: str) -> list:
     return [x.to(device, copy=True) if isinstance(x, torch.Tensor) else x for x in inputs]
 
 
-def _load_module(spec: dict):
-    path, name = spec["path"], spec["module"]
-    for folder in spec.get("sys_path", []):
-        if folder not in sys.path:
-            sys.path.insert(0, folder)
-    loader_spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(loader_spec)
-    sys.modules[name] = module
-    source = spec.get("source")
-    if source is None:
-        loader_spec.loader.exec_module(module)
-    else:
-        linecache.cache[path] = (len(source), None, source.splitlines(True), path)
-        exec(compile(source, path, "exec"), module.__dict__)
-    return module
-
-
-def run_request(spec: dict) -> dict:
-    import torch
-    device = spec["device"]
-    torch.set_grad_enabled(False)
+def install() -> "Launches":
+    """The launch counter, and under the interpreter the fixes that make it compute like the compiler (float
+    arguments as fp32 scalars; list grids, int1 comparisons, libdevice) and an autotuner that takes its first
+    config (timing configs there means nothing). Called once, before the implementation is imported."""
+    import os
     launches = Launches()
     launches.install()
     if os.environ.get("TRITON_INTERPRET") == "1":
-        import compat  # the interpreter made to compute like the compiler (float arguments as fp32 scalars)
-        import gaps  # and to accept what the compiler accepts (list grids, int1 comparisons, libdevice)
-        compat.faithful_scalars()
-        gaps.close_gaps()
-        try:  # an autotuner under the interpreter takes its first config (timing it there means nothing)
+        import interpreter
+        import interpreter_gaps
+        interpreter.faithful_scalars()
+        interpreter_gaps.close_gaps()
+        try:
             import triton.runtime.autotuner as at
             at.Autotuner._bench = lambda self_at, *a, config, **k: [float(self_at.configs.index(config))] * 3
         except (ImportError, AttributeError):
             pass
-    module = _load_module(spec)
-    saved = torch.load(spec["inputs"], weights_only=True)
+    return launches
+
+
+def run(call, spec: dict, device: str, launches: "Launches") -> dict:
+    """Every evidence call of `call` (a built model or the linked function) on the sets of `spec["sets"]`."""
+    import torch
+    torch.set_grad_enabled(False)
+    saved = spec["sets"]
     state: list = []  # the model's own tensors: never poisoned
-    if spec["kind"] == "kernelbench":
-        torch.manual_seed(spec["seed"])
-        model = getattr(module, spec["entry"])(*_on(saved.get("init", []), "cpu"))
-        if isinstance(model, torch.nn.Module):
-            model = model.eval().to(device)
-            state = list(model.parameters()) + list(model.buffers())
-        call = model
-    else:
-        call = getattr(module, spec["entry"])
+    if isinstance(call, torch.nn.Module):
+        state = list(call.parameters()) + list(call.buffers())
     runs: dict = {}
 
     def attempt(name: str, inputs: list, skip: bool = False, watch: bool = False, second: bool = False) -> None:
@@ -325,73 +273,3 @@ def run_request(spec: dict) -> dict:
     attempt("skipped", _on(saved["A"], device), skip=True)
     attempt("skipped-2", _on(saved["A"], device), skip=True, second=True)
     return runs
-
-
-def child(request: dict) -> int:
-    code = 1
-    try:
-        os.setsid()
-        try:
-            import ctypes
-            ctypes.CDLL(None).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-        except (OSError, AttributeError):
-            pass
-        err = os.open(request["err"], os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-        os.dup2(err, 1)
-        os.dup2(err, 2)
-        os.close(err)
-        os.environ.clear()
-        os.environ.update(request.get("env") or {})
-        with open(request["job"], encoding="utf-8") as f:
-            spec = json.load(f)
-        out_dir = os.path.dirname(os.path.abspath(request["out"]))
-        os.chdir(request.get("cwd") or out_dir)
-        for name in ("TMPDIR", "TEMP", "TMP"):
-            os.environ[name] = os.getcwd()
-        import tempfile
-        tempfile.tempdir = os.getcwd()
-        isolate.become_subreaper()
-        if spec.get("device") == "cuda":  # the CUDA driver opens what it needs before the rules close it
-            import torch
-            torch.cuda.init()
-            torch.cuda.current_device()
-            import triton  # noqa: F401
-        if spec.get("confine", True):
-            isolate.restrict([os.getcwd(), out_dir, *spec.get("writable", []), *isolate.device_files()],
-                             network=spec.get("network", False))
-        runs = run_request(spec)
-        import torch
-        torch.save(runs, request["out"])
-        code = 0
-    except SystemExit as e:
-        code = e.code if isinstance(e.code, int) else 1
-    except BaseException:
-        traceback.print_exc()
-    try:
-        isolate.kill_descendants()
-        sys.stdout.flush()
-        sys.stderr.flush()
-    except BaseException:
-        pass
-    os._exit(code)
-
-
-# The server ------------------------------------------------------------------------------------------------
-
-
-def serve() -> int:
-    _forget()
-    import torch
-    if os.environ.get("TRITON_INTERPRET") == "1":  # CPU: import what every call needs before forking
-        import triton  # noqa: F401
-    # On a GPU nothing more: CUDA must not be touched before the fork (each child opens its own context), and
-    # Triton's driver and torch's meta warm-up query the devices.
-    protocol = int(os.environ.pop("HARNESS_PROTOCOL", "2"))
-    return isolate.fork_server({"type": "ZygoteReady", "pid": os.getpid(), "protocol": protocol}, child)
-
-
-if __name__ == "__main__":
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    code = serve()
-    sys.stdout.flush()
-    os._exit(code)  # every child is gone; tearing down torch's modules would only keep the parent waiting

@@ -1,0 +1,283 @@
+"""The checker's side of the player (player/main.py): every call of the implementation is a request to it.
+
+The player is another process: it holds the implementation's module and the inputs of its calls, and nothing of
+this checker (no truth, no reference, no kernel-lsp). What it answers is evidence from the implementation's side,
+gathered by code that runs beside it; every judgement happens here. A player that ends (a crash, a `sys.exit`, a
+kill) or breaks the wire raises `PlayerLost`, which names how it ended.
+
+- `Player`: typed requests (load, build, call, compile, evidence, time) over the connection run/players.py made;
+- `RemoteRecorder`: what the player's launch recorder saw, as the verifier and the compile stage read it (launches
+  and their specializations, the kernels' sources, autotuners, the count);
+- `Implementation`: a built model in the player, called like the function it stands for (`impl(*inputs)`), its
+  failures raised as `RemoteError`s whose class name is the implementation's exception's.
+"""
+
+from __future__ import annotations
+
+import socket
+from dataclasses import dataclass, field
+from ..player import wire
+from ..player.capture import Spec
+
+
+class PlayerLost(BaseException):
+    """The player's process ended or broke the wire while the checker waited for an answer. A BaseException:
+    no `except Exception` on the way (a reference that raises, a probe) may take it for something it can go on after."""
+
+    def __init__(self, message: str, exited: int | None = None, stderr: str = ""):
+        super().__init__(message)
+        self.exited, self.stderr = exited, stderr
+
+
+class RemoteError(Exception):
+    """The implementation raised in the player. Subclassed per exception name (`remote_error`), so that
+    `type(e).__name__` is the implementation's own exception's name."""
+
+    info: dict = {}
+
+    def __init__(self, info: dict):
+        super().__init__(info.get("text", ""))
+        self.info = info
+
+    @property
+    def line(self) -> int | None:
+        return self.info.get("line")
+
+    @property
+    def limit(self) -> str | None:
+        return self.info.get("limit")
+
+    @property
+    def device_fault(self) -> bool:
+        return bool(self.info.get("device_fault"))
+
+    @property
+    def out_of_memory(self) -> bool:
+        return bool(self.info.get("oom"))
+
+
+_ERRORS: dict[str, type] = {}
+
+
+def remote_error(info: dict) -> RemoteError:
+    name = str(info.get("type") or "Exception")
+    if not name.isidentifier():
+        name = "Exception"
+    if name not in _ERRORS:
+        _ERRORS[name] = type(name, (RemoteError,), {})
+    return _ERRORS[name](info)
+
+
+@dataclass
+class Kernel:
+    """A kernel the player launched: its qualified name, function name and source (as the player read it)."""
+    qualname: str
+    __name__: str
+    source: str | None = None
+
+
+@dataclass
+class Launch:
+    spec: Spec
+    programs: int | None = None
+    qualname: str = ""
+
+
+@dataclass
+class RemoteRecorder:
+    launches: list[Launch] = field(default_factory=list)
+    specs: dict[tuple, Spec] = field(default_factory=dict)
+    spec_list: list[Spec] = field(default_factory=list)  # by the player's index
+    functions: dict[str, Kernel] = field(default_factory=dict)
+    autotuners: dict[str, tuple[list[str], int]] = field(default_factory=dict)
+    tf32: dict[str, bool | None] = field(default_factory=dict)
+    forced: dict[str, int] = field(default_factory=dict)
+    count: int = 0
+    current: str | None = None
+    jit: tuple[int, float] = (0, 0.0)
+
+    def absorb(self, answer: dict, keep_launches: bool = True) -> list[Launch]:
+        """Take in a call's launch report; returns the call's launches."""
+        for d in answer.get("specs") or []:
+            spec = Spec(str(d["qualname"]), str(d["name"]), dict(d["signature"]), dict(d["constexprs"]),
+                        {k: v for k, v in dict(d["attrs"]).items()}, int(d["num_warps"]), int(d["num_stages"]),
+                        str(d.get("config") or ""))
+            self.spec_list.append(spec)
+            self.specs.setdefault(spec.key(), spec)
+        for qual, info in (answer.get("kernels") or {}).items():
+            self.functions[qual] = Kernel(qual, str(info.get("name") or qual), info.get("source"))
+        for qual, info in (answer.get("autotuners") or {}).items():
+            self.autotuners[qual] = (list(info.get("configs") or []), int(info.get("best") or 0))
+        self.tf32.update(answer.get("tf32") or {})
+        if answer.get("current"):
+            self.current = answer["current"]
+        if answer.get("jit"):
+            self.jit = (int(answer["jit"][0]), float(answer["jit"][1]))
+        made = []
+        for l in answer.get("launches") or []:
+            index = l.get("spec")
+            if isinstance(index, int) and 0 <= index < len(self.spec_list):
+                spec = self.spec_list[index]
+                made.append(Launch(spec, l.get("programs"), spec.qualname))
+        if keep_launches:
+            self.launches += made
+            self.count += int(answer.get("count") or 0)
+        return made
+
+    def index_of(self, spec: Spec) -> int:
+        return next(i for i, s in enumerate(self.spec_list) if s.key() == spec.key())
+
+
+@dataclass
+class CallResult:
+    """One call of the implementation as the player reported it."""
+    out: list | None  # the flattened outputs (None: it raised)
+    args: list | None  # the arguments as the call left them
+    error: RemoteError | None
+    launches: list[Launch]
+    count: int
+    ops: int
+    stopped: bool  # an operation budget stopped it
+    oob: list[dict]
+    breaches: list[dict]
+    writers: list | None  # per output: the line that last stored each element (-1: none), or None
+    store_lines: list | None  # per output: the lines that stored into it
+    result_line: int | None
+
+
+class Player:
+    def __init__(self, sock: socket.socket, device: str):
+        self.sock, self.device = sock, device
+        self.recorder = RemoteRecorder()
+        self.guarded = False  # the interpreter's bounds guard is installed there
+        self.path = ""  # the implementation's file
+        self.host_pids = lambda: set()  # the player's processes as this machine numbers them (run/players.py)
+        self.replaced: list[str] = []  # watched functions the implementation replaced (player/tamper.py)
+        self._models = 0
+
+    def request(self, message: dict) -> dict:
+        try:
+            wire.send(self.sock, message)
+            answer = wire.recv(self.sock)
+        except (OSError, wire.WireError) as e:
+            raise self._lost(e) from None
+        for name in answer.get("replaced") or []:
+            if isinstance(name, str) and name not in self.replaced:
+                self.replaced.append(name[:200])
+        if "exited" in answer and len(answer) <= 2:
+            raise PlayerLost(_ended(answer.get("exited")), answer.get("exited"), str(answer.get("stderr") or ""))
+        fault = (answer.get("error") or {}).get("fault") if isinstance(answer.get("error"), dict) else None
+        if fault:
+            raise PlayerLost(f"the player failed: {answer['error'].get('type')}: {answer['error'].get('text')}")
+        return answer
+
+    def _lost(self, e: Exception) -> PlayerLost:
+        """How the player ended: the server's last word on the connection, if it came."""
+        try:
+            self.sock.settimeout(5)
+            last = wire.recv(self.sock)
+            if "exited" in last:
+                return PlayerLost(_ended(last.get("exited")), last.get("exited"), str(last.get("stderr") or ""))
+        except (OSError, wire.WireError):
+            pass
+        return PlayerLost(f"the implementation's process broke off ({type(e).__name__}: {e})")
+
+    def load(self, path: str, source: str | None = None, knob_files: list[str] = (), mode: str = "verify") -> None:
+        answer = self.request({"op": "load", "path": path, "source": source, "knob_files": list(knob_files),
+                               "mode": mode})
+        self.path = path
+        if answer.get("error"):
+            raise remote_error(answer["error"])
+        self.guarded = bool(answer.get("guard"))
+
+    def build(self, kind: str, entry: str, seed: int = 0, init: list | None = None, knobs: dict | None = None,
+              source: str | None = None) -> "Implementation":
+        self._models += 1
+        mid = f"m{self._models}"
+        answer = self.request({"op": "build", "id": mid, "kind": kind, "entry": entry, "seed": seed,
+                               "init": list(init or []), "knobs": knobs or None, "source": source})
+        if answer.get("error"):
+            raise remote_error(answer["error"])
+        return Implementation(self, mid)
+
+    def call(self, impl: "Implementation", args: list, *, seed: int | None = None, poison: float | None = None,
+             guard_regions: bool = False, track_stores: bool = False, budget: int | None = None, dry: bool = False,
+             knobs: dict | None = None, return_args: bool = False, trace_return: bool = False,
+             keep_launches: bool = True, buffers: str | None = None, refill: list | str | None = None,
+             copy_of: str | None = None, return_out: bool = True) -> CallResult:
+        """One call of `impl` on `args`. `copy_of`: fresh copies of a set `stash()` kept instead. `buffers`: the name
+        of argument tensors the player keeps across calls (given arguments, they become those; else the kept ones are
+        used, refilled first through `.data` with `refill`, values or a stashed set's name). `return_out=False`: the
+        outputs stay in the player until `fetch()` asks for them."""
+        answer = self.request({"op": "call", "model": impl.id, "args": list(args), "seed": seed, "poison": poison,
+                               "guard_regions": guard_regions, "track_stores": track_stores, "budget": budget,
+                               "dry": dry, "forced": dict(self.recorder.forced), "knobs": knobs or None,
+                               "return_args": return_args, "trace_return": trace_return,
+                               "trace_args": list(args) if trace_return else None, "buffers": buffers,
+                               "refill": refill, "copy_of": copy_of, "return_out": return_out})
+        launches = self.recorder.absorb(answer, keep_launches)
+        error = remote_error(answer["error"]) if answer.get("error") else None
+        return CallResult(answer.get("out") if error is None else None, answer.get("args"), error, launches,
+                          int(answer.get("count") or 0), int(answer.get("ops") or 0), bool(answer.get("stopped")),
+                          list(answer.get("oob") or []), list(answer.get("breaches") or []), answer.get("writers"),
+                          answer.get("store_lines"), answer.get("result_line"))
+
+    def stash(self, sets: dict[str, list]) -> None:
+        self.request({"op": "stash", "sets": sets})
+
+    def fetch(self) -> list:
+        """The outputs of the last call made with `return_out=False`."""
+        return self.request({"op": "fetch"}).get("out") or []
+
+    def compile(self, specs: list[Spec], targets: list) -> list[dict]:
+        """Compile results per (spec, target): the player's plain dicts, `spec` replaced by the Spec itself."""
+        indices = [self.recorder.index_of(s) for s in specs]
+        answer = self.request({"op": "compile", "specs": indices,
+                               "targets": [[t.name, t.backend, t.arch, t.warp_size] for t in targets]})
+        out = []
+        for r in answer.get("results") or []:
+            i = r.get("spec")
+            if isinstance(i, int) and 0 <= i < len(self.recorder.spec_list):
+                out.append({**r, "spec": self.recorder.spec_list[i]})
+        return out
+
+    def evidence(self, impl: "Implementation", sets: dict, refills: list, refill_budget_s: float, seed: int,
+                 knobs: dict | None = None) -> dict:
+        answer = self.request({"op": "evidence", "model": impl.id, "sets": sets, "refills": refills,
+                               "refill_budget_s": refill_budget_s, "seed": seed, "knobs": knobs or None})
+        if answer.get("error"):
+            raise remote_error(answer["error"])
+        return answer.get("runs") or {}
+
+    def time(self, message: dict) -> dict:
+        return self.request({"op": "time", **message})
+
+    def close(self) -> None:
+        try:
+            self.sock.close()
+        except OSError:
+            pass
+
+
+class Implementation:
+    """A model (or the linked function) built in the player; calling it makes a plain call there."""
+
+    def __init__(self, player: Player, mid: str):
+        self.player, self.id = player, mid
+
+    def __call__(self, *args):
+        r = self.player.call(self, list(args))
+        if r.error is not None:
+            raise r.error
+        out = r.out or []
+        return out[0] if len(out) == 1 else out
+
+
+def _ended(code) -> str:
+    import signal
+    if isinstance(code, int) and code < 0:
+        try:
+            return f"the process running the implementation was killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"the process running the implementation was killed by signal {-code}"
+    return f"the process running the implementation exited with status {code}"

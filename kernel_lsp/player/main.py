@@ -1,0 +1,765 @@
+"""The player: the process that runs the implementation, and nothing else.
+
+Run as a plain file (`python run.py`) from a folder of its own, beside copies of the other files of this package
+(tests/test_layers.py: none of them imports kernel_lsp). It holds Python, torch, triton, the implementation's module
+and the inputs of the call it is making: no reference, no truth, no judgement, no secret. The checker (the referee,
+in another process) plans every call, sends the inputs, and judges what comes back (docs/architecture.md, "The
+player").
+
+The server (`serve`) imports torch (and triton under the CPU interpreter) once, listens on the Unix socket `s` in its
+folder, and says so on stdout. A checker connects and sends `{"op": "fork", ...}`: the server forks a player that
+keeps the connection, enters its sandbox (a private folder, the environment it was given, Landlock, a subreaper,
+its own process group) and answers the checker's requests until the connection ends. The server sends
+`{"exited": code}` on the connection when the player ends (the checker then knows how), and kills the player when
+the checker's end of the connection closes. When the server's stdin ends (whoever started it is gone) it kills every
+player and exits.
+
+Requests (each answered by one message; `Player` below):
+- `load`: import the implementation's file under its own module name, with the launch recorder, the interpreter's
+  fixes and bounds guard installed first (under the CPU interpreter);
+- `build`: `ModelNew(*init)` right after `torch.manual_seed(seed)` (KernelBench's rule), or the linked function;
+- `call`: one call of a built model on the arguments sent, as the checker asks: allocations poisoned with a value,
+  GPU guard regions, stores tracked, an operation budget, launches recorded dry; answers with the outputs, the
+  arguments as the call left them, the launches, out-of-bounds accesses and which line wrote each output element;
+- `compile`: the recorded specializations compiled for the targets named;
+- `evidence`: the evidence runs (refilled buffers, launches skipped or watched; see `evidence`);
+- `time`: the measure stage's timed calls of a built model (clock.py);
+- `exit`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import linecache
+import os
+import re
+import signal
+import socket
+import sys
+import time
+import traceback
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+if HERE not in sys.path:
+    sys.path.insert(0, HERE)
+import isolate  # noqa: E402  (the files beside this one)
+import wire  # noqa: E402
+
+PR_SET_PDEATHSIG = 1
+INTERPRETED = os.environ.get("TRITON_INTERPRET") == "1"
+
+
+# The player ----------------------------------------------------------------------------------------------------
+
+
+class Player:
+    """One player's state: its module, the models built from it, and the instruments around its calls."""
+
+    def __init__(self, conn: socket.socket, device: str):
+        self.conn, self.device = conn, device
+        self.module = None
+        self.path = ""
+        self.models: dict[str, object] = {}
+        self.recorder = None
+        self.guard = None
+        self.knob_files: list[str] = []  # files whose module-level sizes the checker sets per call
+        self.sent_specs: dict = {}  # spec key -> index, as sent to the checker
+        self.specs: list = []
+        self.sent_kernels: set[str] = set()
+        self.sent_launches = 0
+        self.jit = [0, 0.0]
+        self.launches = None  # evidence.Launches, in a player made for the evidence runs
+        self.snapshot = None  # tamper.Snapshot: what the watched functions were before the implementation ran
+        self.stashed: dict[str, list] = {}  # argument lists kept across calls (the soak's buffers)
+        self.kept: list = []  # the last call's outputs, when the checker did not take them at once
+
+    # load ------------------------------------------------------------------------------------------------------
+
+    def op_load(self, req: dict) -> dict:
+        import torch
+        torch.set_grad_enabled(False)
+        self.path = os.path.realpath(req["path"])
+        self.knob_files = [os.path.realpath(p) for p in req.get("knob_files", [])]
+        if req.get("mode") == "evidence":
+            import evidence
+            self.launches = evidence.install()
+        else:
+            self._instrument()
+        import tamper
+        self.snapshot = tamper.Snapshot()  # with the instruments in place, before the implementation's code runs
+        try:
+            self.module = load_module(req["path"], req.get("source"), req.get("module"))
+        except BaseException as e:  # noqa: B036  (SystemExit at import is the implementation's failure too)
+            return {"error": self.describe(e)}
+        return {"ok": True, "guard": bool(self.guard is not None and self.guard.available)}
+
+    def _instrument(self) -> None:
+        import capture
+        self.recorder = capture.LaunchRecorder()
+        self.recorder.install()
+        self._jit_clock()
+        if INTERPRETED:
+            import guards
+            import interpreter
+            import interpreter_gaps
+            self.recorder.interpret_autotune_without_benchmarks()
+            interpreter.faithful_scalars()
+            interpreter.scoped_helper_calls()
+            interpreter_gaps.close_gaps()
+            interpreter.count_ops()
+            interpreter.watch_dots()
+            self.guard = guards.MemoryGuard(user_file=self.path)
+            if self.guard.install():
+                self.recorder.on_launch.append(self.guard.set_launch)
+
+    def _jit_clock(self) -> None:
+        """Count Triton's just-in-time compiles and their seconds (`check --timings`), chaining the user's hooks."""
+        try:
+            from triton import knobs
+            runtime = knobs.runtime
+            before, after = runtime.jit_cache_hook, runtime.jit_post_compile_hook
+        except (ImportError, AttributeError):
+            return
+        started: list[float] = []
+
+        def on_start(*args, **kwargs):
+            started.append(time.monotonic())
+            return before(*args, **kwargs) if before else None
+
+        def on_end(*args, **kwargs):
+            if started:
+                self.jit[0] += 1
+                self.jit[1] += time.monotonic() - started.pop()
+            return after(*args, **kwargs) if after else None
+        runtime.jit_cache_hook, runtime.jit_post_compile_hook = on_start, on_end
+
+    # build -----------------------------------------------------------------------------------------------------
+
+    def op_build(self, req: dict) -> dict:
+        import torch
+        if self.module is None:
+            return {"error": {"type": "RuntimeError", "text": "nothing loaded"}}
+        module = self.module
+        if req.get("source") is not None:  # another version of the file (the current text, in a race)
+            try:
+                module = load_module(self.path, req["source"], f"{module.__name__}_{req['id']}")
+            except BaseException as e:  # noqa: B036
+                return {"error": self.describe(e)}
+        with self.knobs(req.get("knobs")):
+            try:
+                if req.get("kind") == "kernelbench":
+                    torch.manual_seed(int(req.get("seed", 0)))
+                    model = getattr(module, req.get("entry") or "ModelNew")(*req.get("init", []))
+                    if isinstance(model, torch.nn.Module):
+                        model = model.eval().to(self.device)
+                else:
+                    model = getattr(module, req["entry"])
+            except BaseException as e:  # noqa: B036
+                return {"error": self.describe(e)}
+        self.models[req["id"]] = model
+        return {"ok": True}
+
+    @contextlib.contextmanager
+    def knobs(self, knobs: dict | None):
+        """Module-level sizes set on every loaded module of the files the checker named (the input factory's module,
+        where the implementation shares its file or imports it), restored afterwards."""
+        saved = []
+        if knobs:
+            for m in list(sys.modules.values()):
+                f = getattr(m, "__file__", None)
+                if f and os.path.realpath(f) in self.knob_files:
+                    for k, v in knobs.items():
+                        if hasattr(m, k):
+                            saved.append((m, k, getattr(m, k)))
+                            setattr(m, k, v)
+        try:
+            yield
+        finally:
+            for m, k, v in reversed(saved):
+                setattr(m, k, v)
+
+    # call ------------------------------------------------------------------------------------------------------
+
+    def op_call(self, req: dict) -> dict:
+        import guards
+        import torch
+        model = self.models.get(req.get("model"))
+        if model is None:
+            return {"error": {"type": "RuntimeError", "text": "no such model"}}
+        args = list(req.get("args") or [])
+        if req.get("copy_of") in self.stashed:  # fresh tensors holding a stashed set's values
+            args = [x.clone() if isinstance(x, torch.Tensor) else x for x in self.stashed[req["copy_of"]]]
+        stash = req.get("buffers")
+        if stash is not None:  # the same tensors across calls: stashed once, then refilled in place
+            if args:
+                self.stashed[stash] = args
+            args = self.stashed.get(stash, [])
+            refill = req.get("refill")
+            if isinstance(refill, str):
+                refill = self.stashed.get(refill)
+            if refill is not None:
+                # Through `.data`: the tensors' version counters do not move, as when a kernel writes them.
+                with torch.no_grad():
+                    for x, value in zip(args, refill):
+                        if isinstance(x, torch.Tensor) and isinstance(value, torch.Tensor) and x.shape == value.shape:
+                            x.data.copy_(value)
+        rec, guard = self.recorder, self.guard
+        gpu = guards.GuardRegions() if req.get("guard_regions") and self.device == "cuda" else None
+        if gpu is not None:
+            args = [gpu.wrap(x, f"input {i}") for i, x in enumerate(args)]
+        if rec is not None:
+            rec.forced = {k: int(v) for k, v in (req.get("forced") or {}).items()}
+            rec.dry = bool(req.get("dry"))
+            mark, count = len(rec.launches), rec.count
+        if guard is not None:
+            guard.stores.clear()
+            guard.track_stores = bool(req.get("track_stores")) and guard.available
+        ops0 = self._ops()
+        budget = req.get("budget")
+        poison = req.get("poison")
+        out, error, stopped = None, None, False
+        try:
+            with self.knobs(req.get("knobs")), self._budget(budget) as spent:
+                try:
+                    with (guards.poisoned_allocations(float(poison), gpu) if poison is not None
+                          else contextlib.nullcontext()):
+                        if req.get("seed") is not None:
+                            torch.manual_seed(int(req["seed"]))
+                        out = model(*args)
+                    if self.device == "cuda":
+                        torch.cuda.synchronize()
+                except BaseException as e:  # noqa: B036  (sys.exit in the call, a budget's stop: reported, not obeyed)
+                    error = self.describe(e)
+                    if type(e).__name__ == "OpBudgetExceeded":
+                        error["budget_raised"] = not spent()
+                stopped = spent()
+        finally:
+            if guard is not None:
+                guard.track_stores = False
+            if rec is not None:
+                rec.dry = False
+        answer: dict = {"error": error, "stopped": stopped, "ops": self._ops() - ops0, "jit": list(self.jit)}
+        flat = wire.flatten(out) if error is None else []
+        if error is None and req.get("return_out", True):
+            answer["out"] = flat
+        elif error is None:
+            self.kept = flat  # sent only if the checker asks (`fetch`), after the call has returned
+        if req.get("return_args"):
+            answer["args"] = args
+        if rec is not None:
+            answer.update(self.launch_report(mark, count))
+        if guard is not None:
+            answer["oob"] = [{"line": ev.line, "kind": ev.kind, "kernel": ev.kernel, "count": ev.count,
+                              "detail": ev.detail} for ev in guard.events.values()]
+            guard.events.clear()
+            if req.get("track_stores") and guard.stores:
+                answer["writers"] = [writers_of(y, guard.stores) for y in flat]
+                answer["store_lines"] = [guard.store_lines_into(*extent(y)) if isinstance(y, torch.Tensor) else []
+                                         for y in flat]
+        if gpu is not None:
+            answer["breaches"] = [b.__dict__ for b in gpu.breaches()]
+            gpu.clear()
+        if req.get("trace_return") and error is None:
+            answer["result_line"] = self.returning_line(model, req.get("trace_args") or [])
+        return answer
+
+    @contextlib.contextmanager
+    def _budget(self, n):
+        if n is None or not INTERPRETED:
+            yield lambda: False
+            return
+        import interpreter
+        with interpreter.op_budget(int(n)) as spent:
+            yield spent
+
+    def _ops(self) -> int:
+        if not INTERPRETED:
+            return 0
+        import interpreter
+        return interpreter.ops()
+
+    def launch_report(self, mark: int, count: int) -> dict:
+        """The launches since `mark` (their specs by index into the specs sent so far), new specs, and the kernels
+        and autotuners seen."""
+        import capture
+        rec = self.recorder
+        new_specs = []
+        for key, spec in rec.specs.items():
+            if key not in self.sent_specs:
+                self.sent_specs[key] = len(self.specs)
+                self.specs.append(spec)
+                new_specs.append(spec_dict(spec))
+        launches = [{"spec": self.sent_specs.get(l.spec.key()), "programs": l.programs}
+                    for l in rec.launches[mark:]]
+        kernels = {}
+        for qual, fn in rec.functions.items():
+            if qual not in self.sent_kernels:
+                self.sent_kernels.add(qual)
+                kernels[qual] = {"name": getattr(fn, "__name__", qual), "source": source_of(fn)}
+        tf32 = {}
+        if INTERPRETED:
+            import interpreter
+            tf32 = {qual: interpreter.ran_tf32_dot(fn) for qual, fn in rec.functions.items()}
+        tuners = {qual: {"configs": [capture.describe_config(c) for c in configs], "best": best}
+                  for qual, (configs, best) in rec.autotuners.items()}
+        return {"launches": launches, "count": rec.count - count, "specs": new_specs, "kernels": kernels,
+                "tf32": tf32, "autotuners": tuners, "current": rec.current}
+
+    def returning_line(self, model, args: list) -> int | None:
+        """The 0-based line of the implementation's file where its outermost frame returned, found by running it once
+        more under a trace (asked only when it launched nothing, so the run is cheap)."""
+        import torch
+        entry, found, names = [], [], {}
+        target = self.path
+
+        def local(frame, event, arg):
+            if event == "return" and frame is entry[0]:
+                found.append(frame.f_lineno - 1)
+            return local
+
+        def call(frame, event, arg):
+            name = frame.f_code.co_filename
+            if name not in names:
+                names[name] = os.path.realpath(name) == target
+            if names[name] and not entry:
+                entry.append(frame)
+                return local
+            return None
+        old = sys.gettrace()
+        sys.settrace(call)
+        try:
+            with torch.no_grad():
+                model(*args)
+        except Exception:
+            pass
+        finally:
+            sys.settrace(old)
+        return found[0] if found else None
+
+    def op_fetch(self, req: dict) -> dict:
+        return {"out": self.kept}
+
+    def op_stash(self, req: dict) -> dict:
+        """Keep argument lists under names, for later calls to copy or refill from."""
+        for name, args in (req.get("sets") or {}).items():
+            self.stashed[str(name)] = list(args)
+        return {"ok": True}
+
+    # compile ---------------------------------------------------------------------------------------------------
+
+    def op_compile(self, req: dict) -> dict:
+        import compiler
+        results = []
+        specs = [self.specs[i] for i in req.get("specs", []) if isinstance(i, int) and 0 <= i < len(self.specs)]
+        functions = dict(self.recorder.functions) if self.recorder is not None else {}
+        with compiler.compile_mode(list(functions.values())) as to_jit:
+            for index, spec in zip(req.get("specs", []), specs):
+                fn = functions.get(spec.qualname)
+                for target in req.get("targets", []):
+                    try:
+                        jit = to_jit(fn)
+                    except Exception as e:  # the compiler's own decorator refuses it (a **kwargs parameter)
+                        r = compiler.CompileResult(target[0], spec, False, error=e)
+                    else:
+                        r = compiler.compile_spec(jit, spec, target)
+                    results.append({"spec": index, "target": r.target, "ok": r.ok, "shared": r.shared,
+                                    "registers": r.registers, "local": r.local_bytes, "stack": r.stack_bytes,
+                                    "seconds": round(r.seconds, 3),
+                                    "error": compiler.error_chain(r.error) if r.error is not None else None})
+        return {"results": results}
+
+    # evidence --------------------------------------------------------------------------------------------------
+
+    def op_evidence(self, req: dict) -> dict:
+        import evidence
+        model = self.models.get(req.get("model"))
+        if model is None:
+            return {"error": {"type": "RuntimeError", "text": "no such model"}}
+        with self.knobs(req.get("knobs")):
+            return {"runs": evidence.run(model, req, self.device, self.launches)}
+
+    # time ------------------------------------------------------------------------------------------------------
+
+    def op_time(self, req: dict) -> dict:
+        import timed
+        # The capture's wrappers and the bounds guard would add their own overhead to every timed launch (and the
+        # guard, with no launch recorded to tell it the tensors, would judge the timed calls against stale ones).
+        if self.recorder is not None:
+            self.recorder.uninstall()
+        if self.guard is not None:
+            self.guard.uninstall()
+        return timed.handle(self, req)
+
+    # errors ----------------------------------------------------------------------------------------------------
+
+    def describe(self, e: BaseException) -> dict:
+        """An exception as plain data: its type and words, the deepest line of the implementation's file it passed
+        through, and what kind of failure it is."""
+        text = f"{type(e).__name__}: {e}"
+        limit = None
+        if INTERPRETED:
+            import interpreter_gaps
+            limit = interpreter_gaps.interpreter_limit(e)
+        return {"type": type(e).__name__, "text": str(e)[:4000], "line": deepest_line(e, self.path),
+                "frames": user_frames(e, self.path), "limit": limit,
+                "device_fault": any(s in text for s in DEVICE_FAULTS),
+                "oom": isinstance(e, MemoryError) or type(e).__name__ == "OutOfMemoryError"
+                or "out of memory" in text.lower() or "can't allocate memory" in text}
+
+
+DEVICE_FAULTS = ("illegal memory access", "AcceleratorError", "unspecified launch failure", "device-side assert",
+                 "misaligned address", "illegal instruction", "CUDA error: an illegal")
+
+
+def deepest_line(exc: BaseException, path: str) -> int | None:
+    """0-based line of the deepest traceback frame in `path`, following the cause chain."""
+    best, seen = None, set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        for frame in traceback.extract_tb(exc.__traceback__):
+            try:
+                if frame.lineno and os.path.realpath(frame.filename) == path:
+                    best = frame.lineno - 1
+            except (OSError, ValueError):
+                continue
+        if best is not None:
+            break
+        exc = exc.__cause__ or exc.__context__
+    return best
+
+
+def user_frames(exc: BaseException, path: str) -> list[int]:
+    """The 0-based lines of `path` the exception's traceback passed through, outermost first."""
+    try:
+        return [f.lineno - 1 for f in traceback.extract_tb(exc.__traceback__)
+                if f.lineno and os.path.realpath(f.filename) == path][:20]
+    except Exception:
+        return []
+
+
+def spec_dict(spec) -> dict:
+    return {"qualname": spec.qualname, "name": spec.name, "signature": _plain(spec.signature),
+            "constexprs": {k: _plain(v) for k, v in spec.constexprs.items()}, "attrs": _plain(spec.attrs),
+            "num_warps": spec.num_warps, "num_stages": spec.num_stages, "config": spec.config}
+
+
+def _plain(v):
+    """A value as the wire carries it: primitives, tuples, lists and dicts of them; anything else by its repr."""
+    if v is None or isinstance(v, (bool, int, float, str)):
+        return v
+    if isinstance(v, tuple):
+        return tuple(_plain(x) for x in v)
+    if isinstance(v, list):
+        return [_plain(x) for x in v]
+    if isinstance(v, dict):
+        return {str(k): _plain(x) for k, x in v.items()}
+    return repr(v)
+
+
+def source_of(fn) -> str | None:
+    import inspect
+    try:
+        return inspect.getsource(fn)
+    except (OSError, TypeError):
+        return None
+
+
+def extent(t) -> tuple[int, int]:
+    lo = t.data_ptr()
+    span = 1 + sum((n - 1) * st for n, st in zip(t.shape, t.stride()) if n > 0) if t.numel() else 0
+    return lo, lo + span * t.element_size()
+
+
+def writers_of(y, stores: list):
+    """Per element of `y`, the 0-based line of the last tracked store that wrote it (-1: none), as an int32 tensor of
+    y's shape; None for what is not a tensor."""
+    import numpy as np
+    import torch
+    if not isinstance(y, torch.Tensor) or y.device.type != "cpu" or y.numel() == 0:
+        return None
+    offsets = torch.zeros((), dtype=torch.int64)
+    for n, st in zip(y.shape, y.stride()):
+        offsets = offsets.unsqueeze(-1) + torch.arange(n, dtype=torch.int64) * st
+    addrs = (y.data_ptr() + offsets.reshape(-1) * y.element_size()).numpy().astype(np.uint64)
+    order = np.argsort(addrs, kind="stable")
+    ordered = addrs[order]
+    lines = np.full(addrs.shape, -1, dtype=np.int32)
+    for line, stored in stores:
+        if line is None:
+            continue
+        a = np.asarray(stored).astype(np.uint64).reshape(-1)
+        at = np.searchsorted(ordered, a)
+        ok = at < ordered.size
+        hit = at[ok][ordered[at[ok]] == a[ok]]
+        lines[order[hit]] = line
+    return torch.from_numpy(lines).reshape(tuple(y.shape))
+
+
+_LINE_RE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")
+
+
+def split_lines(text: str) -> list[str]:
+    """A source's lines with their endings, as Python's tokenizer reads them: ended by `\r\n`, `\r` or `\n` only (the
+    rule of kernel_lsp.model.split_lines, which this file cannot import)."""
+    return _LINE_RE.findall(text)
+
+
+def load_module(path: str, source: str | None, name: str | None = None):
+    """Import a file under its own name (as `import name` would from its folder), or the editor's unsaved text
+    instead of the file's bytes, with linecache primed so that Triton, which reads kernel source through `inspect`,
+    sees the same text."""
+    folder = os.path.dirname(os.path.abspath(path))
+    if folder not in sys.path:
+        sys.path.insert(0, folder)
+    name = name or os.path.splitext(os.path.basename(path))[0]
+    while name in sys.modules:
+        name += "_"
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot import {path}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    if source is None:
+        spec.loader.exec_module(module)
+    else:
+        linecache.cache[spec.origin] = (len(source), None, split_lines(source), spec.origin)
+        exec(compile(source, spec.origin, "exec"), module.__dict__)
+    return module
+
+
+OPS = {"load": Player.op_load, "build": Player.op_build, "call": Player.op_call, "fetch": Player.op_fetch, "stash": Player.op_stash,
+       "compile": Player.op_compile, "evidence": Player.op_evidence, "time": Player.op_time}
+
+
+def play(conn: socket.socket, device: str) -> None:
+    """Answer the checker's requests until the connection ends or it says exit."""
+    player = Player(conn, device)
+    while True:
+        try:
+            req = wire.recv(conn)
+        except wire.WireError:
+            return
+        op = OPS.get(req.get("op"))
+        if op is None:
+            return
+        try:
+            answer = op(player, req)
+        except Exception as e:  # a fault of the player itself (or of checked code that escaped a call)
+            answer = {"error": {"type": type(e).__name__, "text": str(e)[:2000], "fault": traceback.format_exc()[-4000:]}}
+        if player.snapshot is not None and req.get("op") != "time":  # (timing uninstalls the launch recorder)
+            replaced = player.snapshot.changed()
+            if replaced:
+                answer["replaced"] = replaced
+        try:
+            wire.send(conn, answer)
+        except wire.WireError as e:  # an answer the wire cannot carry (an output of an unknown type)
+            wire.send(conn, {"error": {"type": "WireError", "text": str(e)}})
+        except OSError:
+            return
+
+
+# The server ----------------------------------------------------------------------------------------------------
+
+
+def child(conn: socket.socket, request: dict, folder: str, device: str) -> None:
+    """In a forked child: enter the sandbox, say ready, and play. Never returns."""
+    code = 1
+    try:
+        os.setsid()
+        try:
+            import ctypes
+            ctypes.CDLL(None).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        except (OSError, AttributeError):
+            pass
+        err = os.open(os.path.join(folder, "stderr"), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        null = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(null, 0)
+        os.dup2(err, 1)
+        os.dup2(err, 2)
+        os.close(err)
+        os.close(null)
+        env = {str(k): str(v) for k, v in (request.get("env") or {}).items()}
+        work, tmp = os.path.join(folder, "work"), os.path.join(folder, "tmp")
+        os.makedirs(work, exist_ok=True)
+        os.makedirs(tmp, exist_ok=True)
+        env["TMPDIR"] = tmp  # writable, and not the working folder
+        os.environ.clear()
+        os.environ.update(env)
+        os.chdir(work)
+        import tempfile
+        tempfile.tempdir = tmp
+        isolate.become_subreaper()
+        if device == "cuda":  # the CUDA driver opens what it needs before the rules close it
+            import torch
+            torch.cuda.init()
+            torch.cuda.current_device()
+            import triton  # noqa: F401
+        confined = "off"
+        if request.get("confine", True):
+            confined = isolate.restrict([folder, *request.get("writable", []), *isolate.device_files()],
+                                        network=bool(request.get("network", False)))
+        wire.send(conn, {"ready": True, "pid": os.getpid(), "confined": confined})
+        play(conn, device)
+        code = 0
+    except BaseException:  # noqa: B036
+        traceback.print_exc()
+    try:
+        isolate.kill_descendants()
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except BaseException:  # noqa: B036
+        pass
+    os._exit(code)
+
+
+def own_namespace() -> str:
+    """Become the first process (pid 1) of a pid namespace of its own, with /proc mounted afresh for it: a player then
+    sees no process outside it (not the checker, not kernel-lsp's parent, not the editor), so it can read no other
+    process's /proc/PID/environ, where an API key would be. The process that called this waits for that first process
+    and exits with its status. With a user namespace where this process is not root (its own uid and gid mapped to
+    themselves). Returns an account of what was done; where the kernel refuses, nothing is, and the account says so."""
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    new_ns, new_pid, new_user = 0x00020000, 0x20000000, 0x10000000
+    uid, gid = os.geteuid(), os.getegid()
+    # Root needs no user namespace, unless (in a container) it lacks the capability: then one is tried as for others.
+    for flags in ([new_ns | new_pid] if uid == 0 else []) + [new_ns | new_pid | new_user]:
+        if libc.unshare(flags) == 0:
+            break
+    else:
+        return f"no pid namespace (unshare: errno {ctypes.get_errno()}): other processes stay visible"
+    if flags & new_user:
+        try:
+            for name, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1"), ("gid_map", f"{gid} {gid} 1")):
+                with open(f"/proc/self/{name}", "w") as f:
+                    f.write(text)
+        except OSError as e:
+            return f"no pid namespace (user namespace map: {e}): other processes stay visible"
+    pid = os.fork()
+    if pid:  # the caller: outside the namespace, it only waits
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        _, status = os.waitpid(pid, 0)
+        os._exit(os.WEXITSTATUS(status) if os.WIFEXITED(status) else 1)
+    libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    ms_rec, ms_private, ms_nosuid, ms_nodev, ms_noexec = 1 << 14, 1 << 18, 2, 4, 8
+    if libc.mount(b"none", b"/", None, ms_rec | ms_private, None) != 0 or \
+            libc.mount(b"proc", b"/proc", b"proc", ms_nosuid | ms_nodev | ms_noexec, None) != 0:
+        return (f"a pid namespace, but /proc could not be mounted for it (errno {ctypes.get_errno()}): other processes "
+                "stay visible")
+    return "a pid namespace of its own: no process outside it is visible"
+
+
+def serve() -> int:
+    """The fork server: see the module docstring."""
+    import select
+    import shutil
+    import tempfile
+    namespace = own_namespace()  # first: a user namespace cannot be entered by a process with threads
+    _forget()
+    import torch  # noqa: F401
+    import clock  # noqa: F401  (takes the clocks as they are, before any checked code can replace them)
+    device = "cpu" if INTERPRETED else "cuda"
+    if INTERPRETED:  # CPU: import what every call needs before forking; on a GPU nothing that opens CUDA
+        import triton  # noqa: F401
+        for name in ("capture", "guards", "interpreter", "interpreter_gaps", "compiler"):
+            __import__(name)
+    isolate.become_subreaper()
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(os.path.join(HERE, "s"))
+    listener.listen(64)
+    isolate.send_line({"type": "ZygoteReady", "pid": os.getpid(), "protocol": int(os.environ.pop("PLAY_PROTOCOL", "0")),
+                       "namespace": namespace})
+    base = tempfile.mkdtemp(dir=os.environ.get("PLAY_BASE") or None)
+    players: dict[int, tuple[socket.socket, str]] = {}  # pid -> (the checker's connection, the player's folder)
+    poller = select.poll()
+    poller.register(0, select.POLLIN)
+    poller.register(listener.fileno(), select.POLLIN)
+    by_fd: dict[int, int] = {}
+    running = True
+    while running:
+        for fd, events in poller.poll(50):
+            if fd == 0:
+                if not os.read(0, 4096):
+                    running = False
+            elif fd == listener.fileno():
+                conn, _ = listener.accept()
+                try:
+                    conn.settimeout(10)
+                    request = wire.recv(conn)
+                    conn.settimeout(None)
+                except (OSError, wire.WireError):
+                    conn.close()
+                    continue
+                folder = tempfile.mkdtemp(dir=base)
+                pid = os.fork()
+                if pid == 0:
+                    listener.close()
+                    child(conn, request, folder, device)
+                players[pid] = (conn, folder)
+                by_fd[conn.fileno()] = pid
+                poller.register(conn.fileno(), select.POLLRDHUP | select.POLLHUP)
+            elif fd in by_fd and events & (select.POLLRDHUP | select.POLLHUP | select.POLLERR):
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(by_fd[fd], signal.SIGKILL)  # the checker is done with it (or gone)
+        while True:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                break
+            if pid == 0:
+                break
+            if pid in players:
+                conn, folder = players.pop(pid)
+                code = -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
+                with contextlib.suppress(OSError, wire.WireError):
+                    conn.setblocking(False)
+                    wire.send(conn, {"exited": code, "stderr": _tail(os.path.join(folder, "stderr"))})
+                by_fd.pop(conn.fileno(), None)
+                with contextlib.suppress(KeyError, ValueError):
+                    poller.unregister(conn.fileno())
+                conn.close()
+                shutil.rmtree(folder, ignore_errors=True)
+        orphans = [p for p in isolate.children_of(os.getpid()) if p not in players]
+        if orphans:
+            isolate.kill_tree(orphans)
+    for pid, (conn, folder) in players.items():
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pid, signal.SIGKILL)
+    isolate.kill_descendants()
+    shutil.rmtree(base, ignore_errors=True)
+    return 0
+
+
+def _tail(path: str) -> str:
+    try:
+        with open(path, "rb") as f:
+            lines = [ln for ln in f.read()[-4000:].decode("utf-8", "replace").splitlines() if ln.strip()]
+        return lines[-1][:300] if lines else ""
+    except OSError:
+        return ""
+
+
+def _forget() -> None:
+    """Drop what this interpreter's start-up loaded on behalf of the process that started it: modules, import
+    finders and path entries whose names hash to one of PLAY_DROP (sha256 prefixes, so that no name is written here
+    or in the environment)."""
+    import hashlib
+    drop = set(os.environ.pop("PLAY_DROP", "").split(","))
+    if not drop - {""}:
+        return
+    hit = lambda text: hashlib.sha256(str(text).encode()).hexdigest()[:16] in drop  # noqa: E731
+    for name in [n for n in sys.modules if hit(n)]:
+        del sys.modules[name]
+    sys.meta_path[:] = [f for f in sys.meta_path if not hit(getattr(type(f), "__module__", ""))
+                        and not hit(getattr(f, "__module__", ""))]
+    sys.path_hooks[:] = [h for h in sys.path_hooks if not hit(getattr(h, "__module__", ""))]
+    sys.path[:] = [p for p in sys.path if not hit(p)]
+    sys.path_importer_cache.clear()
+
+
+if __name__ == "__main__":
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    code = serve()
+    sys.stdout.flush()
+    os._exit(code)  # every player is gone; tearing down torch's modules would only keep the starter waiting

@@ -1,0 +1,226 @@
+"""The player's fork server, seen from the checker: start it, and fork a player per check (player/main.py).
+
+`PlayerServer` copies the files of player/ into a fresh temporary folder (main.py as `run.py`), and starts `python
+run.py` there with a neutral environment: the sandbox's allowlist less every KERNEL_LSP_ variable, and the traces
+an editable install of kernel-lsp leaves in a fresh interpreter (its import finder, its source folder) named only by
+hashes for the server to drop. Nothing in the player's modules, argv or environment names kernel-lsp.
+
+Who starts one: the warm zygote (zygote.py) for the checks it forks, a long-lived worker (serve.py) for its GPU, and
+a cold worker child for itself (`server_for`). Each is started before its starter confines itself, so the players'
+confinement is their own, and dies with it (EOF on its stdin).
+
+`PlayerServer.fork(options)` connects to the server's socket, asks for a player and returns the connection once the
+player has entered its sandbox: from then on the connection is the checker's line to that player alone
+(checker/player.py speaks on it). The player ends when the connection closes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+from ..jobs import SandboxOptions
+from ..player import wire
+from .sandbox import cache_folders, child_env
+
+log = logging.getLogger(__name__)
+PLAYER = Path(__file__).resolve().parent.parent / "player"
+READY_TIMEOUT = 120.0
+PROTOCOL = 1
+
+
+class PlayerError(Exception):
+    """No player could be started (the server did not start, or refused)."""
+
+
+def player_files() -> list[tuple[Path, str]]:
+    """(source, name in the player's folder) for every file of player/."""
+    return [(p, "run.py" if p.name == "main.py" else p.name) for p in sorted(PLAYER.glob("*.py"))
+            if p.name != "__init__.py"]
+
+
+def traces() -> list[str]:
+    """Hashes of what an interpreter's start-up loads for kernel-lsp itself: the import finder of an editable
+    install, and the folder a source checkout is imported from (player/main.py drops them)."""
+    names = [n for n in sys.modules if "kernel_lsp" in n and not n.startswith("kernel_lsp")]
+    root = str(PLAYER.parents[1])
+    if "site-packages" not in root and "dist-packages" not in root:
+        names += [p for p in sys.path if p and os.path.realpath(p) == root]
+    return sorted({hashlib.sha256(n.encode()).hexdigest()[:16] for n in names})
+
+
+def neutral_env(device: str, base: dict[str, str] | None = None) -> dict[str, str]:
+    """The server's environment: its starter's (already the sandbox's scrubbed one) less every KERNEL_LSP_ variable,
+    with the compile caches pinned."""
+    env = child_env(SandboxOptions(enabled=False), base, own=False)
+    env["PLAY_DROP"] = ",".join(traces())
+    env["PLAY_PROTOCOL"] = str(PROTOCOL)
+    if device == "cpu":
+        env["TRITON_INTERPRET"] = "1"
+    else:
+        env.pop("TRITON_INTERPRET", None)
+        env["PYTORCH_NVML_BASED_CUDA_CHECK"] = "1"  # torch.cuda.is_available() without opening CUDA before the fork
+    return env
+
+
+class PlayerServer:
+    def __init__(self, device: str, base_env: dict[str, str] | None = None):
+        self.device = device
+        self.dir = tempfile.mkdtemp()
+        for src, name in player_files():
+            shutil.copy(src, os.path.join(self.dir, name))
+        self.env = neutral_env(device, base_env)
+        self.socket_path = os.path.join(self.dir, "s")
+        self._ready = threading.Event()
+        self._failed: str | None = None
+        self.announced: dict = {}  # the server's ready message (its pid, how it was isolated)
+        self.owner = os.getpid()  # a child forked from the owner (a zygote's job) cannot wait for the server
+        self.proc = subprocess.Popen([sys.executable, "run.py"], cwd=self.dir, env=self.env, stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, start_new_session=True)
+        threading.Thread(target=self._read, name="kernel-lsp-players", daemon=True).start()
+
+    def _read(self) -> None:
+        import json
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            try:
+                msg = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(msg, dict) and msg.get("type") == "ZygoteReady":
+                self.announced = msg
+                if msg.get("protocol") != PROTOCOL:
+                    self._failed = f"a player server of another version (protocol {msg.get('protocol')})"
+                self._ready.set()
+        if not self._ready.is_set():
+            self._failed = f"the player server exited before it was ready (status {self.proc.wait()})"
+        self._ready.set()
+
+    def alive(self) -> bool:
+        if os.getpid() == self.owner:
+            return self.proc.poll() is None
+        try:  # inherited through a fork: not this process's child, so poll() would take it for gone
+            os.kill(self.proc.pid, 0)
+            return True
+        except PermissionError:  # it exists, outside this process's Landlock domain (signals are scoped)
+            return True
+        except OSError:
+            return False
+
+    def ready(self, timeout: float = READY_TIMEOUT) -> bool:
+        if os.getpid() != self.owner:
+            # Inherited through a fork (a zygote's job): the reader thread stayed behind. The server listens once it
+            # is ready, so its socket's existence says so.
+            deadline = time.monotonic() + timeout
+            while not os.path.exists(self.socket_path):
+                if not self.alive() or time.monotonic() > deadline:
+                    return False
+                time.sleep(0.02)
+            return self._failed is None
+        return self._ready.wait(timeout) and self._failed is None and self.proc.poll() is None
+
+    def fork(self, options: SandboxOptions, timeout: float = READY_TIMEOUT) -> socket.socket:
+        """A connection to a new player that has entered its sandbox (options: the job's sandbox settings)."""
+        if not self.ready(timeout):
+            raise PlayerError(self._failed or "the player server did not start in time")
+        caches = cache_folders(self.env)
+        writable = [caches["TRITON_CACHE_DIR"], caches["TORCHINDUCTOR_CACHE_DIR"],
+                    os.path.join(self.env.get("HOME") or str(Path.home()), ".nv")]  # the CUDA driver's JIT cache
+        for folder in writable:
+            try:
+                os.makedirs(folder, exist_ok=True)
+            except OSError:
+                pass
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            sock.settimeout(timeout)
+            sock.connect(self.socket_path)
+            env = {k: v for k, v in self.env.items() if not k.startswith("PLAY_")}
+            wire.send(sock, {"op": "fork", "env": env, "confine": options.enabled, "network": options.network,
+                             "writable": writable + list(options.writable)})
+            reply = wire.recv(sock)
+            sock.settimeout(None)
+        except (OSError, wire.WireError) as e:
+            sock.close()
+            raise PlayerError(f"no player: {type(e).__name__}: {e}") from e
+        if not reply.get("ready"):
+            sock.close()
+            raise PlayerError(f"the player did not start: {reply.get('stderr') or reply}")
+        return sock
+
+    def close(self) -> None:
+        try:
+            if self.proc.stdin is not None:
+                self.proc.stdin.close()
+        except OSError:
+            pass
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+_SERVER: PlayerServer | None = None
+
+
+def install(server: PlayerServer) -> None:
+    """The server this process (and the children it forks) asks for players."""
+    global _SERVER
+    _SERVER = server
+
+
+def installed() -> PlayerServer | None:
+    return _SERVER
+
+
+def prestart(requested: str) -> None:
+    """A cold worker's server, started before the worker confines itself (a confined process can no longer give the
+    server a /proc of its own: Landlock forbids the mount). Nothing when one is installed already (the zygote's).
+    The worker closes it with `close_owned` before it kills what its job left running: confined, it may no longer
+    signal the server, which is outside its Landlock domain."""
+    if _SERVER is not None:
+        return
+    from ..device import gpu_present
+    device = "cpu" if requested == "cpu" or not gpu_present() else "cuda"
+    install(PlayerServer(device, dict(os.environ)))
+
+
+def close_owned() -> None:
+    """Close the server this process started itself (a cold worker's), if any."""
+    global _SERVER
+    if _SERVER is not None and _SERVER.owner == os.getpid():
+        server, _SERVER = _SERVER, None
+        server.close()
+
+
+class connector:
+    """`connect(device)` for a check (checker/pipeline.py): a connection to a fresh player in the job's sandbox, from
+    the server this process inherited (the zygote's, the long-lived worker's), else from one started for this
+    process alone (closed by `close_owned`). `host_pids()`: the server's processes and its players, as this machine's
+    process table numbers them (the measure stage does not take them for another process on the GPU)."""
+
+    def __init__(self, options: SandboxOptions):
+        self.options = options
+
+    def __call__(self, device: str) -> socket.socket:
+        global _SERVER
+        if _SERVER is None or _SERVER.device != device or not _SERVER.alive():
+            _SERVER = PlayerServer(device)
+        return _SERVER.fork(self.options)
+
+    def host_pids(self) -> set[int]:
+        if _SERVER is None:
+            return set()
+        from ..player.isolate import descendants
+        return {_SERVER.proc.pid, *descendants(_SERVER.proc.pid)}
