@@ -81,9 +81,26 @@ class LocalExecutor(Executor):
         self.device = device
         self.sandbox = sandbox or SandboxOptions()
         self.pool = WarmPool(child_env(self.sandbox)) if warm else None
+        # At most `capacity` checks at once, whoever calls: several threads sharing one executor (a reward function
+        # called from a thread pool) would otherwise run as many children as they have threads, and on a small
+        # machine the checks' own timeouts then count the contention against the checked code. A job's isolated
+        # re-run steps (kinds other than "check") run inside its slot, so they are not counted again.
+        self._slots = threading.BoundedSemaphore(self.capacity)
 
     def run(self, job, files=None, timeout=60.0, on_event=None, cancel=None) -> WorkerOutcome:
         cancel = cancel or threading.Event()
+        if job.kind != "check":
+            return self._run(job, timeout, on_event, cancel)
+        while not self._slots.acquire(timeout=0.1):
+            if cancel.is_set():
+                return WorkerOutcome(cancelled=True)
+        try:
+            # The job's timeout starts here, once it holds a slot: waiting in the queue is not the checked code's.
+            return self._run(job, timeout, on_event, cancel)
+        finally:
+            self._slots.release()
+
+    def _run(self, job, timeout, on_event, cancel) -> WorkerOutcome:
         if job.kind == "check" and job.verify and job.rerun.enabled and self.pool is not None and \
                 self.pool.usable(job.device) and self.pool.ready():
             # The harness's imports overlap this check, in case it passes; not while the zygote still starts (on
