@@ -51,8 +51,8 @@ def test_cli_reference_flag_links_kernelbench(tmp_path):
 def test_cli_reference_wins_over_the_files_link_pragma(tmp_path):
     """A file whose pragma names a reference of its own (zeros against zeros) is judged against --reference: wrong,
     and the ignored pragma is said (KL008)."""
-    impl = shutil.copy(FIXTURES / "linking" / "own_reference.py", tmp_path / "hack.py")
-    proc = run_cli("check", str(impl), "--reference", str(FIXTURES / "linking" / "relu_problem.py"), "--no-cache",
+    impl = shutil.copy(FIXTURES / "candidates" / "own_reference.py", tmp_path / "hack.py")
+    proc = run_cli("check", str(impl), "--reference", str(FIXTURES / "candidates" / "relu_problem.py"), "--no-cache",
                    "--format", "json")
     assert proc.returncode == 1, proc.stdout + proc.stderr
     findings = json.loads(proc.stdout)["files"][0]["findings"]
