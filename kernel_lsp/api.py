@@ -27,8 +27,9 @@ A verdict is one of:
   code that insists on CUDA on a CPU machine);
 - "error": the item could not be judged, and `error` says whose fault that is, never the implementation's:
   "caller" (the item itself: not text, a bad name or option, a missing reference_path), "reference" (the
-  reference fails by itself, KL003), "infrastructure" (no worker, KL303; an executor that raised; a timeout before
-  the checked code started, waiting for a worker or a GPU; a fault of kernel-lsp, KL900).
+  caller's reference lacks Model, get_inputs or get_init_inputs, or fails by itself, KL003), "infrastructure"
+  (no worker, KL303; an executor that raised; a timeout before the checked code started, waiting for a worker or
+  a GPU; a fault of kernel-lsp, KL900).
 """
 
 from __future__ import annotations
@@ -346,6 +347,7 @@ def error_of(report: FileReport) -> str | None:
     """Whose fault it is that the report judges nothing ("caller", "reference", "infrastructure"), or None."""
     problems = [f for f in report.findings if f.severity <= Severity.WARNING]
     kinds = [ERROR_CODES[f.code] for f in problems if f.code in ERROR_CODES]
+    kinds += ["reference" for f in problems if f.code == "KL002" and f.data.get("reference") == "caller"]
     kinds += ["infrastructure" for f in problems if f.code == "KL301" and _waiting(f)]
     for kind in ("infrastructure", "caller", "reference"):
         if kind in kinds:

@@ -153,17 +153,20 @@ def test_api_every_bad_item_gets_its_own_result(tmp_path, local):
     bad = [Item(ADD, name=".."), Item("x = '\ud800'\n"), Item(None), Item(ADD.encode()), Item(ADD, options=None),
            "not an item", Item(ADD, reference_path=str(tmp_path / "missing.py")), Item(ADD, name="kernel.txt")]
     items = bad[:4] + [Item(ADD, name="add.py")] + bad[4:] + [
-        Item((FIXTURES / "compile_errors" / "undefined_name.py").read_text(), name="undef.py")]
+        Item((FIXTURES / "compile_errors" / "undefined_name.py").read_text(), name="undef.py"),
+        Item((CANDIDATES / "relu_kernel.py").read_text(), reference="x = 1\n")]  # the caller's reference: no Model
     results = {r.index: r for r in evaluate(items, executor=local)}
     assert sorted(results) == list(range(len(items)))
+    no_model = results.pop(len(items) - 1)
+    assert (no_model.verdict, no_model.error, no_model.findings[0].code) == ("error", "reference", "KL002")
     for i, r in results.items():
-        if i in (4, len(items) - 1):
+        if i in (4, len(items) - 2):
             continue
         assert (r.verdict, r.error) == ("error", "caller"), (i, r.findings)
         assert not (r.correct or r.compiled or r.cheat_detected or r.timed_out) and r.findings[0].code == "KL006"
         assert json.dumps(r.to_dict())
     assert "surrogate" in results[1].findings[0].message and "bytes" in results[3].findings[0].message
-    good, undefined = results[4], results[len(items) - 1]
+    good, undefined = results[4], results[len(items) - 2]
     assert (good.verdict, good.error, good.correct, good.compiled, good.cheat_detected, good.timed_out) == \
         ("verified", None, True, True, False, False)
     assert good.speedup is None and good.findings == []  # no GPU: nothing measured

@@ -215,6 +215,11 @@ def link_file(impl: Path, source: str, cli_reference: Path | None = None, root: 
             "no PyTorch reference is linked: add `# kernel-lsp: reference=problem.py` (KernelBench) or "
             "`# kernel-lsp: entry=fn reference=ref_fn inputs=make_inputs` (see docs/linking.md)")])
     problems = _check_names(impl, anchor, ref, KERNELBENCH_NAMES, hint)
+    if origin == "cli":
+        for f in problems:
+            # The caller's reference is unusable: the caller's problem, not the checked file's (the batch API says so
+            # apart from the implementation's failures).
+            f.data["reference"] = "caller"
     if "ModelNew" not in tree_names:
         problems.append(_finding(impl, anchor, "KL002", "KernelBench link: this file does not define ModelNew"))
     if problems:
