@@ -3,6 +3,7 @@
     python benchmarks/scale.py [--sets corpus,tasks] [--device cpu|cuda] [--runs local-1,local-2,ray]
                                [--ray-cpus 2] [--output benchmarks/results/scale.json] [--keep DIR]
     python benchmarks/scale.py --per-job tasks [--device cpu|cuda]
+    python benchmarks/scale.py --calls tasks [--device cpu|cuda] [--limit N] [--order one,batched]
 
 Each run is the CLI as a user runs it (`check SET --format json --no-cache`, plus the run's flags), timed from
 start to exit; the Ray runs join a cluster this script starts once beforehand (`ray.init(num_cpus=2)`, or one GPU
@@ -15,6 +16,11 @@ overhead of Ray per job is (wall of the Ray run - wall of the local run with as 
 On a shared machine the walls drift with other work; `--per-job SET` measures Ray's cost apart from the checks':
 one file at a time through both executors in this process (alternating which goes first), and what each job
 costs beyond its worker's own seconds (the child's and the isolated re-run's) is its executor's overhead.
+
+`--calls SET` measures the batch API as a reward pipeline calls it (kernel_lsp.api.evaluate): every kernel file of
+the set as an item (its KernelBench problem given as text, as a pipeline holds it), checked one call per item, one
+after the other (as verl's default reward manager calls a reward function), and in one batched call, on one warm
+executor; it reports each one's wall time and whether the two gave every item the same verdict.
 
 Prints a markdown table and writes the rows into the results file, replacing rows of the same set, run and device
 (so a GPU machine's rows join the CPU ones). Triton's disk cache is left as it is: run once before to compare
@@ -112,6 +118,79 @@ def per_job(name: str, device: str) -> dict:
             "date": time.strftime("%Y-%m-%d")}
 
 
+def reward_items(name: str, limit: int | None = None) -> tuple[list, list[str]]:
+    """The set's kernel files as batch API items, and the files left out: a KernelBench file gets its problem's text
+    as `reference`, a native file that links itself is given alone; one linked to a sibling file (which an item
+    cannot carry) or to nothing is left out."""
+    sys.path.insert(0, str(ROOT))
+    from kernel_lsp.api import Item
+    from kernel_lsp.cli import iter_python_files
+    from kernel_lsp.source.link import link_file
+    items, skipped = [], []
+    for path in iter_python_files([ROOT / SETS[name]]):
+        text = path.read_text(encoding="utf-8")
+        link = link_file(path, text).link
+        if link is None or (link.kind == "native" and
+                            {link.reference, link.inputs_path or link.reference} != {path.resolve()}):
+            skipped.append(str(path.relative_to(ROOT)))
+            continue
+        reference = link.reference.read_text(encoding="utf-8") if link.reference != path.resolve() else None
+        items.append(Item(text, reference=reference, name=path.name))
+        if limit is not None and len(items) == limit:
+            break
+    return items, skipped
+
+
+def calls(name: str, device: str, limit: int | None, order: list[str]) -> dict:
+    """One call per item, one after the other, against one batched call of them all, on one warm executor."""
+    from kernel_lsp.api import evaluate
+    from kernel_lsp.config import Settings
+    from kernel_lsp.run.executor import executor_for
+    items, skipped = reward_items(name, limit)
+    settings = Settings(device=device)
+    executor = executor_for(settings)
+    runs: dict[str, dict] = {}
+    try:
+        executor.warm_up()
+        for mode in order:
+            load = os.getloadavg()[0]
+            print(f"{name} {mode}: {len(items)} items ...", file=sys.stderr, flush=True)
+            start = time.monotonic()
+            if mode == "one":
+                verdicts = [r.verdict for item in items for r in evaluate([item], executor=executor, settings=settings)]
+            else:
+                verdicts = [""] * len(items)
+                for r in evaluate(items, executor=executor, settings=settings):
+                    verdicts[r.index] = r.verdict
+            wall = time.monotonic() - start
+            runs[mode] = {"wall_s": round(wall, 1), "items_per_min": round(60 * len(items) / wall, 2),
+                          "load_before": round(load, 1), "verdicts": verdicts}
+            print(f"  {mode}: {runs[mode]['wall_s']} s", file=sys.stderr, flush=True)
+    finally:
+        executor.close()
+    same = sum(a == b for a, b in zip(runs["one"]["verdicts"], runs["batched"]["verdicts"])) \
+        if len(runs) == 2 else None
+    return {"set": name, "device": device, "items": len(items), "skipped": skipped, "capacity": executor.capacity,
+            "order": order, **{f"{mode}_at_a_time" if mode == "one" else mode: {k: v for k, v in r.items()
+                                                                               if k != "verdicts"}
+                               for mode, r in runs.items()},
+            "batched_speedup": round(runs["one"]["wall_s"] / runs["batched"]["wall_s"], 2) if same is not None
+            else None, "same_verdicts": same, "date": time.strftime("%Y-%m-%d"), "cpus": os.cpu_count()}
+
+
+def calls_table(row: dict) -> str:
+    lines = ["| set | device | items | calls | wall s | items/min | load |", "| --- | --- | --- | --- | --- | --- | --- |"]
+    for key, label in (("one_at_a_time", "one item per call"), ("batched", "one batched call")):
+        if key in row:
+            r = row[key]
+            lines.append(f"| {row['set']} | {row['device']} | {row['items']} | {label} | {r['wall_s']} | "
+                         f"{r['items_per_min']} | {r['load_before']} |")
+    if row.get("batched_speedup") is not None:
+        lines.append(f"\nbatched: {row['batched_speedup']}x the one-at-a-time calls' speed "
+                     f"({row['same_verdicts']} of {row['items']} items with the same verdict both ways)")
+    return "\n".join(lines)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--sets", default="corpus,tasks")
@@ -121,7 +200,22 @@ def main() -> int:
     ap.add_argument("--output", default=str(ROOT / "benchmarks" / "results" / "scale.json"))
     ap.add_argument("--keep", help="a folder to write each run's JSON report into (SET-RUN-DEVICE.json)")
     ap.add_argument("--per-job", metavar="SET", help="instead: Ray's overhead per job, one file at a time (per_job)")
+    ap.add_argument("--calls", metavar="SET", help="instead: the batch API, one item per call against one batched call")
+    ap.add_argument("--limit", type=int, help="with --calls: the set's first N items only")
+    ap.add_argument("--order", default="one,batched", help="with --calls: which goes first (one,batched or batched,one)")
     args = ap.parse_args()
+    if args.calls:
+        order = args.order.split(",")
+        if sorted(order) != ["batched", "one"]:
+            ap.error("--order: one,batched or batched,one")
+        result = calls(args.calls, args.device, args.limit, order)
+        print(calls_table(result))
+        path = Path(args.output)
+        doc = json.loads(path.read_text()) if path.exists() else {"rows": []}
+        doc.setdefault("calls", {})[f"{args.calls}/{args.device}"] = result
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(doc, indent=2) + "\n")
+        return 0
     if args.per_job:
         cluster = start_cluster(args.device, 1)
         print(f"Ray cluster started in {cluster[1]} s", file=sys.stderr)
@@ -198,6 +292,7 @@ def write(path: Path, rows: list[dict]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     previous = json.loads(path.read_text()) if path.exists() else {}
     doc = {"command": "python benchmarks/scale.py", "rows": merged, "per_job": previous.get("per_job", {}),
+           "calls": previous.get("calls", {}),
            "overhead": {f"{s}/{d}": {"seconds_per_job": v[0], "percent": v[1]}
                         for (s, d), v in overheads(merged).items()}}
     path.write_text(json.dumps(doc, indent=2) + "\n")

@@ -48,6 +48,9 @@ class CheckRequest:
     link: Link | None = None
     pinned: dict[str, str] | None = None
     timeout_source: str = "`timeout` in [tool.kernel-lsp]"  # how the user set it, for the timeout's message
+    # Honour `# kernel-lsp: ignore[...]` in the text. The batch API turns it off: the texts it checks are
+    # candidates (a model's output), which must not silence the findings they are judged by.
+    apply_ignores: bool = True
 
 
 def decode_source(data: bytes) -> str:
@@ -119,7 +122,7 @@ def check_file(req: CheckRequest) -> FileReport:
         path, source, cli_reference=req.cli_reference, root=req.root, mapping=req.settings.references)
     report.findings.extend(linked.findings)
     if linked.link is None or req.quick:
-        return _finish(report, source)
+        return _finish(report, source, req.apply_ignores)
 
     link_spec = linked.link.to_spec()
     if req.pinned:
@@ -150,7 +153,7 @@ def check_file(req: CheckRequest) -> FileReport:
     if outcome.worker:
         report.stats["worker"] = outcome.worker
     _absorb(report, outcome, linked.link.anchor, req.timeout_source, verify=job.verify)
-    _finish(report, source)
+    _finish(report, source, req.apply_ignores)
     if req.cache is not None and outcome.completed and not outcome.cancelled and req.measure_against is None:
         req.cache.put(key, report)
     return report
@@ -199,7 +202,7 @@ def _live_events(req: CheckRequest, job: CheckJob, source: str) -> Callable[[Sta
     line's text, and not at all where an ignore pragma suppresses them."""
     if req.on_event is None:
         return None
-    ignores = ignored_codes(source)
+    ignores = ignored_codes(source) if req.apply_ignores else {}
 
     def forward(event: Stage | Preview) -> None:
         if isinstance(event, Preview):
@@ -295,9 +298,9 @@ def _widen(findings: list[Finding], source: str) -> None:
                 f.span = Span(s.line, indent, s.line, len(text.rstrip()))
 
 
-def _finish(report: FileReport, source: str) -> FileReport:
+def _finish(report: FileReport, source: str, apply_ignores: bool = True) -> FileReport:
     _widen(report.findings, source)
-    ignores = ignored_codes(source)
+    ignores = ignored_codes(source) if apply_ignores else {}
     if ignores:
         report.findings = [f for f in report.findings if f.code not in ignores.get(f.span.line, set())]
     report.findings.sort(key=Finding.sort_key)

@@ -28,6 +28,7 @@ _ALL = [
     Code("KL005", "implementation-broken", Severity.ERROR, "The implementation module could not be imported or built."),
     Code("KL006", "config-error", Severity.ERROR, "The [tool.kernel-lsp] configuration is invalid."),
     Code("KL007", "reference-nondeterministic", Severity.ERROR, "The reference gives different outputs on the same inputs (it draws random numbers it does not seed), so no value can be judged against it."),
+    Code("KL008", "link-pragma-ignored", Severity.INFO, "A link pragma in the file was ignored: the reference the caller gave (--reference, the batch API's) wins."),
     # Compile and resources (KL1xx)
     Code("KL100", "compile-error", Severity.ERROR, "Triton failed to compile the kernel for a target."),
     Code("KL101", "shared-memory-overflow", Severity.ERROR, "Shared memory exceeds the target's per-block limit."),

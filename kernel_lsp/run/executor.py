@@ -80,9 +80,22 @@ class LocalExecutor(Executor):
         self.device = device
         self.sandbox = sandbox or SandboxOptions()
         self.pool = WarmPool(child_env(self.sandbox)) if warm else None
+        # At most `capacity` checks at once, whoever calls: several threads sharing one executor (a reward function
+        # called from a thread pool) would otherwise run as many children as they have threads, and on a small
+        # machine the checks' own timeouts then count the contention against the checked code. A job's isolated
+        # re-run steps (kinds other than "check") run inside its slot, so they are not counted again.
+        self._slots = threading.BoundedSemaphore(self.capacity)
 
     def run(self, job, files=None, timeout=60.0, on_event=None, cancel=None) -> WorkerOutcome:
-        return run_in_child(job, timeout, cancel or threading.Event(), None, on_event, self.pool)
+        cancel = cancel or threading.Event()
+        while not self._slots.acquire(timeout=0.1):
+            if cancel.is_set():
+                return WorkerOutcome(cancelled=True)
+        try:
+            # The job's timeout starts here, once it holds a slot: waiting in the queue is not the checked code's.
+            return run_in_child(job, timeout, cancel, None, on_event, self.pool)
+        finally:
+            self._slots.release()
 
     def warm_up(self) -> None:
         if self.pool is not None:

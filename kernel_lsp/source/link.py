@@ -163,6 +163,12 @@ def link_file(impl: Path, source: str, cli_reference: Path | None = None, root: 
     except SyntaxError:
         tree_names = set()
     line1 = Span(0, 0, 0, 1)
+    overridden: list[Finding] = []
+    if cli_reference is not None:
+        # The caller's link wins over whatever the checked text says: a candidate that names its own reference
+        # (one that returns what its kernel computes) must not choose what it is judged against.
+        overridden = _overridden_pragmas(impl, source, pragmas, cli_reference.resolve())
+        link_pragma = None
 
     if link_pragma and "entry" in link_pragma[1]:
         ln, kv = link_pragma
@@ -210,8 +216,33 @@ def link_file(impl: Path, source: str, cli_reference: Path | None = None, root: 
             "no PyTorch reference is linked: add `# kernel-lsp: reference=problem.py` (KernelBench) or "
             "`# kernel-lsp: entry=fn reference=ref_fn inputs=make_inputs` (see docs/linking.md)")])
     problems = _check_names(impl, anchor, ref, KERNELBENCH_NAMES, hint)
+    if origin == "cli":
+        for f in problems:
+            # The caller's reference is unusable: the caller's problem, not the checked file's (the batch API says so
+            # apart from the implementation's failures).
+            f.data["reference"] = "caller"
     if "ModelNew" not in tree_names:
         problems.append(_finding(impl, anchor, "KL002", "KernelBench link: this file does not define ModelNew"))
     if problems:
-        return LinkResult(None, problems)
-    return LinkResult(Link("kernelbench", ref, origin, anchor))
+        return LinkResult(None, overridden + problems)
+    return LinkResult(Link("kernelbench", ref, origin, anchor), overridden)
+
+
+def _overridden_pragmas(impl: Path, source: str, pragmas: list[tuple[int, dict[str, str]]],
+                        cli_reference: Path) -> list[Finding]:
+    """A KL008 on each link pragma (`reference=`, `entry=`, `inputs=`) the caller's reference overrides. A
+    KernelBench pragma naming the caller's own reference file agrees with it, and is not reported."""
+    out = []
+    lines = source.splitlines()
+    for ln, kv in pragmas:
+        keys = [k for k in ("entry", "reference", "inputs") if k in kv]
+        if not keys:
+            continue
+        if keys == ["reference"] and ":" not in kv["reference"] and \
+                (impl.parent / kv["reference"]).resolve() == cli_reference:
+            continue
+        said = " ".join(f"{k}={kv[k]}" for k in keys)
+        out.append(_finding(impl, Span(ln, 0, ln, len(lines[ln])), "KL008",
+                            f"link pragma ignored: the caller linked {cli_reference.name} (--reference, or the batch "
+                            f"API's reference), which wins over \"{said}\" in the file"))
+    return out

@@ -4,7 +4,7 @@ import json
 import re
 import shutil
 
-from tests.conftest import CORPUS, run_cli, write
+from tests.conftest import CORPUS, FIXTURES, run_cli, write
 
 
 def test_cli_exit_zero_when_clean():
@@ -46,6 +46,18 @@ def test_cli_reference_flag_links_kernelbench(tmp_path):
     assert proc.returncode == 0, proc.stdout + proc.stderr
     proc = run_cli("check", str(impl))
     assert proc.returncode == 0 and "KL004" in proc.stdout  # unlinked: a hint, not a failure
+
+
+def test_cli_reference_wins_over_the_files_link_pragma(tmp_path):
+    """A file whose pragma names a reference of its own (zeros against zeros) is judged against --reference: wrong,
+    and the ignored pragma is said (KL008)."""
+    impl = shutil.copy(FIXTURES / "candidates" / "own_reference.py", tmp_path / "hack.py")
+    proc = run_cli("check", str(impl), "--reference", str(FIXTURES / "candidates" / "relu_problem.py"), "--no-cache",
+                   "--format", "json")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    findings = json.loads(proc.stdout)["files"][0]["findings"]
+    codes = {f["code"]: f for f in findings}
+    assert "KL200" in codes and codes["KL008"]["severity"] == "info" and codes["KL008"]["range"]["line"] == 0
 
 
 def test_cli_syntax_error_and_non_utf8_are_findings(tmp_path):

@@ -106,3 +106,18 @@ def test_link_a_folder_is_said_to_be_a_folder(tmp_path):
     impl = _impl(tmp_path, "# kernel-lsp: reference=.\n")
     (f,) = link_file(impl, impl.read_text()).findings
     assert f.code == "KL002" and "is a folder" in f.message and "not found" not in f.message, f.message
+
+
+def test_link_caller_reference_wins_over_the_files_link_pragmas(tmp_path):
+    """--reference (and the batch API's reference) wins over a native pragma naming the file's own reference, and
+    each overridden pragma line is reported (KL008, information); a pragma naming the caller's own file is not."""
+    ref = write(tmp_path / "ref.py", KB_PROBLEM)
+    impl = _impl(tmp_path, "# kernel-lsp: entry=fake reference=myref inputs=make_inputs\n"
+                           "def fake(x):\n    return x\ndef myref(x):\n    return x\ndef make_inputs():\n    return []\n")
+    res = link_file(impl, impl.read_text(), cli_reference=ref)
+    assert res.link.origin == "cli" and res.link.kind == "kernelbench" and res.link.reference == ref.resolve()
+    assert [(f.code, f.span.line, f.severity.name) for f in res.findings] == [("KL008", 0, "INFO")]
+    assert "entry=fake reference=myref inputs=make_inputs" in res.findings[0].message
+    same = _impl(tmp_path, "# kernel-lsp: reference=ref.py\n")
+    res = link_file(same, same.read_text(), cli_reference=ref)
+    assert res.link.origin == "cli" and res.findings == []
