@@ -5,7 +5,8 @@ A problem is one code at one line: the verifier keeps a value failure, a layout 
 store as separate findings (JSON and the editor show each), but a reader sees one lead line, the first finding's
 details, and `also on:` with every other input variant the code failed on there. The lead line stays near
 LEAD_WIDTH characters (what is wrong, where, how many elements); nothing of a message is dropped, the rest of it
-follows on detail lines, whole clauses packed to the same width.
+follows on detail lines, whole clauses packed to the same width. Nothing is ever cut inside backticks: code a
+message shows (`# kernel-lsp: reference=problem.py`) is printed whole, as the user must type it.
 """
 
 from __future__ import annotations
@@ -43,11 +44,12 @@ def split_message(message: str) -> tuple[str, list[str], list[str]]:
     first, rest = clauses[0], clauses[1:]
     details: list[str] = []
     m = _TRAILING_NOTE.match(first)
-    if m and len(first) > 60:
+    if m and len(first) > 60 and not _in_code(first, len(m["head"])):
         first = m["head"]
         details.append(m["note"])
-    if ", e.g. " in first and len(first) > 60:
-        first, example = first.split(", e.g. ", 1)
+    at = _find(first, ", e.g. ")
+    if at >= 0 and len(first) > 60:
+        first, example = first[:at], first[at + len(", e.g. "):]
         details.insert(0, f"e.g. {example}")
     count = next((c for c in rest if _COUNT.match(c)), None)
     if count is not None:
@@ -56,11 +58,37 @@ def split_message(message: str) -> tuple[str, list[str], list[str]]:
     return first, details + rest, also
 
 
+def _in_code(text: str, i: int) -> bool:
+    """Whether position i of `text` lies inside a backticked span (an odd number of backticks before it)."""
+    return text.count("`", 0, i) % 2 == 1
+
+
+def _find(text: str, mark: str, end: int | None = None) -> int:
+    """The first `mark` in text[:end] that does not begin inside backticks, or -1."""
+    at = text.find(mark, 0, end)
+    while at >= 0 and _in_code(text, at):
+        at = text.find(mark, at + 1, end)
+    return at
+
+
+def _rfind(text: str, mark: str, end: int) -> int:
+    """The last `mark` in text[:end] that does not begin inside backticks, or -1."""
+    at = text.rfind(mark, 0, end)
+    while at >= 0 and _in_code(text, at):
+        at = text.rfind(mark, 0, at)
+    return at
+
+
 def _clauses(text: str) -> list[str]:
-    """The text split at "; " outside parentheses and brackets (a config list inside them stays whole)."""
-    out, depth, start = [], 0, 0
+    """The text split at "; " outside parentheses, brackets and backticks (a config list inside them stays whole,
+    and so does code)."""
+    out, depth, start, code = [], 0, 0, False
     for i, ch in enumerate(text):
-        if ch in "([":
+        if ch == "`":
+            code = not code
+        elif code:
+            continue
+        elif ch in "([":
             depth += 1
         elif ch in ")]":
             depth = max(0, depth - 1)
@@ -81,16 +109,21 @@ def _variants(f: Finding) -> list[str]:
 def _fit(prefix: str, headline: str) -> tuple[str, str]:
     """The headline, cut where a clause or a parenthesis begins so that prefix + headline stays within LEAD_WIDTH
     (at least MIN_ROOM characters of it, however long the path), and the remainder for the detail lines. Words are
-    cut (with an ellipsis) only where no such place leaves MIN_CLAUSE characters."""
+    cut (with an ellipsis) only where no such place leaves MIN_CLAUSE characters, and never inside backticks: a cut
+    there would print code the user copies (`# kernel-lsp: reference=...`) in two pieces, its colon lost."""
     room = max(MIN_ROOM, LEAD_WIDTH - len(prefix))
     if len(headline) <= room:
         return headline, ""
     for mark, keep in ((": ", 0), (" (", 1), (", ", 0)):
-        at = headline.rfind(mark, 0, room)
+        at = _rfind(headline, mark, room)
         if at >= MIN_CLAUSE:
             return headline[:at], headline[at + len(mark) - keep:]
-    cut = headline.rfind(" ", 0, room - 1)
+    cut = _rfind(headline, " ", room - 1)
     cut = cut if cut > room // 2 else room - 1
+    if _in_code(headline, cut):  # a long code span: cut before it rather than through it, or not at all
+        cut = headline.rfind("`", 0, cut)
+        if cut < MIN_CLAUSE:
+            return headline, ""
     return headline[:cut].rstrip() + "\u2026", "\u2026" + headline[cut:].lstrip()
 
 

@@ -42,3 +42,25 @@ def test_text_a_long_message_leads_with_a_short_line_and_loses_nothing(tmp_path)
     for part in ("autotune configs 1, 2, 3 and 4 of 5", "PyTorch's own float32 error is at most 2.55e-06",
                  "inputs (31, 63, 511)", "also on: config-2-odd, config-3-odd"):
         assert part in body, (part, lines)
+
+
+def test_text_never_splits_inside_code_the_link_hint_and_the_encoding_message_keep_their_colons(tmp_path):
+    """KL004's hint was printed as `# kernel-lsp` on the lead line and `reference=problem.py` on the next: the
+    colon the user must type was lost at the cut. So was the non-UTF-8 message's `# -*- coding: ... -*-`."""
+    kernel = (CORPUS / "ok_add_fp32.py").read_text().replace("# kernel-lsp: entry=", "# was: entry=")  # unlinked
+    (tmp_path / "k.py").write_text(kernel)
+    (tmp_path / "latin.py").write_bytes(b"import triton\nx = '\xe9'\n")
+    proc = run_cli("check", "k.py", "latin.py", "--no-cache", cwd=tmp_path)
+    lines = proc.stdout.splitlines()
+    assert any("`# kernel-lsp: reference=problem.py`" in line for line in lines), proc.stdout
+    assert any("`# kernel-lsp: entry=fn reference=ref_fn inputs=make_inputs`" in line for line in lines), proc.stdout
+    assert any("`# -*- coding: ... -*-`" in line for line in lines), proc.stdout
+    assert not any(line.rstrip().endswith("`# kernel-lsp") for line in lines), proc.stdout
+
+
+def test_text_a_cut_lands_outside_backticks():
+    code = "`# kernel-lsp: reference=problems/a_rather_long_name_for_a_problem_file.py`"
+    message = f"no PyTorch reference is linked to this kernel file at all: add {code} (KernelBench) or more"
+    f = Finding("k.py", Span(0), Severity.HINT, "KL004", message)
+    text = render_text([FileReport("k.py", [f])])
+    assert code in text and text.count("`") == 2, text
