@@ -15,6 +15,7 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Callable
 
 from . import __version__
 from .cache import Cache
@@ -37,12 +38,20 @@ class UsageError(Exception):
     """Bad command-line usage; exit code 2."""
 
 
-def iter_python_files(paths: list[Path]) -> list[Path]:
-    """Explicit files as given; directories walked (sorted) for .py files that define Triton kernels, and for every
-    .py file that cannot be read or parsed (as ruff reports them): a broken kernel file must never be skipped.
+# A .py file this large that does not mention triton is data, not a kernel file: it is skipped without being parsed
+# (a 43 MB generated module took 17 s and 3 GB to parse only to learn it holds no kernel).
+PARSE_LIMIT = 1 << 20
+
+
+def iter_python_files(paths: list[Path], is_fallback: Callable[[Path, str], bool] | None = None) -> list[Path]:
+    """Explicit files as given; directories walked (sorted) for .py files that define Triton kernels, for files that
+    link a reference but define no kernel (`is_fallback`: a PyTorch fallback, reported as a file named directly
+    would be), and for every .py file that cannot be read or parsed (as ruff reports them): a broken kernel file
+    must never be skipped. A file over PARSE_LIMIT that mentions neither triton nor a link is skipped unparsed.
     A file named twice (`f.py ./f.py`, or also found in a named directory) is checked once."""
     from .check import decode_source
     from .source.discover import discover_source
+    from .source.lint import may_link
     out: list[Path] = []
     seen: set[str] = set()
 
@@ -67,14 +76,19 @@ def iter_python_files(paths: list[Path]) -> list[Path]:
                 except (OSError, UnicodeDecodeError, SyntaxError):
                     add(f)  # unreadable: the checker reports it
                     continue
-                found = discover_source(text, str(f)) if "triton" in text else None
-                if found is None:
+                linking = may_link(text)
+                if "triton" not in text and not linking:
+                    if len(text) > PARSE_LIMIT:
+                        continue  # data, not a kernel file: not parsed
                     try:
                         compile(text, str(f), "exec", dont_inherit=True, flags=0x400)  # PyCF_ONLY_AST
                     except (SyntaxError, ValueError):
                         add(f)  # does not parse: reported (KL001), whatever it holds
                     continue
+                found = discover_source(text, str(f))
                 if found.syntax_error is not None or found.kernels:
+                    add(f)
+                elif linking and is_fallback is not None and is_fallback(f, text):
                     add(f)
     return out
 
@@ -168,10 +182,11 @@ class Progress:
 def cmd_check(args: argparse.Namespace) -> int:
     from concurrent.futures import FIRST_COMPLETED, wait
 
-    from .check import CheckRequest, check_file
+    from .check import CheckRequest, check_file, read_source
     from .render.json_ import render_json
     from .render.sarif import render_sarif
     from .render.text import coverage, file_lines, summary_lines, timing_lines
+    from .source.lint import fallback, lint_report
 
     missing = [p for p in args.paths if not Path(p).exists()]
     if missing:
@@ -180,9 +195,13 @@ def cmd_check(args: argparse.Namespace) -> int:
     _check_reference_option(args.reference)
     output = _output_path(args.output)
     settings, root = _settings_for(args)
-    files = iter_python_files([Path(p) for p in args.paths])
-    cache = Cache(None if args.no_cache else settings.cache_path(root))
     reference = Path(args.reference) if args.reference else None
+
+    def is_fallback(path: Path, text: str) -> bool:
+        return bool(fallback(path.resolve(), text, reference, root, settings.references))
+
+    files = iter_python_files([Path(p) for p in args.paths], is_fallback)
+    cache = Cache(None if args.no_cache else settings.cache_path(root))
     if not files:
         sys.stderr.write(f"kernel-lsp: no Triton kernel file in {', '.join(args.paths)}: nothing was checked\n")
         return EXIT_FINDINGS
@@ -198,7 +217,9 @@ def cmd_check(args: argparse.Namespace) -> int:
         req = CheckRequest(where, settings, root, reference, cache=cache, executor=executor,
                            cancel=interrupted,
                            timeout_source="--timeout" if args.timeout else "`timeout` in [tool.kernel-lsp]")
-        return check_file(req)
+        # What the text alone tells besides (a malformed pragma, a PyTorch fallback): a file found in a folder and
+        # one named directly get the same findings.
+        return lint_report(check_file(req), read_source(where)[0], reference, root, settings.references)
 
     progress = Progress(len(files))
     pool = ThreadPoolExecutor(max_workers=executor.capacity)  # one file per worker (per GPU) at a time
@@ -365,7 +386,8 @@ def build_parser() -> argparse.ArgumentParser:
     c = sub.add_parser("check", help="check files or directories headlessly",
                        description="Compile every Triton kernel for the targets, verify it against its PyTorch "
                        "reference, and (on a GPU) time it against PyTorch. Directories are walked for .py files that "
-                       "define kernels, and for any .py file that does not parse.",
+                       "define kernels, files that link a reference without defining one (a PyTorch fallback, "
+                       "KL205), and any .py file that does not parse.",
                        epilog="exit codes: 0 no error or warning; 1 an error or warning, no kernel file found, or "
                        "(with --require-reference) a kernel not verified; 2 usage or configuration error; "
                        f"130 interrupted. Every code is explained in {DOCS_URL}/diagnostics.md. Results are "

@@ -28,6 +28,7 @@ _ALL = [
     Code("KL005", "implementation-broken", Severity.ERROR, "The implementation module could not be imported or built."),
     Code("KL006", "config-error", Severity.ERROR, "The [tool.kernel-lsp] configuration is invalid."),
     Code("KL007", "reference-nondeterministic", Severity.ERROR, "The reference gives different outputs on the same inputs (it draws random numbers it does not seed), so no value can be judged against it."),
+    Code("KL008", "malformed-pragma", Severity.WARNING, "A `# kernel-lsp` comment that looks like a pragma is not read as one (no colon after kernel-lsp, spaces around =, an unknown key): the message shows the form that is read."),
     # Compile and resources (KL1xx)
     Code("KL100", "compile-error", Severity.ERROR, "Triton failed to compile the kernel for a target."),
     Code("KL101", "shared-memory-overflow", Severity.ERROR, "Shared memory exceeds the target's per-block limit."),

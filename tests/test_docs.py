@@ -16,6 +16,14 @@ def test_docs_every_code_has_a_section():
     assert sections == list(CODES)
 
 
+def test_docs_the_table_of_codes_lists_every_code_with_its_name_and_severity():
+    """The table at the top of docs/diagnostics.md is where a reader looks first: KL007 had a section but no row
+    (the test above read only the sections)."""
+    text = (ROOT / "docs" / "diagnostics.md").read_text()
+    rows = re.findall(r"^\| \[(KL\d{3})\]\(#kl\d{3}\) \| ([\w-]+) \| (\w+)", text, re.M)
+    assert rows == [(c.code, c.name, c.severity.label) for c in CODES.values()]
+
+
 def test_docs_every_setting_is_documented():
     text = (ROOT / "docs" / "configuration.md").read_text()
     for field in dataclasses.fields(Settings):
