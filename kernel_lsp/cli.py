@@ -316,6 +316,12 @@ def cmd_optimize(args: argparse.Namespace) -> int:
     if args.mode in ("fix", "optimize") and not settings.llm.get("endpoint"):
         raise UsageError(f"--mode {args.mode} needs an LLM: set [tool.kernel-lsp.llm] endpoint (and model), "
                          "see docs/code-actions.md; --mode tune needs none")
+    untimed = settings.timing_unavailable() if args.mode in ("optimize", "tune") else None
+    if untimed:
+        # Refused before the first request: no token is spent on candidates that cannot be accepted.
+        raise UsageError(f"--mode {args.mode} accepts only a candidate timed faster than the current kernel, but "
+                         f"{untimed}: run it on a CUDA machine or with --runner 'ssh gpu-box kernel-lsp worker' "
+                         "(docs/performance-method.md); --mode fix needs no GPU")
     try:
         source = read_source_file(path)  # the bytes an --apply may replace, and only those
     except ApplyError as e:

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .device import DEVICES
+from .device import DEVICES, gpu_present
 from .targets import parse_targets
 
 
@@ -137,6 +137,18 @@ class Settings:
         if root is not None and is_project_root(root):
             return root / ".kernel_lsp_cache"
         return user_cache_dir() / "results"
+
+    def timing_unavailable(self) -> str | None:
+        """Why no kernel can be timed with these settings from this machine, or None. Optimize and tune accept only
+        a candidate timed faster than the current kernel: where nothing can be timed they cannot finish, so the
+        front ends refuse them before any work (and the editor does not offer them)."""
+        if self.runner or self.runners or self.executor == "ray":
+            return None  # the GPU is where the runner or the cluster is
+        if self.device == "cpu":
+            return "device is cpu (Triton's interpreter), and nothing is timed without a GPU"
+        if not gpu_present():
+            return "this machine has no GPU and no runner is set, and nothing is timed without a GPU"
+        return None
 
     def fingerprint(self) -> dict[str, Any]:
         """The settings that change a check's result, for the cache key."""

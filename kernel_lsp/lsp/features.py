@@ -164,9 +164,12 @@ def reference_candidates(path: Path, limit: int = 5) -> list[Path]:
     return out
 
 
-def proposal_actions(doc: Document, params: types.CodeActionParams, llm_configured: bool) -> list[types.CodeAction]:
+def proposal_actions(doc: Document, params: types.CodeActionParams, llm_configured: bool,
+                     can_time: bool = True) -> list[types.CodeAction]:
     """Fix with LLM on compile and verification problems; optimize and tune on performance findings and on any
-    verified kernel. The heavy work runs when chosen (a command), and only a verified result is offered."""
+    verified kernel, only where a kernel can be timed (`can_time`: a GPU here, a runner or a cluster; elsewhere they
+    could never accept anything). The heavy work runs when chosen (a command), and only a verified result is
+    offered."""
     from .proposals import PROPOSE, TITLES
     ours = [d for d in params.context.diagnostics if (d.source or "").startswith("kernel-lsp") and d.code]
     problems = [d for d in ours if str(d.code).startswith(("KL1", "KL2")) and
@@ -186,7 +189,7 @@ def proposal_actions(doc: Document, params: types.CodeActionParams, llm_configur
 
     if problems:
         out.append(action("fix", types.CodeActionKind.QuickFix, problems, None if llm_configured else no_llm))
-    if perf or verified:
+    if (perf or verified) and can_time:
         out.append(action("optimize", types.CodeActionKind.RefactorRewrite, perf, None if llm_configured else no_llm))
         out.append(action("tune", types.CodeActionKind.RefactorRewrite, perf))
     return out

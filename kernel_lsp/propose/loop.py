@@ -127,6 +127,11 @@ class Proposer:
     # The loop ----------------------------------------------------------------------------------------------
     def run(self) -> Proposal:
         req = self.req
+        untimed = req.settings.timing_unavailable() if req.mode in ("optimize", "tune") else None
+        if untimed:
+            # Nothing can be accepted where nothing is timed: say so before any check or request.
+            return Proposal(req.mode, str(req.path), False, f"nothing can be accepted: {untimed}; a {req.mode} "
+                            "needs a GPU (a CUDA machine, or a runner) to time candidates", tokens=0, seconds=0.0)
         req.progress("checking the current file")
         # The user's own file: the isolated re-run guards against candidates (each one gets it); what it would say
         # of the user's code is `check`'s to say.
