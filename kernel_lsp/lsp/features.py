@@ -49,19 +49,35 @@ def hover_markdown(doc: Document, kernel: str, chart: Path | None = None) -> str
                          f"| {c.shared / 1024:.1f} |")
     ver = facts.verification
     if ver:
-        lines += ["", f"Verified on {ver.device}" + (f", CPU sizes {ver.cpu_sizes}" if ver.cpu_sizes else ""),
+        lines += ["", verification_headline(ver) + (f", CPU sizes {ver.cpu_sizes}" if ver.cpu_sizes else ""),
                   "", "| variant | inputs | verdict | max error | PyTorch's error |", "| --- | --- | --- | --- | --- |"]
         for r in ver.variants:
             lines.append(f"| {r.variant} | {r.inputs} | {r.verdict} | {_fmt(r.max_abs)} | {_fmt(r.ref_max_abs)} |")
         if ver.skipped:
             lines.append("")
-            lines.append("Skipped: " + "; ".join(f"{s.variant} ({s.reason})" for s in ver.skipped))
+            skipped: dict[str, str] = {}  # a variant named once, with its first reason
+            for row in ver.skipped:
+                skipped.setdefault(row.variant, row.reason)
+            lines.append("Skipped: " + "; ".join(f"{v} ({why})" for v, why in skipped.items()))
     if not compiled and not ver:
         lines += ["", "Not checked yet (or not linked to a reference)." if not doc.restricted else
                   "Restricted Mode: this workspace is not trusted, so kernel-lsp only parses it (nothing is "
                   "imported, compiled or run) until you trust it."]
     lines += [""] + performance_markdown(doc, kernel, chart)
     return "\n".join(lines)
+
+
+def verification_headline(ver) -> str:
+    """What verification concluded, in words: "Verified" only when every input variant it judged passed."""
+    judged = [r for r in ver.variants if r.verdict != "cpu-limit"]
+    failed = [r for r in judged if r.verdict != "ok"]
+    if not judged:
+        return f"Not verified on {ver.device}: no input variant could be judged"
+    if not failed:
+        return f"Verified on {ver.device}"
+    if len(failed) == len(judged):
+        return f"Failed verification on {ver.device}: every input variant ({len(judged)}) failed"
+    return f"Failed verification on {ver.device}: {len(failed)} of {len(judged)} input variants failed"
 
 
 def _us(x: float | None) -> str:

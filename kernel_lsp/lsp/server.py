@@ -26,7 +26,7 @@ from ..jobs import Stage
 from ..model import FileReport, Finding, Span
 from ..run.executor import executor_for
 from ..source.lint import lint_report, may_link
-from .convert import lsp_diagnostic, path_of, uri_of
+from .convert import lsp_diagnostic, lsp_diagnostics, path_of, uri_of
 from .scheduler import Document, Hooks, Run, Scheduler
 
 log = logging.getLogger("kernel_lsp.server")
@@ -125,7 +125,7 @@ class KernelLanguageServer(LanguageServer):
     def publish(self, doc: Document) -> None:
         findings = [f for fs in doc.findings.values() for f in fs]
         self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(
-            uri=doc.uri, version=doc.version, diagnostics=[lsp_diagnostic(f) for f in findings]))
+            uri=doc.uri, version=doc.version, diagnostics=lsp_diagnostics(findings)))
 
     async def run_started(self, doc: Document, run: Run) -> str | None:
         stage = "verifying" if run.verify else "compiling"

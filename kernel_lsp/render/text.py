@@ -28,10 +28,38 @@ _TRAILING_NOTE = re.compile(r"^(?P<head>.*\S) \((?P<note>[^()]*(\([^()]*\)[^()]*
 
 def problem_groups(report: FileReport) -> list[list[Finding]]:
     """The report's findings grouped by (line, code), in report order: one problem per group."""
+    return group_findings(report.findings)
+
+
+def group_findings(findings: list[Finding]) -> list[list[Finding]]:
+    """Findings grouped by (line, code), in their order: one problem per group (the text output and the editor
+    show one each)."""
     groups: dict[tuple[int, str], list[Finding]] = {}
-    for f in report.findings:
+    for f in findings:
         groups.setdefault((f.span.line, f.code), []).append(f)
     return list(groups.values())
+
+
+def lead_finding(group: list[Finding]) -> Finding:
+    """The finding that speaks for its group: the most severe (the first of them, in order)."""
+    return min(group, key=lambda f: f.severity)
+
+
+def other_variants(group: list[Finding]) -> list[str]:
+    """Every input variant the group's findings name, once each, but the lead finding's own."""
+    own = _variants(lead_finding(group))[:1]
+    named = [v for f in group for v in _variants(f) + split_message(f.message)[2]]
+    return [v for v in dict.fromkeys(named) if v not in own]
+
+
+def problem_message(group: list[Finding]) -> str:
+    """One message for a group: the lead finding's, its `(also on: ...)` naming every other variant of the group
+    once (the editor's one diagnostic per problem, as the text output shows one lead line)."""
+    first = lead_finding(group)
+    if len(group) == 1:
+        return first.message
+    others = other_variants(group)
+    return _ALSO_ON.sub("", first.message) + (f" (also on: {', '.join(others)})" if others else "")
 
 
 def split_message(message: str) -> tuple[str, list[str], list[str]]:
@@ -146,14 +174,12 @@ def _wrapped(text: str) -> list[str]:
 
 def problem_lines(group: list[Finding], path: str) -> list[str]:
     """One problem: the lead line, then its details and the other variants it was found on."""
-    first = min(group, key=lambda f: f.severity)  # the most severe leads (the first of them, in report order)
+    first = lead_finding(group)
     headline, details, _ = split_message(first.message)
     prefix = f"{path}:{first.span.line + 1}:{first.span.col + 1}: {first.code} [{first.severity.label}] "
     shown, overflow = _fit(prefix, headline)
     lines = [prefix + shown] + _packed(([overflow] if overflow else []) + details)
-    own = _variants(first)[:1]
-    named = [v for f in group for v in _variants(f) + split_message(f.message)[2]]
-    others = [v for v in dict.fromkeys(named) if v not in own]
+    others = other_variants(group)
     if others:
         note = f" ({len(group)} findings at this line in --format json)" if len(group) > 1 else ""
         lines += _wrapped(f"also on: {', '.join(others)}{note}")
@@ -266,7 +292,7 @@ def render_proposal(p: Proposal) -> str:
     if p.variants:
         ok = sum(1 for v in p.variants if v.verdict == "ok")
         lines.append(f"verification of the accepted version: {ok} of {len(p.variants)} input variants pass "
-                     f"({', '.join(v.variant for v in p.variants)})")
+                     f"({', '.join(dict.fromkeys(v.variant for v in p.variants))})")
     if p.candidates:
         lines.append(f"candidates ({len(p.candidates)}):")
         for c in p.candidates:
