@@ -19,7 +19,8 @@ from typing import Callable
 
 from . import __version__
 from .cache import Cache
-from .config import ConfigError, Settings, apply_overrides, find_git_root, find_pyproject, load_pyproject
+from .config import (ConfigError, Settings, apply_overrides, find_git_root, find_pyproject, load_pyproject,
+                     mask_secrets)
 from .device import DEVICES, gpu_present
 from .model import FileReport, Severity
 from .render.report import ReportError
@@ -150,7 +151,7 @@ def _output_path(option: str | None) -> Path | None:
 def write_atomically(path: Path, text: str) -> None:
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
-        tmp.write_text(text, encoding="utf-8")
+        tmp.write_text(mask_secrets(text), encoding="utf-8")
         os.replace(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)
@@ -464,7 +465,25 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+class _Masked:
+    """A text stream whose writes have secrets masked (config.mask_secrets): whatever a command prints (findings, a
+    configuration error, an endpoint's reply) never shows a key in full."""
+
+    def __init__(self, stream):
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        return self._stream.write(mask_secrets(text))
+
+    def __getattr__(self, name):
+        return getattr(self._stream, name)
+
+
 def main(argv: list[str] | None = None) -> int:
+    # `serve` and `worker` speak protocols on stdio; every other command prints for a person, masked.
+    words = sys.argv[1:] if argv is None else argv
+    if not any(w in ("serve", "worker") for w in words[:1]):
+        sys.stdout, sys.stderr = _Masked(sys.stdout), _Masked(sys.stderr)
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)

@@ -19,15 +19,52 @@ from .device import DEVICES, gpu_present
 from .targets import parse_targets
 
 
+# What a secret looks like in text: the prefixes of the common API keys and tokens, a bearer token, and any long
+# key-like run of letters and digits (mixed case with digits: not a path, a word or a hex digest).
+_SECRET_PATTERNS = [
+    re.compile(r"\b(?:sk|pk|rk)-[A-Za-z0-9_-]{16,}"),  # OpenAI, Anthropic, Stripe: sk-proj-..., sk-ant-...
+    re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,})"),  # GitHub
+    re.compile(r"\bhf_[A-Za-z0-9]{20,}"),  # Hugging Face
+    re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"),  # AWS access key ids
+    re.compile(r"\bxox[abposr]-[A-Za-z0-9-]{10,}"),  # Slack
+    re.compile(r"\bAIza[0-9A-Za-z_-]{30,}"),  # Google
+    re.compile(r"(?i)(?<=bearer )[A-Za-z0-9._~+/=-]{8,}"),
+]
+_KEY_LIKE = re.compile(r"(?<![A-Za-z0-9_/.-])[A-Za-z0-9_-]{32,}(?![A-Za-z0-9_/.-])")
+
+
+def _hide(secret: str) -> str:
+    return secret[: min(6, len(secret) // 4)] + "***"
+
+
+def looks_like_secret(text: str) -> bool:
+    return mask_secrets(text) != text
+
+
+def mask_secrets(text: str) -> str:
+    """`text` with anything that looks like a key or token cut to its first few characters and `***`: every message
+    kernel-lsp shows goes through here, so a key pasted into a setting (or echoed by an endpoint) is never printed
+    in full, in a terminal, a CI log or the editor."""
+    for pattern in _SECRET_PATTERNS:
+        text = pattern.sub(lambda m: _hide(m.group(0)), text)
+    return _KEY_LIKE.sub(lambda m: _hide(m.group(0)) if _random_looking(m.group(0)) else m.group(0), text)
+
+
+def _random_looking(word: str) -> bool:
+    return (any(c.isdigit() for c in word) and any(c.islower() for c in word) and any(c.isupper() for c in word))
+
+
 class ConfigError(ValueError):
-    """The configuration is invalid; the message names the offending key."""
+    """The configuration is invalid; the message names the offending key (never a secret: masked)."""
 
     def __init__(self, message: str, path: str | None = None, line: int = 0):
-        super().__init__(message)
+        super().__init__(mask_secrets(message))
         self.path = path
         self.line = line
 
 
+_KEY_HINT = (", which looks like an API key itself: keep the key out of the settings, in an environment variable "
+             "(export OPENAI_API_KEY=...), and give api-key-env that variable's name")
 VERIFY_TRIGGERS = ("save", "change", "off")
 EXECUTORS = ("local", "ray")  # where jobs run: this machine (its CPUs, GPUs or runner), or a Ray cluster
 # The LLM behind the fix and optimize code actions (docs/code-actions.md): where, which model, the *name* of the
@@ -95,11 +132,15 @@ class Settings:
             raise ConfigError(f"isolated-rerun: expected true or false, got {self.isolated_rerun!r}")
         if not (isinstance(self.workers, int) and 1 <= self.workers <= 64):
             raise ConfigError(f"workers: expected an integer from 1 to 64, got {self.workers!r}")
-        if not re.fullmatch(r"(https?://\S+)?", self.llm.get("endpoint", "")):
-            raise ConfigError(f"llm.endpoint: expected an http(s) URL, got {self.llm.get('endpoint')!r}")
-        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", self.llm.get("api_key_env", "")):
+        # A key pasted where a URL or a variable's name belongs is refused, and the message masks it (ConfigError).
+        endpoint, key_env = self.llm.get("endpoint", ""), self.llm.get("api_key_env", "")
+        pasted = isinstance(endpoint, str) and looks_like_secret(endpoint)
+        if pasted or not isinstance(endpoint, str) or not re.fullmatch(r"(https?://\S+)?", endpoint):
+            raise ConfigError(f"llm.endpoint: expected an http(s) URL, got {endpoint!r}" + _KEY_HINT * pasted)
+        pasted = isinstance(key_env, str) and looks_like_secret(key_env)
+        if pasted or not isinstance(key_env, str) or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", key_env):
             raise ConfigError("llm.api-key-env: expected the name of an environment variable, such as "
-                              f"OPENAI_API_KEY, got {self.llm.get('api_key_env')!r}")
+                              f"OPENAI_API_KEY, got {key_env!r}" + _KEY_HINT * pasted)
         if not isinstance(self.llm.get("model", ""), str):
             raise ConfigError("llm.model: expected a model name")
         _validate_llm_budget(self.llm)

@@ -7,6 +7,7 @@ from urllib.parse import unquote, urlparse
 
 from lsprotocol import types
 
+from ..config import mask_secrets
 from ..model import Finding
 from ..render.text import group_findings, lead_finding, problem_message
 
@@ -20,7 +21,7 @@ def lsp_diagnostic(f: Finding) -> types.Diagnostic:
     """An engine finding as an LSP diagnostic; `data` carries the evidence a code action needs."""
     return types.Diagnostic(
         range=lsp_range(f),
-        message=f.message,
+        message=mask_secrets(f.message),
         severity=types.DiagnosticSeverity(int(f.severity)),
         code=f.code,
         source=f.source,
@@ -38,7 +39,7 @@ def lsp_diagnostics(findings: list[Finding]) -> list[types.Diagnostic]:
     for group in group_findings(findings):
         d = lsp_diagnostic(lead_finding(group))
         if len(group) > 1:
-            d.message = problem_message(group)
+            d.message = mask_secrets(problem_message(group))
             variants = [v for f in group for v in (f.data.get("variants") or [f.data.get("variant")]) if v]
             if variants:
                 d.data["variants"] = list(dict.fromkeys(variants))

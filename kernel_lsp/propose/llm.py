@@ -18,6 +18,8 @@ import os
 import time
 from dataclasses import dataclass
 
+from ..config import mask_secrets
+
 log = logging.getLogger(__name__)
 for _noisy in ("openai", "httpx", "httpcore"):
     logging.getLogger(_noisy).setLevel(logging.WARNING)  # their debug lines can carry request headers
@@ -26,7 +28,11 @@ NO_KEY = "no-key"  # what the client sends when the variable is unset: servers t
 
 
 class LLMError(Exception):
-    """The endpoint could not be used (not configured, unreachable, an error reply); the message is safe to show."""
+    """The endpoint could not be used (not configured, unreachable, an error reply); the message is safe to show
+    (anything in it that looks like a key is masked)."""
+
+    def __init__(self, message: str):
+        super().__init__(mask_secrets(message))
 
 
 class MalformedReply(LLMError):
@@ -68,7 +74,7 @@ class LLM:
         self.endpoint, self.model, self.api_key_env, self.temperature = endpoint, model, api_key_env, temperature
 
     def describe(self) -> str:
-        return f"{self.model or 'the default model'} at {self.endpoint}"
+        return mask_secrets(f"{self.model or 'the default model'} at {self.endpoint}")
 
     def complete(self, messages: list[dict], budget: Budget, max_reply_tokens: int = 8192) -> Reply:
         """One chat completion within the budget; raises MalformedReply for a reply that is not one (a failed

@@ -96,3 +96,20 @@ def test_features_a_malformed_pragma_and_a_pytorch_fallback_are_shown_as_the_cli
     finally:
         client.proc.kill()
         client.proc.wait()
+
+
+def test_features_a_key_pasted_into_the_settings_is_masked_in_the_editor(tmp_path):
+    key = "sk-proj-Q3vR9tXw2LmN8pKd4HsYb7Zc1AeF6gJu"
+    (tmp_path / "pyproject.toml").write_text(f'[tool.kernel-lsp]\n\n[tool.kernel-lsp.llm]\napi-key-env = "{key}"\n')
+    client = RawClient(tmp_path)
+    try:
+        client.initialize(tmp_path)
+        uri = (tmp_path / "pyproject.toml").as_uri()
+        m = client.wait(lambda m: m.get("method") == "textDocument/publishDiagnostics" and m["params"]["uri"] == uri
+                        and m["params"]["diagnostics"], timeout=60)
+        (d,) = m["params"]["diagnostics"]
+        assert d["code"] == "KL006" and d["range"]["start"]["line"] == 3 and "sk-pro***" in d["message"], d
+        assert key[:12] not in str(client.messages)
+    finally:
+        client.proc.kill()
+        client.proc.wait()
