@@ -8,6 +8,7 @@ ends show it and fall back to defaults.
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import re
 import tomllib
@@ -163,10 +164,7 @@ class Settings:
         if self.gpus != "all" and not (isinstance(self.gpus, list) and self.gpus and all(
                 isinstance(g, int) and not isinstance(g, bool) and g >= 0 for g in self.gpus)):
             raise ConfigError(f"gpus: expected \"all\" or a list of GPU indices such as [0, 2], got {self.gpus!r}")
-        if not isinstance(self.references, dict) or not all(
-            isinstance(k, str) and isinstance(v, str) for k, v in self.references.items()
-        ):
-            raise ConfigError("references: expected a table of glob = \"reference path\"")
+        _validate_references(self.references)
         return self
 
     def cache_path(self, root: Path | None) -> Path:
@@ -214,6 +212,20 @@ def settings_manifest() -> dict[str, Any]:
     llm = {_LLM_EDITOR_SPELLING.get(k, k): v for k, v in defaults.llm.items()}
     measure = {_MEASURE_EDITOR_SPELLING.get(k, k): v for k, v in defaults.measure.items()}
     return {"settings": top, "llm": llm, "measure": measure, "sandbox": dict(defaults.sandbox)}
+
+
+def _validate_references(references: Any) -> None:
+    if not isinstance(references, dict):
+        raise ConfigError("references: expected a table of glob = \"reference path\"")
+    for glob, target in references.items():
+        name = f"references.{glob}" if re.fullmatch(r"[\w-]+", glob) else f"references.{json.dumps(glob)}"
+        if glob.replace("-", "_") in _FIELDS or glob in _ALIASES:
+            # The sample's trap: TOML puts every key after the [tool.kernel-lsp.references] header into that table.
+            raise ConfigError(f"{name}: {glob} is a setting, not a glob; the lines after the "
+                              "[tool.kernel-lsp.references] header belong to that table: move it above the header")
+        if not isinstance(target, str):
+            raise ConfigError(f"{name}: expected the reference's path for this glob (a string), got "
+                              f"{type(target).__name__} {target!r}")
 
 
 def _validate_llm_budget(llm: dict[str, Any]) -> None:
@@ -381,11 +393,14 @@ def _line_of_key(text: str, message: str) -> int:
     'x'", "llm: unknown key 'y'"), within its [tool.kernel-lsp] table; the table's header when not found."""
     m = (re.match(r"(?:\[tool\.kernel-lsp\] )?unknown setting '([\w-]+)'", message)
          or re.match(r"(?:\[tool\.kernel-lsp\] )?(\w+): unknown key '([\w-]+)'", message)
+         or re.match(r'(?:\[tool\.kernel-lsp\] )?([\w-]+)\.("(?:[^"\\]|\\.)*"):', message)  # references."a/*.py"
          or re.match(r"(?:\[tool\.kernel-lsp\] )?([\w-]+)(?:\.([\w-]+))?:", message))
     if not m:
         return _line_of_table(text)
     parts = [g for g in m.groups() if g]
     table, key = ("tool.kernel-lsp", parts[0]) if len(parts) == 1 else (f"tool.kernel-lsp.{parts[0]}", parts[1])
+    if key.startswith('"'):
+        key = json.loads(key)
     spellings = {key, key.replace("_", "-"), key.replace("-", "_")}
     lines = text.splitlines()
     current = None
@@ -395,8 +410,8 @@ def _line_of_key(text: str, message: str) -> int:
         if header:
             current = header.group(1).strip()
             continue
-        kv = re.match(r"([\w-]+)\s*=", stripped)
-        if kv and kv.group(1) in spellings and current == table:
+        kv = re.match(r"""([\w-]+|"[^"]*"|'[^']*')\s*=""", stripped)
+        if kv and kv.group(1).strip("\"'") in spellings and current == table:
             return i
         if kv and len(parts) == 2 and current == "tool.kernel-lsp" and kv.group(1) == parts[0]:
             return i  # an inline table: llm = { ... }

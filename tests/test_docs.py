@@ -137,3 +137,53 @@ def test_docs_benchmarks_table_is_its_results_file():
     expected = {name: tuple(table.fmt_ratio(table.speedup(r["m"], against)) for against in ("eager", "torch.compile"))
                 for name, r in rows.items() if r["m"]}
     assert shown == expected
+
+
+# The samples of docs/: each works as pasted -------------------------------------------------------------------------
+
+def config_samples() -> list[tuple[str, str]]:
+    """(page:line, text) of every ```toml block in docs/ and the README, dedented as a reader would paste it."""
+    import textwrap
+    out = []
+    for page in PAGES:
+        text = page.read_text()
+        for m in re.finditer(r"^( *)```toml\n(.*?)^ *```", text, re.M | re.S):
+            out.append((f"{page.relative_to(ROOT)}:{text.count(chr(10), 0, m.start()) + 1}",
+                        textwrap.dedent(m.group(2))))
+    return out
+
+
+def test_docs_every_config_sample_works_as_pasted(tmp_path):
+    """Issue 43 item 6: docs/configuration.md's sample put half its settings under [tool.kernel-lsp.references], and
+    failed when pasted (pointing at line 1). Each pyproject sample is given to `kernel-lsp check` as its config (on a
+    folder without kernels: the settings are loaded and validated, nothing runs); an editor's sample (Helix's
+    `config = { kernelLsp = ... }`) is loaded as the server loads its client's settings."""
+    import tomllib
+
+    from kernel_lsp.config import apply_overrides
+    from tests.conftest import run_cli
+
+    samples = config_samples()
+    assert any("configuration.md" in where for where, _ in samples) and len(samples) >= 5, samples
+    (tmp_path / "empty").mkdir()
+    for i, (where, text) in enumerate(samples):
+        data = tomllib.loads(text)  # valid TOML as pasted
+        if "tool" in data:
+            config = tmp_path / f"pyproject{i}.toml"
+            config.write_text(text)
+            proc = run_cli("check", str(tmp_path / "empty"), "--config", str(config))
+            assert proc.returncode == 1 and "nothing was checked" in proc.stderr, (where, proc.stderr)
+        for server in data.get("language-server", {}).values():
+            apply_overrides(Settings(), server["config"]["kernelLsp"])
+
+
+def test_docs_a_setting_under_the_references_table_is_an_error_at_its_line(tmp_path):
+    from tests.conftest import run_cli
+    config = tmp_path / "pyproject.toml"
+    config.write_text('[tool.kernel-lsp]\ntimeout = 60\n\n[tool.kernel-lsp.references]\n"sol/*.py" = "prob/{match}.py"\n'
+                      'runner = "ssh gpu-box kernel-lsp worker"\nrunners = ["ssh a kernel-lsp worker"]\n')
+    (tmp_path / "empty").mkdir()
+    proc = run_cli("check", str(tmp_path / "empty"), "--config", str(config))
+    assert proc.returncode == 2, proc.stderr
+    assert f"{config}:6: [tool.kernel-lsp] references.runner: runner is a setting, not a glob" in proc.stderr
+    assert "move it above the header" in proc.stderr
