@@ -127,6 +127,19 @@ def _settings_for(args: argparse.Namespace) -> tuple[Settings, Path]:
     return settings, (root or find_git_root(start) or Path.cwd()).resolve()
 
 
+def _conflicting_flags(args: argparse.Namespace) -> None:
+    """Flags that contradict each other are a usage error, never one silently ignored."""
+    if args.device == "cpu" and getattr(args, "gpus", None):
+        raise UsageError(f"--gpus {args.gpus} with --device cpu: the interpreter runs every kernel on the CPU, so no "
+                         "GPU is used; drop one of them")
+    if getattr(args, "executor", None) == "local" and getattr(args, "ray_address", None):
+        raise UsageError(f"--ray-address {args.ray_address} with --executor local: the address names a Ray cluster, "
+                         "but --executor local checks on this machine; drop one of them")
+    if args.no_verify and getattr(args, "require_reference", False):
+        raise UsageError("--require-reference with --no-verify: every kernel would fail for not being verified, "
+                         "since --no-verify verifies none; drop one of them")
+
+
 def _check_reference_option(option: str | None) -> None:
     if option and Path(option).is_dir():
         raise UsageError(f"--reference {option}: is a folder; name the reference's Python file")
@@ -158,20 +171,40 @@ def write_atomically(path: Path, text: str) -> None:
 
 
 class Progress:
-    """`[12/46] tasks/Activation/gelu_triton.py  34 s` on a terminal's stderr, rewritten in place; nothing when
-    stderr is not a terminal (CI logs get the findings, not a spinner)."""
+    """`[12/46] tasks/Activation/gelu_triton.py  34 s` on a terminal's stderr, rewritten in place. When stderr is not
+    a terminal (a CI log), one line per finished file instead (`[12/46] done: ...`), and a heartbeat line when no
+    file finished for HEARTBEAT_S: a clean check's log is never silent for minutes, and no spinner pollutes it."""
+
+    HEARTBEAT_S = 60.0
 
     def __init__(self, total: int):
         self.total, self.done, self.start = total, 0, time.monotonic()
         self.enabled = sys.stderr.isatty() and total > 0
+        self.logging = not self.enabled and total > 0
         self.width = 0
+        self.last_line = self.start
 
     def update(self, current: str) -> None:
+        now = time.monotonic()
         if self.enabled:
-            line = f"[{self.done}/{self.total}] {current}  {time.monotonic() - self.start:.0f} s"
+            line = f"[{self.done}/{self.total}] {current}  {now - self.start:.0f} s"
             sys.stderr.write("\r" + line.ljust(self.width))
             sys.stderr.flush()
             self.width = len(line)
+        elif self.logging and now - self.last_line >= self.HEARTBEAT_S:
+            self._log(f"[{self.done}/{self.total}] still checking {current}  {now - self.start:.0f} s")
+
+    def finished(self, path: str, report: FileReport) -> None:
+        self.done += 1
+        if self.logging:
+            worst = min((f.severity for f in report.findings), default=None)
+            what = "clean" if worst is None or worst > Severity.WARNING else worst.label
+            self._log(f"[{self.done}/{self.total}] done: {path} ({what})  {time.monotonic() - self.start:.0f} s")
+
+    def _log(self, line: str) -> None:
+        sys.stderr.write(f"kernel-lsp: {line}\n")
+        sys.stderr.flush()
+        self.last_line = time.monotonic()
 
     def clear(self) -> None:
         if self.enabled and self.width:
@@ -193,6 +226,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     if missing:
         link = f" (a symbolic link to {os.readlink(missing[0])})" if Path(missing[0]).is_symlink() else ""
         raise UsageError(f"path does not exist: {missing[0]}{link}")
+    _conflicting_flags(args)
     _check_reference_option(args.reference)
     output = _output_path(args.output)
     settings, root = _settings_for(args)
@@ -233,7 +267,7 @@ def cmd_check(args: argparse.Namespace) -> int:
             for fut in finished:
                 path = pending.pop(fut)
                 done[path] = fut.result()
-                progress.done += 1
+                progress.finished(os.path.relpath(path, os.getcwd()), done[path])
                 if stream and done[path].findings:
                     progress.clear()
                     sys.stdout.write("\n".join(file_lines(done[path], os.getcwd())) + "\n")

@@ -1,7 +1,7 @@
 """Stable diagnostic codes. Each code is the LSP diagnostic code and the SARIF ruleId alike.
 
 A code never changes meaning once released; docs/diagnostics.md explains each one (a test keeps the two in
-step). Warnings mean likely bugs; information and hints are advice.
+step). Warnings mean likely bugs; information says what was measured or could not be judged; hints are advice.
 """
 
 from __future__ import annotations

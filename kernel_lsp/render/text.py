@@ -251,9 +251,11 @@ def summary_lines(reports: list[FileReport]) -> list[str]:
     retried = sum(1 for r in reports if r.stats.get("retried"))  # its Ray worker, actor or node was lost mid-job
     origin = f"{cached} from cache" + (f", {retried} retried after a lost worker" if retried else "")
     problems = counts[Severity.ERROR] + counts[Severity.WARNING]
+    # Counted by the labels the lead lines show, so each number can be found among them: information (what was
+    # measured, or could not be judged) is not advice; a hint is (docs/diagnostics.md).
     summary = (f"Checked {scope} ({', '.join(parts)}; {origin}): "
                f"{_plural(counts[Severity.ERROR], 'error')}, {_plural(counts[Severity.WARNING], 'warning')}, "
-               f"{counts[Severity.INFO] + counts[Severity.HINT]} advice")
+               f"{counts[Severity.INFO]} info, {_plural(counts[Severity.HINT], 'hint')}")
     if not problems and c["kernels"] and not c["unlinked"] and not c["unverified"] and not c["compile_failed"]:
         summary += ". All checks passed!"
     elif not problems and c["kernels"]:

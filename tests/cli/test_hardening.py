@@ -4,6 +4,7 @@ the right side, and `check` says what it did and did not check."""
 from __future__ import annotations
 
 import json
+import re
 import os
 import shutil
 import signal
@@ -340,3 +341,28 @@ def test_hardening_a_large_file_without_triton_is_skipped_unparsed(tmp_path):
     proc = run_cli("check", str(tmp_path), "--no-verify")
     assert "small.py:1:7: KL001" in proc.stdout, proc.stdout
     assert "data.py" not in proc.stdout, proc.stdout
+
+
+def test_hardening_contradicting_flags_are_usage_errors(tmp_path):
+    """Issue 43 item 11: each pair was accepted and one of its flags silently ignored."""
+    shutil.copy(CORPUS / "ok_add_fp32.py", tmp_path / "k.py")
+    for flags, says in ((("--device", "cpu", "--gpus", "0"), "--gpus 0 with --device cpu"),
+                        (("--executor", "local", "--ray-address", "10.0.0.5:6379"), "with --executor local"),
+                        (("--no-verify", "--require-reference"), "--require-reference with --no-verify")):
+        proc = run_cli("check", str(tmp_path / "k.py"), *flags)
+        assert proc.returncode == 2 and says in proc.stderr and "drop one of them" in proc.stderr, (flags, proc.stderr)
+        assert proc.stdout == "" and "Traceback" not in proc.stderr
+
+
+def test_hardening_a_clean_check_logs_each_file_when_stderr_is_not_a_terminal(tmp_path):
+    """Issue 43 item 11: a clean check printed nothing for minutes into a CI log (the progress line is for
+    terminals only). Now each finished file is one line on stderr; stdout keeps the findings and the summary."""
+    shutil.copy(CORPUS / "ok_add_fp32.py", tmp_path / "a.py")
+    shutil.copy(CORPUS / "ok_add_fp32.py", tmp_path / "b.py")
+    proc = run_cli("check", str(tmp_path), "--no-cache", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    done = [re.fullmatch(r"kernel-lsp: \[(\d)/2\] done: (\w\.py) \(clean\)  \d+ s", line)
+            for line in proc.stderr.splitlines() if "] done: " in line]
+    assert len(done) == 2 and all(done), proc.stderr
+    assert sorted(m.group(1) for m in done) == ["1", "2"] and sorted(m.group(2) for m in done) == ["a.py", "b.py"]
+    assert "done:" not in proc.stdout and "All checks passed" in proc.stdout

@@ -64,3 +64,14 @@ def test_text_a_cut_lands_outside_backticks():
     f = Finding("k.py", Span(0), Severity.HINT, "KL004", message)
     text = render_text([FileReport("k.py", [f])])
     assert code in text and text.count("`") == 2, text
+
+
+def test_text_the_summary_counts_information_apart_from_advice():
+    """Issue 43 item 11: `[info]` lines (what was measured, or could not be judged) were counted as "advice"; the
+    summary counts each severity by the label its lead lines show."""
+    findings = [Finding("k.py", Span(3), Severity.INFO, "KL210", "the CPU interpreter cannot judge this part"),
+                Finding("k.py", Span(9), Severity.INFO, "KL222", "the isolated re-run could not be made"),
+                Finding("k.py", Span(0), Severity.HINT, "KL004", "no PyTorch reference is linked")]
+    lines = render_text([FileReport("k.py", findings)]).splitlines()
+    assert lines[-1].endswith(": 0 errors, 0 warnings, 2 info, 1 hint"), lines[-1]
+    assert "advice" not in lines[-1]
