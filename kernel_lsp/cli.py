@@ -412,6 +412,50 @@ def cmd_serve(args: argparse.Namespace) -> int:
     return EXIT_CLEAN
 
 
+def torch_build() -> str:
+    """`torch 2.13.0+cpu (CPU build: ...)` from torch's own version file, without importing torch (seconds)."""
+    import importlib.util
+    import re
+    spec = importlib.util.find_spec("torch")
+    if spec is None or not spec.origin:
+        return ("torch: not installed (install torch first: README.md, e.g. pip install torch==2.13.0 "
+                "--extra-index-url https://download.pytorch.org/whl/cpu)")
+    try:
+        text = Path(spec.origin).with_name("version.py").read_text(encoding="utf-8")
+    except OSError:
+        return "torch: installed, but its version file cannot be read"
+    field = {k: v for k, v in re.findall(r"^(\w+)(?:: [^=]+)? = '([^']*)'", text, re.M)}
+    version = field.get("__version__", "?")
+    if field.get("cuda"):
+        build = f"CUDA {field['cuda']} build: kernels run on an NVIDIA GPU when one is present"
+    elif field.get("hip") or field.get("rocm"):
+        build = f"ROCm {field.get('rocm') or field.get('hip')} build: kernels run on an AMD GPU when one is present"
+    else:
+        build = "CPU build: kernels run in Triton's interpreter; a GPU needs a CUDA build or a runner"
+    return f"torch {version} ({build}), at {Path(spec.origin).parent}"
+
+
+def version_text() -> str:
+    """What `kernel-lsp --version` prints: kernel-lsp, the torch build and Triton this interpreter would run checks
+    with, and the interpreter. Computed only when asked (argparse calls it), so no other command pays for it."""
+    from importlib.metadata import PackageNotFoundError, version
+    try:
+        triton = f"triton {version('triton')}"
+    except PackageNotFoundError:
+        triton = "triton: not installed"
+    return "\n".join([f"kernel-lsp {__version__}", torch_build(), triton,
+                      f"python {sys.version.split()[0]} at {sys.executable}"])
+
+
+class _VersionAction(argparse.Action):
+    def __init__(self, option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS, help=None):
+        super().__init__(option_strings, dest=dest, default=default, nargs=0, help=help)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        sys.stdout.write(version_text() + "\n")
+        parser.exit()
+
+
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str):  # argparse exits 2 itself; keep its message short and ours
         self.print_usage(sys.stderr)
@@ -422,7 +466,8 @@ class _Parser(argparse.ArgumentParser):
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="kernel-lsp", description="Compile and verify Triton kernels against PyTorch references.",
                 epilog=f"Documentation: {DOCS_URL} (docs/ in a clone); `kernel-lsp COMMAND --help` for each command.")
-    p.add_argument("--version", action="version", version=f"kernel-lsp {__version__}")
+    p.add_argument("--version", action=_VersionAction, help="kernel-lsp's version, the torch build (CPU, CUDA or "
+                   "ROCm) and Triton it runs checks with, and the Python interpreter")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
     c = sub.add_parser("check", help="check files or directories headlessly",
                        description="Compile every Triton kernel for the targets, verify it against its PyTorch "
@@ -515,9 +560,17 @@ class _Masked:
 
 def main(argv: list[str] | None = None) -> int:
     # `serve` and `worker` speak protocols on stdio; every other command prints for a person, masked.
-    words = sys.argv[1:] if argv is None else argv
-    if not any(w in ("serve", "worker") for w in words[:1]):
-        sys.stdout, sys.stderr = _Masked(sys.stdout), _Masked(sys.stderr)
+    if (sys.argv[1:] if argv is None else argv)[:1] in (["serve"], ["worker"]):
+        return _main(argv)
+    streams = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = _Masked(sys.stdout), _Masked(sys.stderr)
+    try:
+        return _main(argv)
+    finally:
+        sys.stdout, sys.stderr = streams
+
+
+def _main(argv: list[str] | None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)

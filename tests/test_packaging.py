@@ -230,3 +230,30 @@ def test_packaging_kernel_lsp_starts_on_the_stated_python_versions(end, tmp_path
     proc = subprocess.run([python, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=120,
                           env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert proc.returncode == 0 and proc.stdout.startswith("kernel-lsp "), proc.stderr[-2000:]
+
+
+# Issue 43 item 7: what a newcomer reads first, and what they can ask the install.
+
+def test_packaging_the_readme_makes_the_venv_first_and_installs_torch_before_the_wheel():
+    first = re.search(r"```sh\n(.*?)```", README, re.S).group(1)
+    assert first.splitlines()[0].startswith("python3 -m venv .venv"), first  # before any pip install
+    assert first.index("-m venv") < first.index("pip install torch==")
+    wheel = README.index("pip install dist/kernel_lsp-")
+    assert "install torch first" in README[:wheel], "the README installs the wheel without torch first"
+
+
+def test_packaging_version_says_which_torch_build_and_triton_without_importing_them():
+    from importlib.metadata import version
+    script = ("import sys, kernel_lsp.cli as cli\n"
+              "try:\n    cli.main(['--version'])\nexcept SystemExit:\n    pass\n"
+              "print('imported:', sorted(m for m in ('torch', 'triton') if m in sys.modules))\n")
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, cwd=ROOT,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    lines = proc.stdout.splitlines()
+    assert lines[0].startswith("kernel-lsp "), proc.stdout + proc.stderr
+    import torch
+    build = f"CUDA {torch.version.cuda} build" if torch.version.cuda else "CPU build"
+    assert any(line.startswith(f"torch {torch.__version__} ({build}") for line in lines), proc.stdout
+    assert f"triton {version('triton')}" in lines, proc.stdout
+    assert lines[-1] == "imported: []", proc.stdout  # read from their files: --version costs no import of seconds
+
