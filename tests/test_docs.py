@@ -119,6 +119,45 @@ def test_docs_pages_tell_no_session_story():
         assert not found, f"{page.relative_to(ROOT)} narrates work sessions ({found[:3]}): CHANGELOG.md and git log do"
 
 
+# How the project got here, which CHANGELOG.md and git log tell: never on a reference page. An issue elsewhere is
+# cited as owner/repo#N.
+HISTORY = [r"\b[Ss]essions?\b \d+", r"\bother sessions\b", r"\bsessions'", r"(?<![\w/-])[Ii]ssues? #?\d+",
+           r"\bits own issue\b", r"\bissue notes\b", r"\b[Ww]hat is left\b", r"\b[Cc]ommits? [0-9a-f]{7,40}\b",
+           r"\bcommit messages\b", r"\bdue to be (measured|done|fixed|updated)", r"\b[Cc]hanged since\b",
+           r"\bthe previous (table|run|version)\b", r"\bnot (measured|done|tried) yet\b", r"\bthe earlier rule\b",
+           r"\buntil session\b"]
+REFERENCE_PAGES = sorted((ROOT / "docs").glob("*.md")) + [ROOT / "README.md", ROOT / "tasks" / "README.md"]
+
+
+def test_docs_reference_pages_tell_no_project_history():
+    """Issue 43 item 9: verification.md, benchmarks.md, scale-out.md and performance.md spoke of issues, sessions,
+    "what is left", commits and tables "due to be measured again"."""
+    for page in REFERENCE_PAGES:
+        text = page.read_text()
+        found = [m.group(0) for pattern in HISTORY for m in re.finditer(pattern, text)]
+        assert not found, f"{page.relative_to(ROOT)} tells project history ({found[:4]}): CHANGELOG.md and git log do"
+
+
+def test_docs_each_speedup_has_one_source_which_names_its_versions():
+    """Issue 43 item 9: tasks/README.md copied the speedups (conv1d 0.89x there, 0.93x in docs/benchmarks.md). It
+    points at docs/benchmarks.md, which says which torch and Triton measured them, as its results file records."""
+    tasks = (ROOT / "tasks" / "README.md").read_text()
+    assert not re.findall(r"\b\d+\.\d+x\b", tasks) and "docs/benchmarks.md" in tasks
+    bench = (ROOT / "docs" / "benchmarks.md").read_text()
+    cited = re.findall(r"benchmarks/results/(tasks-[\w.-]+\.json)", bench)[0]
+    provenance = {(s["provenance"]["torch"], s["provenance"]["triton"])
+                  for f in json.loads((RESULTS / cited).read_text())["files"]
+                  for k in f["kernels"].values() if k.get("measurement")
+                  for s in [k["measurement"]]}
+    assert len(provenance) == 1, provenance
+    torch, triton = provenance.pop()
+    intro = bench[: bench.index("## Reproduce")]
+    assert f"torch {torch}" in intro and f"Triton {triton}" in intro, (torch, triton)
+    for page in ("performance.md", "performance-method.md"):
+        text = (ROOT / "docs" / page).read_text()
+        assert f"torch {torch}" in text and f"Triton {triton}" in text, page
+
+
 def test_docs_benchmarks_table_is_its_results_file():
     """The tasks table in docs/benchmarks.md is what benchmarks/tasks_table.py makes of the results file the page
     cites: every task's speedups over eager and torch.compile, with their intervals."""
