@@ -75,3 +75,18 @@ def test_text_the_summary_counts_information_apart_from_advice():
     lines = render_text([FileReport("k.py", findings)]).splitlines()
     assert lines[-1].endswith(": 0 errors, 0 warnings, 2 info, 1 hint"), lines[-1]
     assert "advice" not in lines[-1]
+
+
+def test_text_a_variant_list_names_each_variant_once():
+    """Issue 43 item 11: "special" twice in a variant list. The rows of several kernels (or autotune configs) share
+    variant names; the lists a person reads name each once."""
+    from kernel_lsp.model import Proposal, VariantRow
+    from kernel_lsp.render.text import render_proposal
+    rows = [VariantRow(v, "", "(8,)", "ok") for v in ("seed-1", "special", "special", "strided")]
+    text = render_proposal(Proposal("fix", "k.py", True, "fixes KL200", variants=rows))
+    assert "4 of 4 input variants pass (seed-1, special, strided)" in text, text
+    same_line = [Finding("k.py", Span(7), Severity.ERROR, "KL200", f"wrong on {v} (also on: special)",
+                         data={"variant": v, "variants": [v, "special", "special"]}) for v in ("seed-1", "odd-size")]
+    also = [line for line in render_text([FileReport("k.py", same_line)]).splitlines() if "also on:" in line]
+    assert len(also) == 1 and also[0].count("special") == 1, also
+
