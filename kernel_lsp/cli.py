@@ -15,10 +15,12 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Callable
 
 from . import __version__
 from .cache import Cache
-from .config import ConfigError, Settings, apply_overrides, find_git_root, find_pyproject, load_pyproject
+from .config import (ConfigError, Settings, apply_overrides, find_git_root, find_pyproject, load_pyproject,
+                     mask_secrets)
 from .device import DEVICES, gpu_present
 from .model import FileReport, Severity
 from .render.report import ReportError
@@ -37,12 +39,20 @@ class UsageError(Exception):
     """Bad command-line usage; exit code 2."""
 
 
-def iter_python_files(paths: list[Path]) -> list[Path]:
-    """Explicit files as given; directories walked (sorted) for .py files that define Triton kernels, and for every
-    .py file that cannot be read or parsed (as ruff reports them): a broken kernel file must never be skipped.
+# A .py file this large that does not mention triton is data, not a kernel file: it is skipped without being parsed
+# (a 43 MB generated module took 17 s and 3 GB to parse only to learn it holds no kernel).
+PARSE_LIMIT = 1 << 20
+
+
+def iter_python_files(paths: list[Path], is_fallback: Callable[[Path, str], bool] | None = None) -> list[Path]:
+    """Explicit files as given; directories walked (sorted) for .py files that define Triton kernels, for files that
+    link a reference but define no kernel (`is_fallback`: a PyTorch fallback, reported as a file named directly
+    would be), and for every .py file that cannot be read or parsed (as ruff reports them): a broken kernel file
+    must never be skipped. A file over PARSE_LIMIT that mentions neither triton nor a link is skipped unparsed.
     A file named twice (`f.py ./f.py`, or also found in a named directory) is checked once."""
     from .check import decode_source
     from .source.discover import discover_source
+    from .source.lint import may_link
     out: list[Path] = []
     seen: set[str] = set()
 
@@ -67,14 +77,19 @@ def iter_python_files(paths: list[Path]) -> list[Path]:
                 except (OSError, UnicodeDecodeError, SyntaxError):
                     add(f)  # unreadable: the checker reports it
                     continue
-                found = discover_source(text, str(f)) if "triton" in text else None
-                if found is None:
+                linking = may_link(text)
+                if "triton" not in text and not linking:
+                    if len(text) > PARSE_LIMIT:
+                        continue  # data, not a kernel file: not parsed
                     try:
                         compile(text, str(f), "exec", dont_inherit=True, flags=0x400)  # PyCF_ONLY_AST
                     except (SyntaxError, ValueError):
                         add(f)  # does not parse: reported (KL001), whatever it holds
                     continue
+                found = discover_source(text, str(f))
                 if found.syntax_error is not None or found.kernels:
+                    add(f)
+                elif linking and is_fallback is not None and is_fallback(f, text):
                     add(f)
     return out
 
@@ -112,6 +127,19 @@ def _settings_for(args: argparse.Namespace) -> tuple[Settings, Path]:
     return settings, (root or find_git_root(start) or Path.cwd()).resolve()
 
 
+def _conflicting_flags(args: argparse.Namespace) -> None:
+    """Flags that contradict each other are a usage error, never one silently ignored."""
+    if args.device == "cpu" and getattr(args, "gpus", None):
+        raise UsageError(f"--gpus {args.gpus} with --device cpu: the interpreter runs every kernel on the CPU, so no "
+                         "GPU is used; drop one of them")
+    if getattr(args, "executor", None) == "local" and getattr(args, "ray_address", None):
+        raise UsageError(f"--ray-address {args.ray_address} with --executor local: the address names a Ray cluster, "
+                         "but --executor local checks on this machine; drop one of them")
+    if args.no_verify and getattr(args, "require_reference", False):
+        raise UsageError("--require-reference with --no-verify: every kernel would fail for not being verified, "
+                         "since --no-verify verifies none; drop one of them")
+
+
 def _check_reference_option(option: str | None) -> None:
     if option and Path(option).is_dir():
         raise UsageError(f"--reference {option}: is a folder; name the reference's Python file")
@@ -136,27 +164,47 @@ def _output_path(option: str | None) -> Path | None:
 def write_atomically(path: Path, text: str) -> None:
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
-        tmp.write_text(text, encoding="utf-8")
+        tmp.write_text(mask_secrets(text), encoding="utf-8")
         os.replace(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)
 
 
 class Progress:
-    """`[12/46] tasks/Activation/gelu_triton.py  34 s` on a terminal's stderr, rewritten in place; nothing when
-    stderr is not a terminal (CI logs get the findings, not a spinner)."""
+    """`[12/46] tasks/Activation/gelu_triton.py  34 s` on a terminal's stderr, rewritten in place. When stderr is not
+    a terminal (a CI log), one line per finished file instead (`[12/46] done: ...`), and a heartbeat line when no
+    file finished for HEARTBEAT_S: a clean check's log is never silent for minutes, and no spinner pollutes it."""
+
+    HEARTBEAT_S = 60.0
 
     def __init__(self, total: int):
         self.total, self.done, self.start = total, 0, time.monotonic()
         self.enabled = sys.stderr.isatty() and total > 0
+        self.logging = not self.enabled and total > 0
         self.width = 0
+        self.last_line = self.start
 
     def update(self, current: str) -> None:
+        now = time.monotonic()
         if self.enabled:
-            line = f"[{self.done}/{self.total}] {current}  {time.monotonic() - self.start:.0f} s"
+            line = f"[{self.done}/{self.total}] {current}  {now - self.start:.0f} s"
             sys.stderr.write("\r" + line.ljust(self.width))
             sys.stderr.flush()
             self.width = len(line)
+        elif self.logging and now - self.last_line >= self.HEARTBEAT_S:
+            self._log(f"[{self.done}/{self.total}] still checking {current}  {now - self.start:.0f} s")
+
+    def finished(self, path: str, report: FileReport) -> None:
+        self.done += 1
+        if self.logging:
+            worst = min((f.severity for f in report.findings), default=None)
+            what = "clean" if worst is None or worst > Severity.WARNING else worst.label
+            self._log(f"[{self.done}/{self.total}] done: {path} ({what})  {time.monotonic() - self.start:.0f} s")
+
+    def _log(self, line: str) -> None:
+        sys.stderr.write(f"kernel-lsp: {line}\n")
+        sys.stderr.flush()
+        self.last_line = time.monotonic()
 
     def clear(self) -> None:
         if self.enabled and self.width:
@@ -168,21 +216,27 @@ class Progress:
 def cmd_check(args: argparse.Namespace) -> int:
     from concurrent.futures import FIRST_COMPLETED, wait
 
-    from .check import CheckRequest, check_file
+    from .check import CheckRequest, check_file, read_source
     from .render.json_ import render_json
     from .render.sarif import render_sarif
     from .render.text import coverage, file_lines, summary_lines, timing_lines
+    from .source.lint import fallback, lint_report
 
     missing = [p for p in args.paths if not Path(p).exists()]
     if missing:
         link = f" (a symbolic link to {os.readlink(missing[0])})" if Path(missing[0]).is_symlink() else ""
         raise UsageError(f"path does not exist: {missing[0]}{link}")
+    _conflicting_flags(args)
     _check_reference_option(args.reference)
     output = _output_path(args.output)
     settings, root = _settings_for(args)
-    files = iter_python_files([Path(p) for p in args.paths])
-    cache = Cache(None if args.no_cache else settings.cache_path(root))
     reference = Path(args.reference) if args.reference else None
+
+    def is_fallback(path: Path, text: str) -> bool:
+        return bool(fallback(path.resolve(), text, reference, root, settings.references))
+
+    files = iter_python_files([Path(p) for p in args.paths], is_fallback)
+    cache = Cache(None if args.no_cache else settings.cache_path(root))
     if not files:
         sys.stderr.write(f"kernel-lsp: no Triton kernel file in {', '.join(args.paths)}: nothing was checked\n")
         return EXIT_FINDINGS
@@ -198,7 +252,9 @@ def cmd_check(args: argparse.Namespace) -> int:
         req = CheckRequest(where, settings, root, reference, cache=cache, executor=executor,
                            cancel=interrupted,
                            timeout_source="--timeout" if args.timeout else "`timeout` in [tool.kernel-lsp]")
-        return check_file(req)
+        # What the text alone tells besides (a malformed pragma, a PyTorch fallback): a file found in a folder and
+        # one named directly get the same findings.
+        return lint_report(check_file(req), read_source(where)[0], reference, root, settings.references)
 
     progress = Progress(len(files))
     pool = ThreadPoolExecutor(max_workers=executor.capacity)  # one file per worker (per GPU) at a time
@@ -211,7 +267,7 @@ def cmd_check(args: argparse.Namespace) -> int:
             for fut in finished:
                 path = pending.pop(fut)
                 done[path] = fut.result()
-                progress.done += 1
+                progress.finished(os.path.relpath(path, os.getcwd()), done[path])
                 if stream and done[path].findings:
                     progress.clear()
                     sys.stdout.write("\n".join(file_lines(done[path], os.getcwd())) + "\n")
@@ -295,6 +351,12 @@ def cmd_optimize(args: argparse.Namespace) -> int:
     if args.mode in ("fix", "optimize") and not settings.llm.get("endpoint"):
         raise UsageError(f"--mode {args.mode} needs an LLM: set [tool.kernel-lsp.llm] endpoint (and model), "
                          "see docs/code-actions.md; --mode tune needs none")
+    untimed = settings.timing_unavailable() if args.mode in ("optimize", "tune") else None
+    if untimed:
+        # Refused before the first request: no token is spent on candidates that cannot be accepted.
+        raise UsageError(f"--mode {args.mode} accepts only a candidate timed faster than the current kernel, but "
+                         f"{untimed}: run it on a CUDA machine or with --runner 'ssh gpu-box kernel-lsp worker' "
+                         "(docs/performance-method.md); --mode fix needs no GPU")
     try:
         source = read_source_file(path)  # the bytes an --apply may replace, and only those
     except ApplyError as e:
@@ -350,6 +412,50 @@ def cmd_serve(args: argparse.Namespace) -> int:
     return EXIT_CLEAN
 
 
+def torch_build() -> str:
+    """`torch 2.13.0+cpu (CPU build: ...)` from torch's own version file, without importing torch (seconds)."""
+    import importlib.util
+    import re
+    spec = importlib.util.find_spec("torch")
+    if spec is None or not spec.origin:
+        return ("torch: not installed (install torch first: README.md, e.g. pip install torch==2.13.0 "
+                "--extra-index-url https://download.pytorch.org/whl/cpu)")
+    try:
+        text = Path(spec.origin).with_name("version.py").read_text(encoding="utf-8")
+    except OSError:
+        return "torch: installed, but its version file cannot be read"
+    field = {k: v for k, v in re.findall(r"^(\w+)(?:: [^=]+)? = '([^']*)'", text, re.M)}
+    version = field.get("__version__", "?")
+    if field.get("cuda"):
+        build = f"CUDA {field['cuda']} build: kernels run on an NVIDIA GPU when one is present"
+    elif field.get("hip") or field.get("rocm"):
+        build = f"ROCm {field.get('rocm') or field.get('hip')} build: kernels run on an AMD GPU when one is present"
+    else:
+        build = "CPU build: kernels run in Triton's interpreter; a GPU needs a CUDA build or a runner"
+    return f"torch {version} ({build}), at {Path(spec.origin).parent}"
+
+
+def version_text() -> str:
+    """What `kernel-lsp --version` prints: kernel-lsp, the torch build and Triton this interpreter would run checks
+    with, and the interpreter. Computed only when asked (argparse calls it), so no other command pays for it."""
+    from importlib.metadata import PackageNotFoundError, version
+    try:
+        triton = f"triton {version('triton')}"
+    except PackageNotFoundError:
+        triton = "triton: not installed"
+    return "\n".join([f"kernel-lsp {__version__}", torch_build(), triton,
+                      f"python {sys.version.split()[0]} at {sys.executable}"])
+
+
+class _VersionAction(argparse.Action):
+    def __init__(self, option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS, help=None):
+        super().__init__(option_strings, dest=dest, default=default, nargs=0, help=help)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        sys.stdout.write(version_text() + "\n")
+        parser.exit()
+
+
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str):  # argparse exits 2 itself; keep its message short and ours
         self.print_usage(sys.stderr)
@@ -360,12 +466,14 @@ class _Parser(argparse.ArgumentParser):
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="kernel-lsp", description="Compile and verify Triton kernels against PyTorch references.",
                 epilog=f"Documentation: {DOCS_URL} (docs/ in a clone); `kernel-lsp COMMAND --help` for each command.")
-    p.add_argument("--version", action="version", version=f"kernel-lsp {__version__}")
+    p.add_argument("--version", action=_VersionAction, help="kernel-lsp's version, the torch build (CPU, CUDA or "
+                   "ROCm) and Triton it runs checks with, and the Python interpreter")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
     c = sub.add_parser("check", help="check files or directories headlessly",
                        description="Compile every Triton kernel for the targets, verify it against its PyTorch "
                        "reference, and (on a GPU) time it against PyTorch. Directories are walked for .py files that "
-                       "define kernels, and for any .py file that does not parse.",
+                       "define kernels, files that link a reference without defining one (a PyTorch fallback, "
+                       "KL205), and any .py file that does not parse.",
                        epilog="exit codes: 0 no error or warning; 1 an error or warning, no kernel file found, or "
                        "(with --require-reference) a kernel not verified; 2 usage or configuration error; "
                        f"130 interrupted. Every code is explained in {DOCS_URL}/diagnostics.md. Results are "
@@ -436,7 +544,33 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+class _Masked:
+    """A text stream whose writes have secrets masked (config.mask_secrets): whatever a command prints (findings, a
+    configuration error, an endpoint's reply) never shows a key in full."""
+
+    def __init__(self, stream):
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        return self._stream.write(mask_secrets(text))
+
+    def __getattr__(self, name):
+        return getattr(self._stream, name)
+
+
 def main(argv: list[str] | None = None) -> int:
+    # `serve` and `worker` speak protocols on stdio; every other command prints for a person, masked.
+    if (sys.argv[1:] if argv is None else argv)[:1] in (["serve"], ["worker"]):
+        return _main(argv)
+    streams = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = _Masked(sys.stdout), _Masked(sys.stderr)
+    try:
+        return _main(argv)
+    finally:
+        sys.stdout, sys.stderr = streams
+
+
+def _main(argv: list[str] | None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)

@@ -1,7 +1,7 @@
 """Stable diagnostic codes. Each code is the LSP diagnostic code and the SARIF ruleId alike.
 
 A code never changes meaning once released; docs/diagnostics.md explains each one (a test keeps the two in
-step). Warnings mean likely bugs; information and hints are advice.
+step). Warnings mean likely bugs; information says what was measured or could not be judged; hints are advice.
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ _ALL = [
     Code("KL006", "config-error", Severity.ERROR, "The [tool.kernel-lsp] configuration is invalid."),
     Code("KL007", "reference-nondeterministic", Severity.ERROR, "The reference gives different outputs on the same inputs (it draws random numbers it does not seed), so no value can be judged against it."),
     Code("KL008", "link-pragma-ignored", Severity.INFO, "A link pragma in the file was ignored: the reference the caller gave (--reference, the batch API's) wins."),
+    Code("KL009", "malformed-pragma", Severity.WARNING, "A `# kernel-lsp` comment that looks like a pragma is not read as one (no colon after kernel-lsp, spaces around =, an unknown key): the message shows the form that is read."),
     # Compile and resources (KL1xx)
     Code("KL100", "compile-error", Severity.ERROR, "Triton failed to compile the kernel for a target."),
     Code("KL101", "shared-memory-overflow", Severity.ERROR, "Shared memory exceeds the target's per-block limit."),

@@ -8,6 +8,7 @@ ends show it and fall back to defaults.
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import re
 import tomllib
@@ -15,19 +16,56 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .device import DEVICES
+from .device import DEVICES, gpu_present
 from .targets import parse_targets
 
 
+# What a secret looks like in text: the prefixes of the common API keys and tokens, a bearer token, and any long
+# key-like run of letters and digits (mixed case with digits: not a path, a word or a hex digest).
+_SECRET_PATTERNS = [
+    re.compile(r"\b(?:sk|pk|rk)-[A-Za-z0-9_-]{16,}"),  # OpenAI, Anthropic, Stripe: sk-proj-..., sk-ant-...
+    re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,})"),  # GitHub
+    re.compile(r"\bhf_[A-Za-z0-9]{20,}"),  # Hugging Face
+    re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"),  # AWS access key ids
+    re.compile(r"\bxox[abposr]-[A-Za-z0-9-]{10,}"),  # Slack
+    re.compile(r"\bAIza[0-9A-Za-z_-]{30,}"),  # Google
+    re.compile(r"(?i)(?<=bearer )[A-Za-z0-9._~+/=-]{8,}"),
+]
+_KEY_LIKE = re.compile(r"(?<![A-Za-z0-9_/.-])[A-Za-z0-9_-]{32,}(?![A-Za-z0-9_/.-])")
+
+
+def _hide(secret: str) -> str:
+    return secret[: min(6, len(secret) // 4)] + "***"
+
+
+def looks_like_secret(text: str) -> bool:
+    return mask_secrets(text) != text
+
+
+def mask_secrets(text: str) -> str:
+    """`text` with anything that looks like a key or token cut to its first few characters and `***`: every message
+    kernel-lsp shows goes through here, so a key pasted into a setting (or echoed by an endpoint) is never printed
+    in full, in a terminal, a CI log or the editor."""
+    for pattern in _SECRET_PATTERNS:
+        text = pattern.sub(lambda m: _hide(m.group(0)), text)
+    return _KEY_LIKE.sub(lambda m: _hide(m.group(0)) if _random_looking(m.group(0)) else m.group(0), text)
+
+
+def _random_looking(word: str) -> bool:
+    return (any(c.isdigit() for c in word) and any(c.islower() for c in word) and any(c.isupper() for c in word))
+
+
 class ConfigError(ValueError):
-    """The configuration is invalid; the message names the offending key."""
+    """The configuration is invalid; the message names the offending key (never a secret: masked)."""
 
     def __init__(self, message: str, path: str | None = None, line: int = 0):
-        super().__init__(message)
+        super().__init__(mask_secrets(message))
         self.path = path
         self.line = line
 
 
+_KEY_HINT = (", which looks like an API key itself: keep the key out of the settings, in an environment variable "
+             "(export OPENAI_API_KEY=...), and give api-key-env that variable's name")
 VERIFY_TRIGGERS = ("save", "change", "off")
 EXECUTORS = ("local", "ray")  # where jobs run: this machine (its CPUs, GPUs or runner), or a Ray cluster
 # The LLM behind the fix and optimize code actions (docs/code-actions.md): where, which model, the *name* of the
@@ -95,11 +133,15 @@ class Settings:
             raise ConfigError(f"isolated-rerun: expected true or false, got {self.isolated_rerun!r}")
         if not (isinstance(self.workers, int) and 1 <= self.workers <= 64):
             raise ConfigError(f"workers: expected an integer from 1 to 64, got {self.workers!r}")
-        if not re.fullmatch(r"(https?://\S+)?", self.llm.get("endpoint", "")):
-            raise ConfigError(f"llm.endpoint: expected an http(s) URL, got {self.llm.get('endpoint')!r}")
-        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", self.llm.get("api_key_env", "")):
+        # A key pasted where a URL or a variable's name belongs is refused, and the message masks it (ConfigError).
+        endpoint, key_env = self.llm.get("endpoint", ""), self.llm.get("api_key_env", "")
+        pasted = isinstance(endpoint, str) and looks_like_secret(endpoint)
+        if pasted or not isinstance(endpoint, str) or not re.fullmatch(r"(https?://\S+)?", endpoint):
+            raise ConfigError(f"llm.endpoint: expected an http(s) URL, got {endpoint!r}" + _KEY_HINT * pasted)
+        pasted = isinstance(key_env, str) and looks_like_secret(key_env)
+        if pasted or not isinstance(key_env, str) or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", key_env):
             raise ConfigError("llm.api-key-env: expected the name of an environment variable, such as "
-                              f"OPENAI_API_KEY, got {self.llm.get('api_key_env')!r}")
+                              f"OPENAI_API_KEY, got {key_env!r}" + _KEY_HINT * pasted)
         if not isinstance(self.llm.get("model", ""), str):
             raise ConfigError("llm.model: expected a model name")
         _validate_llm_budget(self.llm)
@@ -122,10 +164,7 @@ class Settings:
         if self.gpus != "all" and not (isinstance(self.gpus, list) and self.gpus and all(
                 isinstance(g, int) and not isinstance(g, bool) and g >= 0 for g in self.gpus)):
             raise ConfigError(f"gpus: expected \"all\" or a list of GPU indices such as [0, 2], got {self.gpus!r}")
-        if not isinstance(self.references, dict) or not all(
-            isinstance(k, str) and isinstance(v, str) for k, v in self.references.items()
-        ):
-            raise ConfigError("references: expected a table of glob = \"reference path\"")
+        _validate_references(self.references)
         return self
 
     def cache_path(self, root: Path | None) -> Path:
@@ -137,6 +176,18 @@ class Settings:
         if root is not None and is_project_root(root):
             return root / ".kernel_lsp_cache"
         return user_cache_dir() / "results"
+
+    def timing_unavailable(self) -> str | None:
+        """Why no kernel can be timed with these settings from this machine, or None. Optimize and tune accept only
+        a candidate timed faster than the current kernel: where nothing can be timed they cannot finish, so the
+        front ends refuse them before any work (and the editor does not offer them)."""
+        if self.runner or self.runners or self.executor == "ray":
+            return None  # the GPU is where the runner or the cluster is
+        if self.device == "cpu":
+            return "device is cpu (Triton's interpreter), and nothing is timed without a GPU"
+        if not gpu_present():
+            return "this machine has no GPU and no runner is set, and nothing is timed without a GPU"
+        return None
 
     def fingerprint(self) -> dict[str, Any]:
         """The settings that change a check's result, for the cache key."""
@@ -161,6 +212,20 @@ def settings_manifest() -> dict[str, Any]:
     llm = {_LLM_EDITOR_SPELLING.get(k, k): v for k, v in defaults.llm.items()}
     measure = {_MEASURE_EDITOR_SPELLING.get(k, k): v for k, v in defaults.measure.items()}
     return {"settings": top, "llm": llm, "measure": measure, "sandbox": dict(defaults.sandbox)}
+
+
+def _validate_references(references: Any) -> None:
+    if not isinstance(references, dict):
+        raise ConfigError("references: expected a table of glob = \"reference path\"")
+    for glob, target in references.items():
+        name = f"references.{glob}" if re.fullmatch(r"[\w-]+", glob) else f"references.{json.dumps(glob)}"
+        if glob.replace("-", "_") in _FIELDS or glob in _ALIASES:
+            # The sample's trap: TOML puts every key after the [tool.kernel-lsp.references] header into that table.
+            raise ConfigError(f"{name}: {glob} is a setting, not a glob; the lines after the "
+                              "[tool.kernel-lsp.references] header belong to that table: move it above the header")
+        if not isinstance(target, str):
+            raise ConfigError(f"{name}: expected the reference's path for this glob (a string), got "
+                              f"{type(target).__name__} {target!r}")
 
 
 def _validate_llm_budget(llm: dict[str, Any]) -> None:
@@ -328,11 +393,14 @@ def _line_of_key(text: str, message: str) -> int:
     'x'", "llm: unknown key 'y'"), within its [tool.kernel-lsp] table; the table's header when not found."""
     m = (re.match(r"(?:\[tool\.kernel-lsp\] )?unknown setting '([\w-]+)'", message)
          or re.match(r"(?:\[tool\.kernel-lsp\] )?(\w+): unknown key '([\w-]+)'", message)
+         or re.match(r'(?:\[tool\.kernel-lsp\] )?([\w-]+)\.("(?:[^"\\]|\\.)*"):', message)  # references."a/*.py"
          or re.match(r"(?:\[tool\.kernel-lsp\] )?([\w-]+)(?:\.([\w-]+))?:", message))
     if not m:
         return _line_of_table(text)
     parts = [g for g in m.groups() if g]
     table, key = ("tool.kernel-lsp", parts[0]) if len(parts) == 1 else (f"tool.kernel-lsp.{parts[0]}", parts[1])
+    if key.startswith('"'):
+        key = json.loads(key)
     spellings = {key, key.replace("_", "-"), key.replace("-", "_")}
     lines = text.splitlines()
     current = None
@@ -342,8 +410,8 @@ def _line_of_key(text: str, message: str) -> int:
         if header:
             current = header.group(1).strip()
             continue
-        kv = re.match(r"([\w-]+)\s*=", stripped)
-        if kv and kv.group(1) in spellings and current == table:
+        kv = re.match(r"""([\w-]+|"[^"]*"|'[^']*')\s*=""", stripped)
+        if kv and kv.group(1).strip("\"'") in spellings and current == table:
             return i
         if kv and len(parts) == 2 and current == "tool.kernel-lsp" and kv.group(1) == parts[0]:
             return i  # an inline table: llm = { ... }

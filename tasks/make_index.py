@@ -71,30 +71,14 @@ def task_entry(impl: Path) -> dict:
     }
 
 
-def speedups() -> dict[str, tuple[str, str]]:
-    """(vs eager, vs torch.compile) per task from the H200 table in docs/benchmarks.md (measured by kernel-lsp)."""
-    doc = HERE.parent / "docs" / "benchmarks.md"
-    if not doc.exists():
-        return {}
-    text = doc.read_text()
-    results = text[text.find("## Results"):]
-    out = {}
-    for m in re.finditer(r"^\| \w+ \| (\w+) \| [^|]+ \| [^|]+ \| [^|]+ \| ([\d.]+x) \([^)]*\) \| ([\d.]+x) \([^)]*\) \|",
-                         results, re.M):
-        out.setdefault(m.group(1), (m.group(2), m.group(3)))
-    return out
-
-
 def main() -> int:
     tasks = [task_entry(p) for c in CATEGORIES for p in sorted((HERE / c).glob("*_triton.py"))]
     (HERE / "index.json").write_text(json.dumps({"tasks": tasks}, indent=2) + "\n")
-    speed = speedups()
-    lines = ["| category | task | dtype | GFLOP | MB moved | H200 vs eager | vs torch.compile | what |",
-             "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+    # Speedups are not copied here: docs/benchmarks.md is their one source, with their intervals and versions.
+    lines = ["| category | task | dtype | GFLOP | MB moved | what |", "| --- | --- | --- | --- | --- | --- |"]
     for t in tasks:
-        eager, compiled = speed.get(t["name"], ("-", "-"))
         lines.append(f"| {t['category']} | [{t['name']}]({t['implementation']}) | {t['dtype']} | "
-                     f"{t['flops'] / 1e9:.3g} | {t['bytes'] / 1e6:.4g} | {eager} | {compiled} | {t['summary']} |")
+                     f"{t['flops'] / 1e9:.3g} | {t['bytes'] / 1e6:.4g} | {t['summary']} |")
     readme = HERE / "README.md"
     text = readme.read_text() if readme.exists() else ""
     start, end = "<!-- table:start -->", "<!-- table:end -->"

@@ -102,3 +102,46 @@ def test_executor_settings_are_checked(overrides, ok):
     else:
         with pytest.raises(ConfigError, match=next(iter(overrides)).replace("_", "-")):
             apply_overrides(Settings(), overrides)
+
+
+KEY = "sk-proj-Q3vR9tXw2LmN8pKd4HsYb7Zc1AeF6gJu"  # made up, shaped like an OpenAI project key
+
+
+@pytest.mark.parametrize("text, hidden", [
+    (KEY, True),
+    ("ghp_" + "a1B2c3D4" * 5, True),
+    ("hf_" + "Ab12Cd34" * 4, True),
+    ("AKIAIOSFODNN7EXAMPLE", True),
+    ("Authorization: Bearer abcdefgh12345678", True),
+    ("https://host/v1?key=AIzaSyA1b2C3d4E5f6G7h8I9j0KlMnOpQrStUv", True),
+    ("token " + "Zq8Xw2Lm" * 5, True),  # a long key-like run of mixed-case letters and digits
+    ("/home/user/kernels/a_rather_long_module_name_for_a_kernel_file.py", False),
+    ("sha256 3f2a9c" + "0123456789abcdef" * 3, False),  # a hex digest is not a key
+    ("test_hardening_a_linked_pytorch_only_file_fails_in_a_folder", False),
+    ("OPENAI_API_KEY", False),
+])
+def test_mask_secrets_hides_keys_and_tokens_and_leaves_paths_words_and_digests(text, hidden):
+    from kernel_lsp.config import mask_secrets
+    masked = mask_secrets(text)
+    assert (masked != text) == hidden, masked
+    if hidden:
+        assert "***" in masked and len(masked) < len(text)
+
+
+@pytest.mark.parametrize("key", ["api-key-env", "endpoint"])
+def test_a_key_pasted_into_the_llm_settings_is_refused_and_never_printed(tmp_path, key):
+    """Issue 43 item 5: `llm.api-key-env = "sk-proj-..."` (or the key as `endpoint`) was refused with the key in
+    full, into CI logs. Refused still, pointing at its line, with the key masked."""
+    from tests.conftest import CORPUS, run_cli
+    (tmp_path / "pyproject.toml").write_text(f'[tool.kernel-lsp]\ntimeout = 60\n\n[tool.kernel-lsp.llm]\n'
+                                             f'model = "m"\n{key} = "{KEY}"\n')
+    (tmp_path / "k.py").write_text((CORPUS / "ok_add_fp32.py").read_text())
+    for args in (("check", "k.py"), ("optimize", "k.py", "--format", "json")):
+        proc = run_cli(*args, cwd=tmp_path, timeout=120)
+        assert proc.returncode == 2, proc.stderr
+        assert KEY not in proc.stdout + proc.stderr and KEY[:20] not in proc.stderr, proc.stderr
+        assert "pyproject.toml:6:" in proc.stderr and "sk-pro***" in proc.stderr, proc.stderr
+        assert "looks like an API key itself" in proc.stderr
+    (tmp_path / "pyproject.toml").unlink()
+    proc = run_cli("check", "k.py", "--target", KEY, cwd=tmp_path, timeout=120)  # a usage error masks it too
+    assert proc.returncode == 2 and KEY not in proc.stderr and "sk-pro***" in proc.stderr, proc.stderr

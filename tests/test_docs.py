@@ -16,6 +16,14 @@ def test_docs_every_code_has_a_section():
     assert sections == list(CODES)
 
 
+def test_docs_the_table_of_codes_lists_every_code_with_its_name_and_severity():
+    """The table at the top of docs/diagnostics.md is where a reader looks first: KL007 had a section but no row
+    (the test above read only the sections)."""
+    text = (ROOT / "docs" / "diagnostics.md").read_text()
+    rows = re.findall(r"^\| \[(KL\d{3})\]\(#kl\d{3}\) \| ([\w-]+) \| (\w+)", text, re.M)
+    assert rows == [(c.code, c.name, c.severity.label) for c in CODES.values()]
+
+
 def test_docs_every_setting_is_documented():
     text = (ROOT / "docs" / "configuration.md").read_text()
     for field in dataclasses.fields(Settings):
@@ -111,6 +119,45 @@ def test_docs_pages_tell_no_session_story():
         assert not found, f"{page.relative_to(ROOT)} narrates work sessions ({found[:3]}): CHANGELOG.md and git log do"
 
 
+# How the project got here, which CHANGELOG.md and git log tell: never on a reference page. An issue elsewhere is
+# cited as owner/repo#N.
+HISTORY = [r"\b[Ss]essions?\b \d+", r"\bother sessions\b", r"\bsessions'", r"(?<![\w/-])[Ii]ssues? #?\d+",
+           r"\bits own issue\b", r"\bissue notes\b", r"\b[Ww]hat is left\b", r"\b[Cc]ommits? [0-9a-f]{7,40}\b",
+           r"\bcommit messages\b", r"\bdue to be (measured|done|fixed|updated)", r"\b[Cc]hanged since\b",
+           r"\bthe previous (table|run|version)\b", r"\bnot (measured|done|tried) yet\b", r"\bthe earlier rule\b",
+           r"\buntil session\b"]
+REFERENCE_PAGES = sorted((ROOT / "docs").glob("*.md")) + [ROOT / "README.md", ROOT / "tasks" / "README.md"]
+
+
+def test_docs_reference_pages_tell_no_project_history():
+    """Issue 43 item 9: verification.md, benchmarks.md, scale-out.md and performance.md spoke of issues, sessions,
+    "what is left", commits and tables "due to be measured again"."""
+    for page in REFERENCE_PAGES:
+        text = page.read_text()
+        found = [m.group(0) for pattern in HISTORY for m in re.finditer(pattern, text)]
+        assert not found, f"{page.relative_to(ROOT)} tells project history ({found[:4]}): CHANGELOG.md and git log do"
+
+
+def test_docs_each_speedup_has_one_source_which_names_its_versions():
+    """Issue 43 item 9: tasks/README.md copied the speedups (conv1d 0.89x there, 0.93x in docs/benchmarks.md). It
+    points at docs/benchmarks.md, which says which torch and Triton measured them, as its results file records."""
+    tasks = (ROOT / "tasks" / "README.md").read_text()
+    assert not re.findall(r"\b\d+\.\d+x\b", tasks) and "docs/benchmarks.md" in tasks
+    bench = (ROOT / "docs" / "benchmarks.md").read_text()
+    cited = re.findall(r"benchmarks/results/(tasks-[\w.-]+\.json)", bench)[0]
+    provenance = {(s["provenance"]["torch"], s["provenance"]["triton"])
+                  for f in json.loads((RESULTS / cited).read_text())["files"]
+                  for k in f["kernels"].values() if k.get("measurement")
+                  for s in [k["measurement"]]}
+    assert len(provenance) == 1, provenance
+    torch, triton = provenance.pop()
+    intro = bench[: bench.index("## Reproduce")]
+    assert f"torch {torch}" in intro and f"Triton {triton}" in intro, (torch, triton)
+    for page in ("performance.md", "performance-method.md"):
+        text = (ROOT / "docs" / page).read_text()
+        assert f"torch {torch}" in text and f"Triton {triton}" in text, page
+
+
 def test_docs_benchmarks_table_is_its_results_file():
     """The tasks table in docs/benchmarks.md is what benchmarks/tasks_table.py makes of the results file the page
     cites: every task's speedups over eager and torch.compile, with their intervals."""
@@ -129,3 +176,53 @@ def test_docs_benchmarks_table_is_its_results_file():
     expected = {name: tuple(table.fmt_ratio(table.speedup(r["m"], against)) for against in ("eager", "torch.compile"))
                 for name, r in rows.items() if r["m"]}
     assert shown == expected
+
+
+# The samples of docs/: each works as pasted -------------------------------------------------------------------------
+
+def config_samples() -> list[tuple[str, str]]:
+    """(page:line, text) of every ```toml block in docs/ and the README, dedented as a reader would paste it."""
+    import textwrap
+    out = []
+    for page in PAGES:
+        text = page.read_text()
+        for m in re.finditer(r"^( *)```toml\n(.*?)^ *```", text, re.M | re.S):
+            out.append((f"{page.relative_to(ROOT)}:{text.count(chr(10), 0, m.start()) + 1}",
+                        textwrap.dedent(m.group(2))))
+    return out
+
+
+def test_docs_every_config_sample_works_as_pasted(tmp_path):
+    """Issue 43 item 6: docs/configuration.md's sample put half its settings under [tool.kernel-lsp.references], and
+    failed when pasted (pointing at line 1). Each pyproject sample is given to `kernel-lsp check` as its config (on a
+    folder without kernels: the settings are loaded and validated, nothing runs); an editor's sample (Helix's
+    `config = { kernelLsp = ... }`) is loaded as the server loads its client's settings."""
+    import tomllib
+
+    from kernel_lsp.config import apply_overrides
+    from tests.conftest import run_cli
+
+    samples = config_samples()
+    assert any("configuration.md" in where for where, _ in samples) and len(samples) >= 5, samples
+    (tmp_path / "empty").mkdir()
+    for i, (where, text) in enumerate(samples):
+        data = tomllib.loads(text)  # valid TOML as pasted
+        if "tool" in data:
+            config = tmp_path / f"pyproject{i}.toml"
+            config.write_text(text)
+            proc = run_cli("check", str(tmp_path / "empty"), "--config", str(config))
+            assert proc.returncode == 1 and "nothing was checked" in proc.stderr, (where, proc.stderr)
+        for server in data.get("language-server", {}).values():
+            apply_overrides(Settings(), server["config"]["kernelLsp"])
+
+
+def test_docs_a_setting_under_the_references_table_is_an_error_at_its_line(tmp_path):
+    from tests.conftest import run_cli
+    config = tmp_path / "pyproject.toml"
+    config.write_text('[tool.kernel-lsp]\ntimeout = 60\n\n[tool.kernel-lsp.references]\n"sol/*.py" = "prob/{match}.py"\n'
+                      'runner = "ssh gpu-box kernel-lsp worker"\nrunners = ["ssh a kernel-lsp worker"]\n')
+    (tmp_path / "empty").mkdir()
+    proc = run_cli("check", str(tmp_path / "empty"), "--config", str(config))
+    assert proc.returncode == 2, proc.stderr
+    assert f"{config}:6: [tool.kernel-lsp] references.runner: runner is a setting, not a glob" in proc.stderr
+    assert "move it above the header" in proc.stderr

@@ -34,6 +34,9 @@ def dist(tmp_path_factory):
     proc = subprocess.run([sys.executable, "-m", "build", "--no-isolation", "--outdir", str(out), str(ROOT)],
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    warned = [ln for ln in (proc.stdout + proc.stderr).splitlines()
+              if "would be ignored" in ln or "project.license" in ln]
+    assert not warned, warned  # issue 43 item 8: the build is clean (test_packaging_setup_names_every_folder)
     return out
 
 
@@ -230,3 +233,58 @@ def test_packaging_kernel_lsp_starts_on_the_stated_python_versions(end, tmp_path
     proc = subprocess.run([python, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=120,
                           env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert proc.returncode == 0 and proc.stdout.startswith("kernel-lsp "), proc.stderr[-2000:]
+
+
+# Issue 43 item 7: what a newcomer reads first, and what they can ask the install.
+
+def test_packaging_the_readme_makes_the_venv_first_and_installs_torch_before_the_wheel():
+    first = re.search(r"```sh\n(.*?)```", README, re.S).group(1)
+    assert first.splitlines()[0].startswith("python3 -m venv .venv"), first  # before any pip install
+    assert first.index("-m venv") < first.index("pip install torch==")
+    wheel = README.index("pip install dist/kernel_lsp-")
+    assert "install torch first" in README[:wheel], "the README installs the wheel without torch first"
+
+
+def test_packaging_version_says_which_torch_build_and_triton_without_importing_them():
+    from importlib.metadata import version
+    script = ("import sys, kernel_lsp.cli as cli\n"
+              "try:\n    cli.main(['--version'])\nexcept SystemExit:\n    pass\n"
+              "print('imported:', sorted(m for m in ('torch', 'triton') if m in sys.modules))\n")
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, cwd=ROOT,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    lines = proc.stdout.splitlines()
+    assert lines[0].startswith("kernel-lsp "), proc.stdout + proc.stderr
+    import torch
+    build = f"CUDA {torch.version.cuda} build" if torch.version.cuda else "CPU build"
+    assert any(line.startswith(f"torch {torch.__version__} ({build}") for line in lines), proc.stdout
+    assert f"triton {version('triton')}" in lines, proc.stdout
+    assert lines[-1] == "imported: []", proc.stdout  # read from their files: --version costs no import of seconds
+
+
+# Issue 43 item 8: `python -m build` warned about `project.license` as a table (setuptools stops accepting it) and
+# "Package would be ignored" 16 times (kernel_lsp/schemas and the task folders). Read from the configuration, fast.
+
+def _setup_packages() -> list[str]:
+    """The packages setup.py hands to setuptools, as it computes them (setup() replaced by a recorder)."""
+    script = ("import json, runpy, setuptools\n"
+              "setuptools.setup = lambda **kw: print(json.dumps(kw['packages']))\n"
+              "runpy.run_path('setup.py')\n")
+    proc = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
+def test_packaging_setup_names_every_folder_that_ships_and_the_license_is_an_spdx_string():
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    assert isinstance(config["project"]["license"], str), config["project"]["license"]  # "Apache-2.0", not a table
+    assert any(re.fullmatch(r"setuptools>=(\d+)", r) and int(r.split(">=")[1]) >= 77
+               for r in config["build-system"]["requires"]), config["build-system"]  # SPDX strings need 77
+    packages = set(_setup_packages())
+
+    def folders(top: Path, name: str) -> set[str]:
+        return {".".join([name, *d.relative_to(top).parts]) for d in [top, *top.rglob("*")]
+                if d.is_dir() and not any(p == "__pycache__" or p.startswith(".") for p in d.relative_to(top).parts)
+                and any(f.is_file() for f in d.iterdir())}
+    shipped = folders(ROOT / "kernel_lsp", "kernel_lsp") | folders(ROOT / "tasks", "kernel_lsp.bundled_tasks")
+    assert not sorted(shipped - packages), "folders setuptools would warn about and ignore"
+    assert not [p for p in packages if "__pycache__" in p]

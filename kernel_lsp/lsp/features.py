@@ -49,19 +49,35 @@ def hover_markdown(doc: Document, kernel: str, chart: Path | None = None) -> str
                          f"| {c.shared / 1024:.1f} |")
     ver = facts.verification
     if ver:
-        lines += ["", f"Verified on {ver.device}" + (f", CPU sizes {ver.cpu_sizes}" if ver.cpu_sizes else ""),
+        lines += ["", verification_headline(ver) + (f", CPU sizes {ver.cpu_sizes}" if ver.cpu_sizes else ""),
                   "", "| variant | inputs | verdict | max error | PyTorch's error |", "| --- | --- | --- | --- | --- |"]
         for r in ver.variants:
             lines.append(f"| {r.variant} | {r.inputs} | {r.verdict} | {_fmt(r.max_abs)} | {_fmt(r.ref_max_abs)} |")
         if ver.skipped:
             lines.append("")
-            lines.append("Skipped: " + "; ".join(f"{s.variant} ({s.reason})" for s in ver.skipped))
+            skipped: dict[str, str] = {}  # a variant named once, with its first reason
+            for row in ver.skipped:
+                skipped.setdefault(row.variant, row.reason)
+            lines.append("Skipped: " + "; ".join(f"{v} ({why})" for v, why in skipped.items()))
     if not compiled and not ver:
         lines += ["", "Not checked yet (or not linked to a reference)." if not doc.restricted else
                   "Restricted Mode: this workspace is not trusted, so kernel-lsp only parses it (nothing is "
                   "imported, compiled or run) until you trust it."]
     lines += [""] + performance_markdown(doc, kernel, chart)
     return "\n".join(lines)
+
+
+def verification_headline(ver) -> str:
+    """What verification concluded, in words: "Verified" only when every input variant it judged passed."""
+    judged = [r for r in ver.variants if r.verdict != "cpu-limit"]
+    failed = [r for r in judged if r.verdict != "ok"]
+    if not judged:
+        return f"Not verified on {ver.device}: no input variant could be judged"
+    if not failed:
+        return f"Verified on {ver.device}"
+    if len(failed) == len(judged):
+        return f"Failed verification on {ver.device}: every input variant ({len(judged)}) failed"
+    return f"Failed verification on {ver.device}: {len(failed)} of {len(judged)} input variants failed"
 
 
 def _us(x: float | None) -> str:
@@ -165,9 +181,12 @@ def reference_candidates(path: Path, limit: int = 5) -> list[Path]:
     return out
 
 
-def proposal_actions(doc: Document, params: types.CodeActionParams, llm_configured: bool) -> list[types.CodeAction]:
+def proposal_actions(doc: Document, params: types.CodeActionParams, llm_configured: bool,
+                     can_time: bool = True) -> list[types.CodeAction]:
     """Fix with LLM on compile and verification problems; optimize and tune on performance findings and on any
-    verified kernel. The heavy work runs when chosen (a command), and only a verified result is offered."""
+    verified kernel, only where a kernel can be timed (`can_time`: a GPU here, a runner or a cluster; elsewhere they
+    could never accept anything). The heavy work runs when chosen (a command), and only a verified result is
+    offered."""
     from .proposals import PROPOSE, TITLES
     ours = [d for d in params.context.diagnostics if (d.source or "").startswith("kernel-lsp") and d.code]
     problems = [d for d in ours if str(d.code).startswith(("KL1", "KL2")) and
@@ -187,7 +206,7 @@ def proposal_actions(doc: Document, params: types.CodeActionParams, llm_configur
 
     if problems:
         out.append(action("fix", types.CodeActionKind.QuickFix, problems, None if llm_configured else no_llm))
-    if perf or verified:
+    if (perf or verified) and can_time:
         out.append(action("optimize", types.CodeActionKind.RefactorRewrite, perf, None if llm_configured else no_llm))
         out.append(action("tune", types.CodeActionKind.RefactorRewrite, perf))
     return out

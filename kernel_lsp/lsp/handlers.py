@@ -17,6 +17,7 @@ import time
 from lsprotocol import types
 from pygls.exceptions import JsonRpcInternalError
 
+from ..config import mask_secrets
 from .convert import path_of
 from .features import VERIFY_NOW, code_actions, code_lenses, hover_markdown, kernel_at, proposal_actions
 from .proposals import PROPOSE
@@ -35,7 +36,7 @@ def _guard(fn):
             return result
         except Exception as e:
             log.exception("%s failed", fn.__name__)
-            what = f"{type(e).__name__}: {e}"[:300]
+            what = mask_secrets(f"{type(e).__name__}: {e}")[:300]
             ls.window_show_message(types.ShowMessageParams(
                 types.MessageType.Error, f"kernel-lsp: {fn.__name__} failed ({what}); the output log has details"))
             raise JsonRpcInternalError(f"kernel-lsp: {fn.__name__} failed: {what}") from e
@@ -146,7 +147,8 @@ def code_action(ls: KernelLanguageServer, params: types.CodeActionParams):
     doc = ls.scheduler.docs.get(params.text_document.uri)
     if doc is None:
         return None
-    return proposal_actions(doc, params, bool(ls.settings.llm.get("endpoint"))) + code_actions(doc, params)
+    llm, timed = bool(ls.settings.llm.get("endpoint")), ls.settings.timing_unavailable() is None
+    return proposal_actions(doc, params, llm, timed) + code_actions(doc, params)
 
 
 @server.command(PROPOSE)

@@ -78,6 +78,12 @@ class Proposals:
                 types.MessageType.Warning, "kernel-lsp: no LLM endpoint is configured; set [tool.kernel-lsp.llm] "
                 "endpoint and model, or the kernelLsp.llm settings (docs/code-actions.md)"))
             return
+        untimed = ls.settings.timing_unavailable() if mode in ("optimize", "tune") else None
+        if untimed:  # never offered there (features.py); a client that sends the command anyway is told why
+            ls.window_show_message(types.ShowMessageParams(
+                types.MessageType.Warning, f"kernel-lsp: {mode} cannot accept anything here: {untimed}; set a runner "
+                "that reaches a GPU (docs/performance-method.md)"))
+            return
         running = Running(key)
         self.running[key] = running
         loop = asyncio.get_running_loop()

@@ -18,19 +18,27 @@ from lsprotocol import types
 from pygls.lsp.server import LanguageServer
 
 from .. import __version__
-from ..check import check_file
+from ..check import CheckRequest, check_file, read_source
 from ..codes import severity_of
 from ..config import ConfigError, Settings, apply_overrides, find_pyproject, load_pyproject
 from ..device import gpu_present
 from ..jobs import Stage
-from ..model import Finding, Span
+from ..model import FileReport, Finding, Span
 from ..run.executor import executor_for
-from .convert import lsp_diagnostic, path_of, uri_of
+from ..source.lint import lint_report, may_link
+from .convert import lsp_diagnostic, lsp_diagnostics, path_of, uri_of
 from .scheduler import Document, Hooks, Run, Scheduler
 
 log = logging.getLogger("kernel_lsp.server")
 STATUS = "kernelLsp/status"
 SECTION = "kernelLsp"
+
+
+def check_and_lint(req: CheckRequest) -> FileReport:
+    """check_file, and what the text alone tells besides (a malformed pragma, a PyTorch fallback), as the CLI
+    reports them."""
+    source = req.source if req.source is not None else read_source(req.path)[0]
+    return lint_report(check_file(req), source, req.cli_reference, req.root, req.settings.references)
 
 
 class KernelLanguageServer(LanguageServer):
@@ -41,7 +49,7 @@ class KernelLanguageServer(LanguageServer):
         self.root: Path | None = None
         self.pyproject: Path | None = None
         self.scheduler = Scheduler(Hooks(self.publish, self.run_started, self.run_finished, self.run_stage),
-                                   self.settings, None, check_file, executor_for)
+                                   self.settings, None, check_and_lint, executor_for)
         self.observer = None
         # A save whose text the server has not seen yet (a client that sends didSave before its debounced
         # didChange, like Neovim 0.7): verification waits until the document catches up with it.
@@ -117,7 +125,7 @@ class KernelLanguageServer(LanguageServer):
     def publish(self, doc: Document) -> None:
         findings = [f for fs in doc.findings.values() for f in fs]
         self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(
-            uri=doc.uri, version=doc.version, diagnostics=[lsp_diagnostic(f) for f in findings]))
+            uri=doc.uri, version=doc.version, diagnostics=lsp_diagnostics(findings)))
 
     async def run_started(self, doc: Document, run: Run) -> str | None:
         stage = "verifying" if run.verify else "compiling"
@@ -201,8 +209,10 @@ class KernelLanguageServer(LanguageServer):
         document = self.workspace.get_text_document(uri)
         text = document.source
         path = path_of(uri)
-        if "triton" not in text and uri not in self.scheduler.docs:
-            return  # not a Triton file (a file with a syntax error that mentions triton is still checked)
+        if "triton" not in text and not may_link(text) and uri not in self.scheduler.docs:
+            # Not a Triton file (a file with a syntax error that mentions triton is still checked), nor one that links
+            # a reference (a PyTorch fallback is reported as the CLI reports it).
+            return
         trigger = self.settings.verify
         verify = trigger == "change" or (trigger == "save" and save)
         self.scheduler.update(uri, path, document.version, text, verify=verify, immediate=immediate)

@@ -33,13 +33,9 @@ from ..config import Settings, apply_overrides
 from ..model import Candidate, FileReport, Measurement, Proposal, Severity
 from ..run.executor import Executor
 from . import contract, edits, prompt, region, screen, tune
-from .llm import LLM, Budget, LLMError, MalformedReply
+from .llm import LLM, Budget, Cancelled, LLMError, MalformedReply
 
 MODES = ("fix", "optimize", "tune")
-
-
-class Cancelled(Exception):
-    """The request was cancelled; its workers have been killed."""
 
 
 @dataclass
@@ -127,6 +123,17 @@ class Proposer:
     # The loop ----------------------------------------------------------------------------------------------
     def run(self) -> Proposal:
         req = self.req
+        untimed = req.settings.timing_unavailable() if req.mode in ("optimize", "tune") else None
+        if untimed:
+            # Nothing can be accepted where nothing is timed: say so before any check or request.
+            return Proposal(req.mode, str(req.path), False, f"nothing can be accepted: {untimed}; a {req.mode} "
+                            "needs a GPU (a CUDA machine, or a runner) to time candidates", tokens=0, seconds=0.0)
+        if req.mode in ("fix", "optimize"):
+            try:
+                self._llm().preflight()  # a wrong endpoint is said at once, not after the file's check
+            except LLMError as e:
+                return Proposal(req.mode, str(req.path), False, f"no proposal: {e}", notes=[str(e)],
+                                seconds=round(time.monotonic() - self.started, 2))
         req.progress("checking the current file")
         # The user's own file: the isolated re-run guards against candidates (each one gets it); what it would say
         # of the user's code is `check`'s to say.
@@ -165,10 +172,17 @@ class Proposer:
                 proposal.notes.append(f"stopped asking: {why}")
                 break
             origin = f"llm round {round_no} #{i + 1}"
-            req.progress(f"round {round_no}: asking {llm.describe()} for candidate {i + 1} of {self.per_round}")
+            asking = f"round {round_no}: asking {llm.describe()} for candidate {i + 1} of {self.per_round}"
+            req.progress(asking)
+
+            def waiting(seconds: float) -> None:
+                left = self.budget.left_seconds()
+                req.progress(f"{asking}: no reply yet after {seconds:.0f} s (at most {max(left, 0):.0f} s more, "
+                             "llm.max-seconds)")
             try:
                 reply = llm.complete(prompt.messages(req.mode, req.path.name, req.text, reference, baseline,
-                                                     failures, req.kernel), self.budget)
+                                                     failures, req.kernel), self.budget, on_wait=waiting,
+                                     cancel=req.cancel)
                 text = edits.candidate_from_reply(req.text, reply.text)
             except (MalformedReply, edits.ReplyError) as e:
                 failed(Candidate(origin, "unparsable", str(e)))

@@ -5,7 +5,8 @@ A problem is one code at one line: the verifier keeps a value failure, a layout 
 store as separate findings (JSON and the editor show each), but a reader sees one lead line, the first finding's
 details, and `also on:` with every other input variant the code failed on there. The lead line stays near
 LEAD_WIDTH characters (what is wrong, where, how many elements); nothing of a message is dropped, the rest of it
-follows on detail lines, whole clauses packed to the same width.
+follows on detail lines, whole clauses packed to the same width. Nothing is ever cut inside backticks: code a
+message shows (`# kernel-lsp: reference=problem.py`) is printed whole, as the user must type it.
 """
 
 from __future__ import annotations
@@ -27,10 +28,38 @@ _TRAILING_NOTE = re.compile(r"^(?P<head>.*\S) \((?P<note>[^()]*(\([^()]*\)[^()]*
 
 def problem_groups(report: FileReport) -> list[list[Finding]]:
     """The report's findings grouped by (line, code), in report order: one problem per group."""
+    return group_findings(report.findings)
+
+
+def group_findings(findings: list[Finding]) -> list[list[Finding]]:
+    """Findings grouped by (line, code), in their order: one problem per group (the text output and the editor
+    show one each)."""
     groups: dict[tuple[int, str], list[Finding]] = {}
-    for f in report.findings:
+    for f in findings:
         groups.setdefault((f.span.line, f.code), []).append(f)
     return list(groups.values())
+
+
+def lead_finding(group: list[Finding]) -> Finding:
+    """The finding that speaks for its group: the most severe (the first of them, in order)."""
+    return min(group, key=lambda f: f.severity)
+
+
+def other_variants(group: list[Finding]) -> list[str]:
+    """Every input variant the group's findings name, once each, but the lead finding's own."""
+    own = _variants(lead_finding(group))[:1]
+    named = [v for f in group for v in _variants(f) + split_message(f.message)[2]]
+    return [v for v in dict.fromkeys(named) if v not in own]
+
+
+def problem_message(group: list[Finding]) -> str:
+    """One message for a group: the lead finding's, its `(also on: ...)` naming every other variant of the group
+    once (the editor's one diagnostic per problem, as the text output shows one lead line)."""
+    first = lead_finding(group)
+    if len(group) == 1:
+        return first.message
+    others = other_variants(group)
+    return _ALSO_ON.sub("", first.message) + (f" (also on: {', '.join(others)})" if others else "")
 
 
 def split_message(message: str) -> tuple[str, list[str], list[str]]:
@@ -43,11 +72,12 @@ def split_message(message: str) -> tuple[str, list[str], list[str]]:
     first, rest = clauses[0], clauses[1:]
     details: list[str] = []
     m = _TRAILING_NOTE.match(first)
-    if m and len(first) > 60:
+    if m and len(first) > 60 and not _in_code(first, len(m["head"])):
         first = m["head"]
         details.append(m["note"])
-    if ", e.g. " in first and len(first) > 60:
-        first, example = first.split(", e.g. ", 1)
+    at = _find(first, ", e.g. ")
+    if at >= 0 and len(first) > 60:
+        first, example = first[:at], first[at + len(", e.g. "):]
         details.insert(0, f"e.g. {example}")
     count = next((c for c in rest if _COUNT.match(c)), None)
     if count is not None:
@@ -56,11 +86,37 @@ def split_message(message: str) -> tuple[str, list[str], list[str]]:
     return first, details + rest, also
 
 
+def _in_code(text: str, i: int) -> bool:
+    """Whether position i of `text` lies inside a backticked span (an odd number of backticks before it)."""
+    return text.count("`", 0, i) % 2 == 1
+
+
+def _find(text: str, mark: str, end: int | None = None) -> int:
+    """The first `mark` in text[:end] that does not begin inside backticks, or -1."""
+    at = text.find(mark, 0, end)
+    while at >= 0 and _in_code(text, at):
+        at = text.find(mark, at + 1, end)
+    return at
+
+
+def _rfind(text: str, mark: str, end: int) -> int:
+    """The last `mark` in text[:end] that does not begin inside backticks, or -1."""
+    at = text.rfind(mark, 0, end)
+    while at >= 0 and _in_code(text, at):
+        at = text.rfind(mark, 0, at)
+    return at
+
+
 def _clauses(text: str) -> list[str]:
-    """The text split at "; " outside parentheses and brackets (a config list inside them stays whole)."""
-    out, depth, start = [], 0, 0
+    """The text split at "; " outside parentheses, brackets and backticks (a config list inside them stays whole,
+    and so does code)."""
+    out, depth, start, code = [], 0, 0, False
     for i, ch in enumerate(text):
-        if ch in "([":
+        if ch == "`":
+            code = not code
+        elif code:
+            continue
+        elif ch in "([":
             depth += 1
         elif ch in ")]":
             depth = max(0, depth - 1)
@@ -81,16 +137,21 @@ def _variants(f: Finding) -> list[str]:
 def _fit(prefix: str, headline: str) -> tuple[str, str]:
     """The headline, cut where a clause or a parenthesis begins so that prefix + headline stays within LEAD_WIDTH
     (at least MIN_ROOM characters of it, however long the path), and the remainder for the detail lines. Words are
-    cut (with an ellipsis) only where no such place leaves MIN_CLAUSE characters."""
+    cut (with an ellipsis) only where no such place leaves MIN_CLAUSE characters, and never inside backticks: a cut
+    there would print code the user copies (`# kernel-lsp: reference=...`) in two pieces, its colon lost."""
     room = max(MIN_ROOM, LEAD_WIDTH - len(prefix))
     if len(headline) <= room:
         return headline, ""
     for mark, keep in ((": ", 0), (" (", 1), (", ", 0)):
-        at = headline.rfind(mark, 0, room)
+        at = _rfind(headline, mark, room)
         if at >= MIN_CLAUSE:
             return headline[:at], headline[at + len(mark) - keep:]
-    cut = headline.rfind(" ", 0, room - 1)
+    cut = _rfind(headline, " ", room - 1)
     cut = cut if cut > room // 2 else room - 1
+    if _in_code(headline, cut):  # a long code span: cut before it rather than through it, or not at all
+        cut = headline.rfind("`", 0, cut)
+        if cut < MIN_CLAUSE:
+            return headline, ""
     return headline[:cut].rstrip() + "\u2026", "\u2026" + headline[cut:].lstrip()
 
 
@@ -113,14 +174,12 @@ def _wrapped(text: str) -> list[str]:
 
 def problem_lines(group: list[Finding], path: str) -> list[str]:
     """One problem: the lead line, then its details and the other variants it was found on."""
-    first = min(group, key=lambda f: f.severity)  # the most severe leads (the first of them, in report order)
+    first = lead_finding(group)
     headline, details, _ = split_message(first.message)
     prefix = f"{path}:{first.span.line + 1}:{first.span.col + 1}: {first.code} [{first.severity.label}] "
     shown, overflow = _fit(prefix, headline)
     lines = [prefix + shown] + _packed(([overflow] if overflow else []) + details)
-    own = _variants(first)[:1]
-    named = [v for f in group for v in _variants(f) + split_message(f.message)[2]]
-    others = [v for v in dict.fromkeys(named) if v not in own]
+    others = other_variants(group)
     if others:
         note = f" ({len(group)} findings at this line in --format json)" if len(group) > 1 else ""
         lines += _wrapped(f"also on: {', '.join(others)}{note}")
@@ -192,9 +251,11 @@ def summary_lines(reports: list[FileReport]) -> list[str]:
     retried = sum(1 for r in reports if r.stats.get("retried"))  # its Ray worker, actor or node was lost mid-job
     origin = f"{cached} from cache" + (f", {retried} retried after a lost worker" if retried else "")
     problems = counts[Severity.ERROR] + counts[Severity.WARNING]
+    # Counted by the labels the lead lines show, so each number can be found among them: information (what was
+    # measured, or could not be judged) is not advice; a hint is (docs/diagnostics.md).
     summary = (f"Checked {scope} ({', '.join(parts)}; {origin}): "
                f"{_plural(counts[Severity.ERROR], 'error')}, {_plural(counts[Severity.WARNING], 'warning')}, "
-               f"{counts[Severity.INFO] + counts[Severity.HINT]} advice")
+               f"{counts[Severity.INFO]} info, {_plural(counts[Severity.HINT], 'hint')}")
     if not problems and c["kernels"] and not c["unlinked"] and not c["unverified"] and not c["compile_failed"]:
         summary += ". All checks passed!"
     elif not problems and c["kernels"]:
@@ -233,7 +294,7 @@ def render_proposal(p: Proposal) -> str:
     if p.variants:
         ok = sum(1 for v in p.variants if v.verdict == "ok")
         lines.append(f"verification of the accepted version: {ok} of {len(p.variants)} input variants pass "
-                     f"({', '.join(v.variant for v in p.variants)})")
+                     f"({', '.join(dict.fromkeys(v.variant for v in p.variants))})")
     if p.candidates:
         lines.append(f"candidates ({len(p.candidates)}):")
         for c in p.candidates:

@@ -4,6 +4,7 @@ the right side, and `check` says what it did and did not check."""
 from __future__ import annotations
 
 import json
+import re
 import os
 import shutil
 import signal
@@ -296,3 +297,72 @@ def test_hardening_output_into_a_closed_pipe_exits_quietly(tmp_path):
                           shell=True, capture_output=True, text=True, timeout=600,
                           cwd=os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
     assert len(proc.stdout) == 10 and "Traceback" not in proc.stderr and "BrokenPipe" not in proc.stderr, proc.stderr
+
+
+FALLBACK_PROBLEM = '''
+import torch
+class Model(torch.nn.Module):
+    def forward(self, x):
+        return torch.softmax(x, dim=-1)
+def get_inputs():
+    return [torch.randn(8, 16)]
+def get_init_inputs():
+    return []
+'''
+
+
+def test_hardening_a_linked_pytorch_only_file_fails_in_a_folder_as_named_directly(tmp_path):
+    """Issue 43 item 1: a folder with a good kernel and a linked `ModelNew` that only calls torch.softmax passed
+    (exit 0, the second file skipped without a word)."""
+    shutil.copy(CORPUS / "ok_add_fp32.py", tmp_path / "good.py")
+    write(tmp_path / "problem.py", FALLBACK_PROBLEM)
+    write(tmp_path / "softmax_new.py", "# kernel-lsp: reference=problem.py\nimport torch\n\n\n"
+          "class ModelNew(torch.nn.Module):\n    def forward(self, x):\n        return torch.softmax(x, dim=-1)\n")
+    findings = {}
+    for target, extra in ((tmp_path, ()), (tmp_path, ("--require-reference",)), (tmp_path / "softmax_new.py", ())):
+        proc = run_cli("check", str(target), "--format", "json", *extra)
+        assert proc.returncode == 1, (target, extra, proc.stdout[-2000:], proc.stderr)
+        doc = json.loads(proc.stdout)
+        found = [(d["path"].rsplit("/", 1)[-1], d["code"], d["severity"], d["range"]["line"])
+                 for d in doc["diagnostics"]]
+        assert ("softmax_new.py", "KL205", "error", 0) in found, found
+        findings[str(target)] = [f for f in found if f[0] == "softmax_new.py"]
+    assert len({tuple(v) for v in findings.values()}) == 1, findings  # the same finding either way
+    text = run_cli("check", str(tmp_path)).stdout
+    assert "softmax_new.py:1:1: KL205 [error] PyTorch fallback" in text and "All checks passed" not in text
+
+
+def test_hardening_a_large_file_without_triton_is_skipped_unparsed(tmp_path):
+    """Issue 43 item 11: a 43 MB generated module cost 17 s and 3 GB to skip. One over the parse limit that does not
+    mention triton is not parsed (its syntax error, planted at the end, is not reported); a small one still is."""
+    shutil.copy(CORPUS / "ok_add_fp32.py", tmp_path / "good.py")
+    (tmp_path / "data.py").write_text("TABLE = [\n" + "    1.0,\n" * 200_000 + "  # never closed\n")
+    (tmp_path / "small.py").write_text("def f(:\n")
+    proc = run_cli("check", str(tmp_path), "--no-verify")
+    assert "small.py:1:7: KL001" in proc.stdout, proc.stdout
+    assert "data.py" not in proc.stdout, proc.stdout
+
+
+def test_hardening_contradicting_flags_are_usage_errors(tmp_path):
+    """Issue 43 item 11: each pair was accepted and one of its flags silently ignored."""
+    shutil.copy(CORPUS / "ok_add_fp32.py", tmp_path / "k.py")
+    for flags, says in ((("--device", "cpu", "--gpus", "0"), "--gpus 0 with --device cpu"),
+                        (("--executor", "local", "--ray-address", "10.0.0.5:6379"), "with --executor local"),
+                        (("--no-verify", "--require-reference"), "--require-reference with --no-verify")):
+        proc = run_cli("check", str(tmp_path / "k.py"), *flags)
+        assert proc.returncode == 2 and says in proc.stderr and "drop one of them" in proc.stderr, (flags, proc.stderr)
+        assert proc.stdout == "" and "Traceback" not in proc.stderr
+
+
+def test_hardening_a_clean_check_logs_each_file_when_stderr_is_not_a_terminal(tmp_path):
+    """Issue 43 item 11: a clean check printed nothing for minutes into a CI log (the progress line is for
+    terminals only). Now each finished file is one line on stderr; stdout keeps the findings and the summary."""
+    shutil.copy(CORPUS / "ok_add_fp32.py", tmp_path / "a.py")
+    shutil.copy(CORPUS / "ok_add_fp32.py", tmp_path / "b.py")
+    proc = run_cli("check", str(tmp_path), "--no-cache", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    done = [re.fullmatch(r"kernel-lsp: \[(\d)/2\] done: (\w\.py) \(clean\)  \d+ s", line)
+            for line in proc.stderr.splitlines() if "] done: " in line]
+    assert len(done) == 2 and all(done), proc.stderr
+    assert sorted(m.group(1) for m in done) == ["1", "2"] and sorted(m.group(2) for m in done) == ["a.py", "b.py"]
+    assert "done:" not in proc.stdout and "All checks passed" in proc.stdout

@@ -248,7 +248,7 @@ def test_server_publishes_a_verification_finding_as_soon_as_it_is_found(tmp_path
         assert client.messages.index(first) < client.messages.index(last_variant) < client.messages.index(done)
         final = [m for m in client.messages[: client.messages.index(done)] if verify_diag(m)][-1]
         (live,) = [d for d in first["params"]["diagnostics"] if d["source"] == "kernel-lsp.verify"]
-        # one KL200 per cause (value, size and layout variants apart): the value one starts with seed-1, as live
+        # one KL200 per line, as the CLI prints one problem: led by the value finding, which starts with seed-1
         (kl200,) = [d for d in final["params"]["diagnostics"] if d["code"] == "KL200" and "seed-1" in d["message"]]
         assert live["code"] == "KL200" and live["range"] == kl200["range"] and final is not first
     finally:

@@ -182,3 +182,15 @@ def test_llm_token_budget_stops_the_requests(tmp_path):
         asked = len(fake.requests)
     assert code == 1 and asked == 2  # the second reply spent the budget: no third call
     assert any("token budget (1000) is spent" in n for n in p["notes"])
+
+
+def test_llm_optimize_is_refused_before_any_request_where_nothing_can_be_timed(tmp_path):
+    """Issue 43 item 4: without a GPU or a runner, `--mode optimize` asked the model 4 times (6,000 tokens) and then
+    said none could be timed. Now nothing is asked and nothing is checked: a usage error at once."""
+    with FakeLLM([FIXED_KERNEL]) as fake:
+        path = workspace(tmp_path, fake)
+        proc = run_cli("optimize", str(path), "--mode", "optimize", "--device", "cpu", cwd=tmp_path, timeout=120)
+        asked = len(fake.requests)
+    assert proc.returncode == 2 and asked == 0, proc.stdout + proc.stderr
+    assert "--mode optimize accepts only a candidate timed faster than the current kernel" in proc.stderr
+    assert "--mode fix needs no GPU" in proc.stderr and "Traceback" not in proc.stderr

@@ -1,12 +1,16 @@
 """Launch-literal tuning: where the knobs are, which configs are tried, and the minimal edit (propose/tune.py);
-and on a CPU, `optimize --mode tune` prunes configs that overflow a target's shared memory and changes nothing."""
+and without a GPU, the tune loop prunes configs that overflow a target's shared memory and changes nothing, while
+`optimize --mode tune` on a machine that cannot time anything is refused before any work."""
 
 from __future__ import annotations
 
 import difflib
-import json
 
+from kernel_lsp.config import Settings, apply_overrides
+from kernel_lsp.model import Proposal
+from kernel_lsp.propose.loop import Proposer, ProposeRequest
 from kernel_lsp.propose.tune import apply, configs, current, launch_sites
+from kernel_lsp.run.executor import executor_for
 from tests.conftest import FIXTURES, ROOT, run_cli, write
 
 GELU = (ROOT / "tasks" / "Activation" / "gelu_triton.py").read_text()
@@ -79,14 +83,29 @@ def make_inputs():
 
 
 def _tune_for_sm86_accepts_nothing(path, candidates: int) -> dict:
-    """`optimize --mode tune --apply` for sm_86, one round: it accepts nothing and leaves the file as it was."""
+    """The tune loop for sm_86, one round, where the checks run without a GPU (a runner on a machine without one):
+    it compiles and prunes the configs, accepts nothing and leaves the file as it was. On this machine
+    `optimize --mode tune` itself is refused before any work (test_tune_is_refused_where_nothing_can_be_timed), so
+    the loop is driven as the CLI drives it, past that refusal."""
     before = path.read_text()
-    proc = run_cli("optimize", str(path), "--mode", "tune", "--target", "sm_86", "--rounds", "1", "--candidates",
-                   str(candidates), "--apply", "--format", "json", "-q", timeout=900)
-    assert proc.returncode == 1, proc.stderr[-2000:]
-    p = json.loads(proc.stdout)
-    assert not p["accepted"] and path.read_text() == before
-    return p
+    settings = apply_overrides(Settings(), {"targets": ["sm_86"]})
+    with executor_for(settings) as executor:
+        proposer = Proposer(ProposeRequest("tune", path.resolve(), before, settings, path.parent, candidates=candidates,
+                                           rounds=1, executor=executor))
+        baseline = proposer.check(proposer.req.text, rerun=False)
+        proposal = Proposal("tune", str(path), False, "")
+        proposer.tune(baseline, proposal, on_gpu=False)
+    assert not proposal.accepted and path.read_text() == before
+    return proposal.to_dict()
+
+
+def test_tune_is_refused_where_nothing_can_be_timed(tmp_path):
+    """Issue 43 item 4: without a GPU or a runner nothing is timed, so no config can be accepted: `--mode tune` is
+    refused at once (a usage error), not after compiling and verifying every config."""
+    path = write(tmp_path / "mm.py", MATMUL)
+    proc = run_cli("optimize", str(path), "--mode", "tune", "--device", "cpu", "--format", "json", timeout=120)
+    assert proc.returncode == 2 and proc.stdout == "", proc.stdout + proc.stderr
+    assert "--mode tune accepts only a candidate timed faster" in proc.stderr and "--runner" in proc.stderr
 
 
 def test_tune_on_cpu_prunes_configs_over_the_targets_shared_memory_and_changes_nothing(tmp_path):

@@ -49,7 +49,7 @@ def test_sarif_output_matches_official_schema(outputs):
 def test_text_output_is_ruff_like(outputs):
     lines = outputs["text"].strip().splitlines()
     assert re.fullmatch(r"Checked 3 files, \d+ kernels \(\d+ verified(, [^;]+)?; \d+ from cache\): \d+ errors?, "
-                        r"1 warning, \d+ advice", lines[-1]), lines[-1]
+                        r"1 warning, \d+ info, \d+ hints?", lines[-1]), lines[-1]
     pattern = re.compile(r"^[\w./-]+\.py:\d+:\d+: KL\d{3} \[(error|warning|info|hint)\] .+")
     findings = [line for line in lines[:-1] if not line.startswith("Performance: ")]  # the no-GPU line
     # A lead line per problem, ruff-like; its details indented below it.
