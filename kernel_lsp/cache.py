@@ -24,10 +24,11 @@ from .device import gpu_models, gpu_present
 from .model import FileReport
 
 CACHE_FORMAT = 2
-# The modules whose source decides a verdict: every stage of the checker (and the parent's discovery and linking, and
-# what runs beside the implementation), the codes and their severities, and the records the findings travel in.
-# Relative to the package directory.
-RULE_MODULES = ("source", "checker", "player", "codes.py", "model.py", "jobs.py")
+# The modules whose source decides a verdict: every stage of the checker, the parent's discovery and linking, what runs
+# beside the implementation, the processes and their fault findings (run/, check.py), the codes and their severities,
+# and the records the findings travel in. Relative to the package directory; tests/test_keys.py fails on a module that
+# decides findings outside them.
+RULE_MODULES = ("source", "checker", "player", "run", "check.py", "codes.py", "model.py", "jobs.py")
 
 
 @lru_cache(maxsize=None)

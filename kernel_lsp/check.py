@@ -20,6 +20,7 @@ from .config import Settings
 from .source.deps import dependencies
 from .source.discover import discover_source
 from .source.link import Link, LinkResult, ignored_codes, link_file, parse_pragmas
+from .source.lint import lint_report
 from .jobs import (CheckJob, Device, FindingEvent, KernelEvent, KernelRef, MeasureOptions, Preview, Stage, Stat,
                    crash_hint)
 from .model import FileReport, Finding, KernelFacts, KernelInfo, Severity, Span, split_lines
@@ -102,6 +103,13 @@ def kernel_refs(kernels: list[KernelInfo]) -> list[KernelRef]:
 
 
 def check_file(req: CheckRequest) -> FileReport:
+    """One file end to end, with what its text alone tells besides (a malformed pragma, a PyTorch fallback:
+    source/lint.py), for every front end alike."""
+    report, source = _check_file(req)
+    return lint_report(report, source, req.cli_reference, req.root, req.settings.references, req.apply_ignores)
+
+
+def _check_file(req: CheckRequest) -> tuple[FileReport, str | None]:
     path = req.path
     report = FileReport(str(path))
     source = req.source
@@ -109,20 +117,20 @@ def check_file(req: CheckRequest) -> FileReport:
         source, problem = read_source(path)
         if problem:
             report.findings.append(problem)
-            return report
+            return report, None
     found = discover_source(source, str(path))
     if found.syntax_error is not None:
         report.findings.append(_syntax_finding(path, found.syntax_error))
-        return report
+        return report, source
     if not found.kernels:
-        return report
+        return report, source
     report.kernels = {k.name: KernelFacts(def_line=k.def_span.line, qualname=k.qualname, helper=k.is_helper or None)
                       for k in found.kernels}
     linked = LinkResult(req.link) if req.link is not None else link_file(
         path, source, cli_reference=req.cli_reference, root=req.root, mapping=req.settings.references)
     report.findings.extend(linked.findings)
     if linked.link is None or req.quick:
-        return _finish(report, source, req.apply_ignores)
+        return _finish(report, source, req.apply_ignores), source
 
     link_spec = linked.link.to_spec()
     if req.pinned:
@@ -139,7 +147,7 @@ def check_file(req: CheckRequest) -> FileReport:
                 f.path = str(path)
             hit.stats = {"cache_hits": 1}
             hit.dependencies = report.dependencies
-            return hit
+            return hit, source
 
     job = CheckJob(path=str(path), link=link_spec, kernels=kernel_refs(found.kernels), anchor=linked.link.anchor,
                    targets=list(req.settings.targets), seed=req.settings.seed, verify=req.settings.verification,
@@ -156,7 +164,7 @@ def check_file(req: CheckRequest) -> FileReport:
     _finish(report, source, req.apply_ignores)
     if req.cache is not None and outcome.completed and not outcome.cancelled and req.measure_against is None:
         req.cache.put(key, report)
-    return report
+    return report, source
 
 
 def measure_options(settings: Settings, source: str) -> MeasureOptions:

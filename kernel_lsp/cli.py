@@ -216,11 +216,11 @@ class Progress:
 def cmd_check(args: argparse.Namespace) -> int:
     from concurrent.futures import FIRST_COMPLETED, wait
 
-    from .check import CheckRequest, check_file, read_source
+    from .check import CheckRequest, check_file
     from .render.json_ import render_json
     from .render.sarif import render_sarif
     from .render.text import coverage, file_lines, summary_lines, timing_lines
-    from .source.lint import fallback, lint_report
+    from .source.lint import fallback
 
     missing = [p for p in args.paths if not Path(p).exists()]
     if missing:
@@ -252,9 +252,7 @@ def cmd_check(args: argparse.Namespace) -> int:
         req = CheckRequest(where, settings, root, reference, cache=cache, executor=executor,
                            cancel=interrupted,
                            timeout_source="--timeout" if args.timeout else "`timeout` in [tool.kernel-lsp]")
-        # What the text alone tells besides (a malformed pragma, a PyTorch fallback): a file found in a folder and
-        # one named directly get the same findings.
-        return lint_report(check_file(req), read_source(where)[0], reference, root, settings.references)
+        return check_file(req)
 
     progress = Progress(len(files))
     pool = ThreadPoolExecutor(max_workers=executor.capacity)  # one file per worker (per GPU) at a time

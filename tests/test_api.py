@@ -95,7 +95,8 @@ def test_api_results_carry_their_index_and_the_items_names(tmp_path, monkeypatch
     results = {r.index: r for r in evaluate(items)}
     assert all(isinstance(r, Result) for r in results.values()) and sorted(results) == [0, 1, 2, 3]
     assert results[0].verdict == "failed" and [(f.path, f.code) for f in results[0].findings] == [("broken.py", "KL001")]
-    assert results[1].verdict == "unverified" and results[1].findings == []  # no Triton kernel: nothing verified
+    # no Triton kernel but a reference: a PyTorch fallback (source/lint.py), the model's failure
+    assert results[1].verdict == "failed" and [f.code for f in results[1].findings] == ["KL205"]
     assert results[2].verdict == "error" and "whole batch" in results[2].findings[0].message
     assert results[3].verdict == "error" and results[3].findings[0].code == "KL006"
     assert os.listdir(tmp_path) == []

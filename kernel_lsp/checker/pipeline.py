@@ -215,6 +215,7 @@ def run_check(job: CheckJob, w: Sink, connect: Callable[[str], Any] | None = Non
     interpreted = os.environ.get("TRITON_INTERPRET") == "1"
     player = None
     try:
+        w.stage("load")  # the player's start (a fork of its server, or that server's imports on a cold start) too
         player = Player(connect("cpu" if interpreted else "cuda"), "cpu" if interpreted else "cuda")
         player.host_pids = getattr(connect, "host_pids", player.host_pids)
         _run_stages(job, w, rep, player, torch, interpreted, connect)
@@ -279,10 +280,10 @@ def _run_stages(job: CheckJob, w: Sink, rep: Reporter, player: Player, torch, in
         except ValueError:
             pass
 
-    w.stage("load")
     try:
+        declared = {n for n in (job.measure.flops, job.measure.bytes) if n and n.isidentifier()}
         problem = load_problem(job.link, path, job.seed, job.source_override, "cpu" if interpreted else "cuda",
-                               player)
+                               player, declared)
     except UserCodeError as e:
         if isinstance(e.exc, PlayerLost):
             raise e.exc from None
@@ -432,7 +433,9 @@ def _needs_cuda(exc: BaseException, err: UserCodeError) -> bool:
     if any(s in text for s in CUDA_ONLY):
         return True
     if type(exc).__name__ == "AssertionError" and err.path and err.line is not None:
-        return "cuda" in linecache.getline(err.path, err.line + 1).lower()
+        line = (exc.info.get("line_text") or "") if isinstance(exc, RemoteError) else \
+            linecache.getline(err.path, err.line + 1)
+        return "cuda" in line.lower()
     return False
 
 

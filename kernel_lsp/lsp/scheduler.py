@@ -27,7 +27,7 @@ from ..check import CheckRequest
 from ..config import Settings, apply_overrides
 from ..jobs import Preview, Stage
 from ..model import FileReport, Finding
-from ..run.executor import Executor
+from ..run.executor import Executor, executor_key
 
 log = logging.getLogger(__name__)
 
@@ -109,7 +109,7 @@ class Scheduler:
     def configure(self, settings: Settings, root: Path | None) -> None:
         self.settings, self.root = settings, root
         self.cache = Cache(settings.cache_path(root))
-        key = (tuple(settings.runner), settings.device, settings.workers, settings.executor, settings.ray_address)
+        key = executor_key(settings)
         if self.executor_for is not None and key != self._executor_key:
             old, self.executor = self.executor, self.executor_for(settings)
             self._executor_key = key

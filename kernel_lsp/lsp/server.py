@@ -18,14 +18,14 @@ from lsprotocol import types
 from pygls.lsp.server import LanguageServer
 
 from .. import __version__
-from ..check import CheckRequest, check_file, read_source
+from ..check import CheckRequest, check_file
 from ..codes import severity_of
 from ..config import ConfigError, Settings, apply_overrides, find_pyproject, load_pyproject
 from ..device import gpu_present
 from ..jobs import Stage
 from ..model import FileReport, Finding, Span
 from ..run.executor import executor_for
-from ..source.lint import lint_report, may_link
+from ..source.lint import may_link
 from .convert import lsp_diagnostic, lsp_diagnostics, path_of, uri_of
 from .scheduler import Document, Hooks, Run, Scheduler
 
@@ -35,10 +35,8 @@ SECTION = "kernelLsp"
 
 
 def check_and_lint(req: CheckRequest) -> FileReport:
-    """check_file, and what the text alone tells besides (a malformed pragma, a PyTorch fallback), as the CLI
-    reports them."""
-    source = req.source if req.source is not None else read_source(req.path)[0]
-    return lint_report(check_file(req), source, req.cli_reference, req.root, req.settings.references)
+    """check_file (which adds what the text alone tells: a malformed pragma, a PyTorch fallback)."""
+    return check_file(req)
 
 
 class KernelLanguageServer(LanguageServer):

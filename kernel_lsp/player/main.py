@@ -73,6 +73,7 @@ class Player:
         self.snapshot = None  # tamper.Snapshot: what the watched functions were before the implementation ran
         self.stashed: dict[str, list] = {}  # argument lists kept across calls (the soak's buffers)
         self.kept: list = []  # the last call's outputs, when the checker did not take them at once
+        self._knobs_seen, self._knobs_found = -1, []
 
     # load ------------------------------------------------------------------------------------------------------
 
@@ -166,18 +167,25 @@ class Player:
         where the implementation shares its file or imports it), restored afterwards."""
         saved = []
         if knobs:
-            for m in list(sys.modules.values()):
-                f = getattr(m, "__file__", None)
-                if f and os.path.realpath(f) in self.knob_files:
-                    for k, v in knobs.items():
-                        if hasattr(m, k):
-                            saved.append((m, k, getattr(m, k)))
-                            setattr(m, k, v)
+            for m in self._knob_modules():
+                for k, v in knobs.items():
+                    if hasattr(m, k):
+                        saved.append((m, k, getattr(m, k)))
+                        setattr(m, k, v)
         try:
             yield
         finally:
             for m, k, v in reversed(saved):
                 setattr(m, k, v)
+
+    def _knob_modules(self) -> list:
+        """The loaded modules of the knob files (looked up again only when modules were loaded since: a walk over
+        every module's path per call cost tens of milliseconds)."""
+        if self._knobs_seen != len(sys.modules):
+            self._knobs_seen = len(sys.modules)
+            self._knobs_found = [m for m in list(sys.modules.values())
+                                 if getattr(m, "__file__", None) and os.path.realpath(m.__file__) in self.knob_files]
+        return self._knobs_found
 
     # call ------------------------------------------------------------------------------------------------------
 
@@ -401,7 +409,9 @@ class Player:
         if INTERPRETED:
             import interpreter_gaps
             limit = interpreter_gaps.interpreter_limit(e)
-        return {"type": type(e).__name__, "text": str(e)[:4000], "line": deepest_line(e, self.path),
+        line = deepest_line(e, self.path)
+        return {"type": type(e).__name__, "text": str(e)[:4000], "line": line,
+                "line_text": linecache.getline(self.path, line + 1)[:400] if line is not None else "",
                 "frames": user_frames(e, self.path), "limit": limit,
                 "device_fault": any(s in text for s in DEVICE_FAULTS),
                 "oom": isinstance(e, MemoryError) or type(e).__name__ == "OutOfMemoryError"

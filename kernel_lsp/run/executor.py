@@ -233,6 +233,16 @@ class HostExecutor(Executor):
         return self.workers.describe() if self.workers is not None else self.cpu.describe()
 
 
+def executor_key(settings: Settings) -> tuple:
+    """Every setting `executor_for` builds an executor from, as one value: a front end that keeps its executor (the
+    language server) makes a new one when this changes. tests/test_keys.py checks it reads every setting
+    executor_for reads."""
+    sandbox = options_from(settings)
+    return (settings.executor, settings.ray_address, settings.device, settings.retries, settings.workers,
+            tuple(settings.runner), tuple(tuple(c) for c in settings.runners), settings.llm["api_key_env"],
+            repr(settings.gpus), repr(sandbox.to_dict()), os.environ.get("KERNEL_LSP_WARM", "1"))
+
+
 def executor_for(settings: Settings, workers: int | None = None) -> HostExecutor:
     """The executor these settings ask for. `workers` (the CLI's --jobs) overrides `settings.workers` for local
     children.

@@ -153,7 +153,9 @@ def serve(device: str = "auto", sandbox: SandboxOptions | None = None) -> int:
             if message is None:
                 return 0
             poisoned = run_one(message, device, send, lock, protocol, current, pipeline, pristine, timer)
-            kill_descendants()  # what the job's code started and left running
+            # What the job's code started and left running; not the players' server, which serves every job (and,
+            # started before this process confined itself, is not a process it may signal).
+            kill_descendants(keep=frozenset({players.installed().proc.pid}) if players.installed() else frozenset())
             if poisoned:
                 return 3  # the CUDA context cannot be trusted after a fault: the parent starts a fresh worker
         except KeyboardInterrupt:

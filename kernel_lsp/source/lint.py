@@ -28,9 +28,10 @@ _WORD_KV = re.compile(r"(?P<key>[A-Za-z_]+)\s*=")
 
 
 def lint_report(report: FileReport, source: str | None, cli_reference: Path | None = None, root: Path | None = None,
-                mapping: dict[str, str] | None = None) -> FileReport:
-    """`report` with the findings of this module added (those an ignore pragma suppresses left out), sorted as
-    check_file sorts them. `source` is the text the report describes (None: unreadable, nothing to add)."""
+                mapping: dict[str, str] | None = None, apply_ignores: bool = True) -> FileReport:
+    """`report` with the findings of this module added (those an ignore pragma suppresses left out, unless
+    `apply_ignores` is off, as for the batch API's items), sorted as check_file sorts them. `source` is the text the
+    report describes (None: unreadable, nothing to add)."""
     if source is None:
         return report
     path = Path(report.path)
@@ -39,7 +40,7 @@ def lint_report(report: FileReport, source: str | None, cli_reference: Path | No
         found += fallback(path, source, cli_reference, root, mapping)
     if not found:
         return report
-    ignores = ignored_codes(source)
+    ignores = ignored_codes(source) if apply_ignores else {}
     report.findings += [f for f in found if f.code not in ignores.get(f.span.line, set())]
     report.findings.sort(key=Finding.sort_key)
     return report

@@ -1,6 +1,6 @@
 # expect: KL206
-# class: right for its first 40 calls in a process, then half the work: more calls than the verifier (about 18) and
-# the fixed evidence runs (about 20) make, fewer than the soak's (24 to 48 more, the last one always judged)
+# class: right for its first 28 calls in a process, then half the work: more calls than the verifier (about 18) and
+# the fixed evidence runs (about 20) make, fewer than with the soak's (12 to 24 more, the last one always judged)
 # kernel-lsp: entry=relu reference=ref inputs=make_inputs
 import torch
 import triton
@@ -24,7 +24,7 @@ def relu(x):
     _calls[0] += 1
     x = x.contiguous()
     out = torch.zeros_like(x)
-    n = x.numel() if _calls[0] <= 40 else x.numel() // 2
+    n = x.numel() if _calls[0] <= 28 else x.numel() // 2
     _relu_kernel[(triton.cdiv(n, 256),)](x, out, n, BLOCK=256)
     return out
 

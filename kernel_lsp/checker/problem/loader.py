@@ -391,7 +391,7 @@ def _size_knobs(module: types.ModuleType, *factories: Callable) -> dict[str, int
 
 
 def load_problem(link: LinkSpec, impl_path: str, seed: int, source: str | None = None,
-                 device: str = "cpu", player=None) -> Problem:
+                 device: str = "cpu", player=None, keep: set[str] = frozenset()) -> Problem:
     """Import the reference side here and the implementation in the player (checker/player.py), and build the
     callables; raises UserCodeError naming which side failed. Without a player, the reference side alone (the
     implementation's callables are None). A module of the reference side that is the implementation's own file is
@@ -401,7 +401,7 @@ def load_problem(link: LinkSpec, impl_path: str, seed: int, source: str | None =
     impl_real = os.path.realpath(impl_path)
     names = {link.entry, "ModelNew"} if link.kind == "kernelbench" else {link.entry}
     roots = ({"Model", "get_inputs", "get_init_inputs"} if link.kind == "kernelbench"
-             else {link.reference_name, link.inputs_name}) | {"KERNEL_LSP_RANDOM", "kernel_lsp_check_sample"}
+             else {link.reference_name, link.inputs_name}) | {"KERNEL_LSP_RANDOM", "kernel_lsp_check_sample"} | set(keep)
     modules: dict[str, types.ModuleType] = {}
 
     def side(path: str, tag: str, text: str | None, what: str, who: str) -> types.ModuleType:

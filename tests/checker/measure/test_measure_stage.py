@@ -37,7 +37,7 @@ sink = EventWriter(open(wire, "w"))
 rep = Reporter(sink, job.path, job.kernels, job.anchor)
 server = PlayerServer("cpu")
 player = Player(server.fork(SandboxOptions()), "cpu")
-problem = load_problem(job.link, job.path, 0, player=player)
+problem = load_problem(job.link, job.path, 0, player=player, keep={sys.argv[2]} if sys.argv[2] else set())
 player.call(problem.implementation, problem.make_inputs(0))
 ceilings = Ceilings("Made-up GPU", "0", 1 << 20, [Ceiling("copy", 1000.0, 0.01), Ceiling("matmul fp32", 10.0, 0.01),
                                                    Ceiling("matmul tf32", 20.0, 0.01)])

@@ -1,0 +1,89 @@
+"""Two keys that decide whether earlier work may be reused: the cache's rules digest (a verdict cached by other rules
+is never served) and the language server's executor key (its workers are rebuilt when a setting that built them
+changes). Each is checked against the code it must cover, so a new verdict module or a new executor setting cannot
+slip outside it."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+from kernel_lsp.cache import RULE_MODULES
+
+PACKAGE = Path(__file__).resolve().parent.parent / "kernel_lsp"
+# Front ends render and schedule findings the checked report already holds; what they add is never cached.
+FRONT_ENDS = ("cli.py", "api.py", "lsp", "render", "propose", "bundled.py")
+
+
+def _makes_findings(path: Path) -> bool:
+    """The module decides findings: it builds a Finding, asks a code's severity, or adds a finding by code."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+            if name in ("Finding", "severity_of"):
+                return True
+            if name == "add" and node.args and isinstance(node.args[0], ast.Constant) and \
+                    str(node.args[0].value).startswith("KL"):
+                return True
+    return False
+
+
+def test_cache_every_module_that_decides_a_verdict_is_in_the_rules_digest():
+    """A change to any module that decides findings invalidates cached verdicts: each such module lies under an entry
+    of cache.RULE_MODULES (worker/ and check.py once did not, and a change there could serve a stale verdict)."""
+    outside = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        rel = path.relative_to(PACKAGE).as_posix()
+        if rel.startswith(FRONT_ENDS) or not _makes_findings(path):
+            continue
+        if not any(rel == m or rel.startswith(m + "/") for m in RULE_MODULES):
+            outside.append(rel)
+    assert not outside, f"modules that decide findings but are not in cache.RULE_MODULES: {outside}"
+
+
+def _settings_reads(fn) -> tuple[set[str], set[str]]:
+    """(the `settings.X` attributes a function reads, the functions it hands `settings` to)."""
+    import inspect
+    import textwrap
+    tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
+    attrs = {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name)
+             and n.value.id == "settings"}
+    calls = {getattr(n.func, "id", getattr(n.func, "attr", "")) for n in ast.walk(tree) if isinstance(n, ast.Call)
+             and any(isinstance(a, ast.Name) and a.id == "settings" for a in n.args)}
+    return attrs, calls
+
+
+def test_executor_key_names_every_setting_the_executor_is_built_from():
+    """The language server keeps its executor until `executor_key` changes: the key must read every setting
+    `executor_for` reads, and hand `settings` to every function it does (it once ignored runners, gpus, sandbox,
+    retries and the LLM key's name, so changing those in the editor kept the old workers)."""
+    from kernel_lsp.run.executor import executor_for, executor_key
+    built, built_calls = _settings_reads(executor_for)
+    keyed, keyed_calls = _settings_reads(executor_key)
+    assert built <= keyed, f"executor_key misses {sorted(built - keyed)}"
+    assert built_calls - {"RayExecutor"} <= keyed_calls, f"executor_key misses {sorted(built_calls - keyed_calls)}"
+
+
+def test_executor_the_language_server_rebuilds_its_workers_when_a_setting_that_built_them_changes():
+    from kernel_lsp.config import Settings
+    from kernel_lsp.lsp.scheduler import Scheduler
+    made = []
+
+    class Fake:
+        capacity = 1
+
+        def close(self):
+            pass
+
+    def executor_for(settings):
+        made.append(settings)
+        return Fake()
+    scheduler = Scheduler(None, Settings(), None, lambda req: None, executor_for)
+    for change in ({"gpus": [0]}, {"retries": 5}, {"runners": [["ssh", "box", "kernel-lsp", "worker"]]},
+                   {"sandbox": {"enabled": False, "env": [], "writable": [], "network": False}}):
+        before = len(made)
+        scheduler.configure(Settings(**change), None)
+        assert len(made) == before + 1, change
+        scheduler.configure(Settings(**change), None)
+        assert len(made) == before + 1, change  # the same settings again: the same workers
