@@ -7,8 +7,8 @@
 
 Results stream in the order checks finish, each carrying its item's index; `evaluate_async` is the same as an
 async generator. Every item is checked exactly as `kernel-lsp check` checks a file (check.check_file, through the
-executor the settings ask for: local processes, GPUs, a runner or Ray), so the sandbox, the verifier, the isolated
-re-run and the measure stage all apply. Items are written to a private temporary workspace, never the caller's
+executor the settings ask for: local processes, GPUs, a runner or Ray), so the player process, the verifier, the
+evidence runs and the measure stage all apply. Items are written to a private temporary workspace, never the caller's
 folder, and removed afterwards; nothing is cached, but identical items of one call (same text, link, name and
 options) are checked once.
 

@@ -204,17 +204,20 @@ class Player:
              guard_regions: bool = False, track_stores: bool = False, budget: int | None = None, dry: bool = False,
              knobs: dict | None = None, return_args: bool = False, trace_return: bool = False,
              keep_launches: bool = True, buffers: str | None = None, refill: list | str | None = None,
-             copy_of: str | None = None, return_out: bool = True) -> CallResult:
+             copy_of: str | None = None, return_out: bool = True, train: bool = False,
+             hold: bool = False) -> CallResult:
         """One call of `impl` on `args`. `copy_of`: fresh copies of a set `stash()` kept instead. `buffers`: the name
         of argument tensors the player keeps across calls (given arguments, they become those; else the kept ones are
         used, refilled first through `.data` with `refill`, values or a stashed set's name). `return_out=False`: the
-        outputs stay in the player until `fetch()` asks for them."""
+        outputs stay in the player until `fetch()` asks for them. `hold`: the player keeps the output objects
+        themselves, for `fetch(held=True)` to send as they are after later calls."""
         answer = self.request({"op": "call", "model": impl.id, "args": list(args), "seed": seed, "poison": poison,
                                "guard_regions": guard_regions, "track_stores": track_stores, "budget": budget,
                                "dry": dry, "forced": dict(self.recorder.forced), "knobs": knobs or None,
                                "return_args": return_args, "trace_return": trace_return,
                                "trace_args": list(args) if trace_return else None, "buffers": buffers,
-                               "refill": refill, "copy_of": copy_of, "return_out": return_out})
+                               "refill": refill, "copy_of": copy_of, "return_out": return_out, "train": train,
+                               "hold": hold})
         launches = self.recorder.absorb(answer, keep_launches)
         error = remote_error(answer["error"]) if answer.get("error") else None
         return CallResult(answer.get("out") if error is None else None, answer.get("args"), error, launches,
@@ -222,12 +225,18 @@ class Player:
                           list(answer.get("oob") or []), list(answer.get("breaches") or []), answer.get("writers"),
                           answer.get("store_lines"), answer.get("result_line"))
 
+    def perturb(self, impl: "Implementation", seed: int, names: dict[str, list[int]]) -> list[str]:
+        """Move the implementation's parameters and buffers of these names and shapes (player/state.py); the names
+        moved."""
+        return [str(n) for n in self.request({"op": "perturb", "model": impl.id, "seed": seed,
+                                              "names": names}).get("moved") or []]
+
     def stash(self, sets: dict[str, list]) -> None:
         self.request({"op": "stash", "sets": sets})
 
-    def fetch(self) -> list:
-        """The outputs of the last call made with `return_out=False`."""
-        return self.request({"op": "fetch"}).get("out") or []
+    def fetch(self, held: bool = False) -> list:
+        """The outputs of the last call made with `return_out=False` (`held`: of the last made with `hold`)."""
+        return self.request({"op": "fetch", "held": held}).get("out") or []
 
     def compile(self, specs: list[Spec], targets: list) -> list[dict]:
         """Compile results per (spec, target): the player's plain dicts, `spec` replaced by the Spec itself."""

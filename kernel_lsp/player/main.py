@@ -73,6 +73,7 @@ class Player:
         self.snapshot = None  # tamper.Snapshot: what the watched functions were before the implementation ran
         self.stashed: dict[str, list] = {}  # argument lists kept across calls (the soak's buffers)
         self.kept: list = []  # the last call's outputs, when the checker did not take them at once
+        self.held: list = []  # the outputs of a call made with `hold`, as they are now
         self._knobs_seen, self._knobs_found = -1, []
 
     # load ------------------------------------------------------------------------------------------------------
@@ -234,7 +235,14 @@ class Player:
                           else contextlib.nullcontext()):
                         if req.get("seed") is not None:
                             torch.manual_seed(int(req["seed"]))
-                        out = model(*args)
+                        training = bool(req.get("train")) and isinstance(model, torch.nn.Module)
+                        if training:
+                            model.train()
+                        try:
+                            out = model(*args)
+                        finally:
+                            if training:
+                                model.eval()
                     if self.device == "cuda":
                         torch.cuda.synchronize()
                 except BaseException as e:  # noqa: B036  (sys.exit in the call, a budget's stop: reported, not obeyed)
@@ -253,6 +261,8 @@ class Player:
             answer["out"] = flat
         elif error is None:
             self.kept = flat  # sent only if the checker asks (`fetch`), after the call has returned
+        if error is None and req.get("hold"):
+            self.held = flat  # the very objects the call returned, as a caller that keeps them holds them
         if req.get("return_args"):
             answer["args"] = args
         if rec is not None:
@@ -346,7 +356,18 @@ class Player:
         return found[0] if found else None
 
     def op_fetch(self, req: dict) -> dict:
-        return {"out": self.kept}
+        return {"out": self.held if req.get("held") else self.kept}
+
+    def op_perturb(self, req: dict) -> dict:
+        """Move a built model's float parameters and buffers off their initial values, the same way the checker
+        moves the reference's (`perturb`, from the same seed and names): defaults such as a norm's weight of ones and
+        bias of zeros hide a kernel that ignores them. Answers the names moved."""
+        import torch
+        model = self.models.get(req.get("model"))
+        if not isinstance(model, torch.nn.Module):
+            return {"moved": []}
+        import state
+        return {"moved": state.perturb(model, int(req.get("seed", 0)), dict(req.get("names") or {}))}
 
     def op_stash(self, req: dict) -> dict:
         """Keep argument lists under names, for later calls to copy or refill from."""
@@ -539,6 +560,7 @@ def load_module(path: str, source: str | None, name: str | None = None):
 
 
 OPS = {"load": Player.op_load, "build": Player.op_build, "call": Player.op_call, "fetch": Player.op_fetch, "stash": Player.op_stash,
+       "perturb": Player.op_perturb,
        "compile": Player.op_compile, "evidence": Player.op_evidence, "time": Player.op_time}
 
 

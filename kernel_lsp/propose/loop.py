@@ -135,7 +135,7 @@ class Proposer:
                 return Proposal(req.mode, str(req.path), False, f"no proposal: {e}", notes=[str(e)],
                                 seconds=round(time.monotonic() - self.started, 2))
         req.progress("checking the current file")
-        # The user's own file: the isolated re-run guards against candidates (each one gets it); what it would say
+        # The user's own file: the evidence runs guard against candidates (each one gets it); what it would say
         # of the user's code is `check`'s to say.
         baseline = self.check(req.text, rerun=False)
         on_gpu = baseline.stats.get("device") == "cuda"

@@ -55,6 +55,28 @@ def matches(text: str, got: set[str]) -> bool:
     return any(alt <= got and got - alt <= extra for alt in alternatives(text))
 
 
+# Codes that name one class of cheat, any of which catches it: which one fires is decided by a race in the cheat
+# itself (a kernel on a stream the timer never waits for is below the copy rate, KL403, or seen outside the
+# stream, KL406; an implementation that behaves only while watched is wrong when timed, KL405, or in the evidence
+# runs, KL220). tests/test_gpu.py accepts a catalog cheat caught by any code of its class.
+CLASSES = ({"KL403", "KL406"}, {"KL220", "KL405"})
+
+
+def caught_by_class(text: str, got: set[str]) -> bool:
+    """`got` catches the case the way `matches` asks, or with another code of each expected code's class: every
+    expected code has a code of its class in `got`, and `got` holds nothing outside the expected codes, the
+    `# may-add:` ones and those classes. A clean case is never caught by class."""
+    extra = may_add(text)
+    for alt in alternatives(text):
+        if not alt:
+            continue
+        kin = set().union(*(c for c in CLASSES if c & alt)) if any(c & alt for c in CLASSES) else set()
+        if all(code in got or any(code in c and c & got for c in CLASSES) for code in alt) \
+                and got - alt - extra <= kin:
+            return True
+    return matches(text, got)
+
+
 def label(path: Path) -> tuple[set[str], str]:
     """(the codes the case expects at least: every alternative's common part, which report() counts as a catch
     when found; the bug class)."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import functools
 import importlib.util
 import linecache
 import os
@@ -207,13 +208,14 @@ class Problem:
     build_other: Callable[[str], Callable] | None = None
     init_inputs: Callable[[], list] | None = None  # KernelBench's get_init_inputs
     seed: int = 0  # the seed each model is built after (KernelBench's rule)
+    trains: bool = False  # the reference model leaves a normalization in training mode (PyTorch's default) as built
 
     def float64(self, ref: Callable, absolute: bool = False) -> Callable:
         """The reference upcast to float64 (parameters made absolute when asked), copied once per reference
         object: variants of one size, and the measure stage, share the copy."""
         key = (id(ref), absolute)
         if key not in self._float64:
-            self._float64[key] = _to_float64_model(ref, absolute)
+            self._float64[key] = float64_reference(ref, absolute)
         return self._float64[key]
 
     @contextlib.contextmanager
@@ -367,7 +369,31 @@ def resizes_out():
     found += [str(w.message) for w in caught if "was resized since it had shape" in str(w.message)]
 
 
-def _to_float64_model(ref, absolute: bool = False):
+@contextlib.contextmanager
+def float64_defaults():
+    """Floating-point tensors the reference makes itself (`torch.logspace(0, 3, n)`, `torch.ones(n)`, a `torch.tensor`
+    of floats) are made in float64 while its truth is computed: a problem with no float inputs otherwise has its
+    float32 result as its own truth, and a budget of PyTorch's error of zero."""
+    import torch
+    before = torch.get_default_dtype()
+    torch.set_default_dtype(torch.float64)
+    try:
+        yield
+    finally:
+        torch.set_default_dtype(before)
+
+
+def _in_float64(fn: Callable) -> Callable:
+    @functools.wraps(fn)
+    def truth(*args, **kwargs):
+        with float64_defaults():
+            return fn(*args, **kwargs)
+    return truth
+
+
+def float64_reference(ref, absolute: bool = False):
+    """The reference computing in float64: a model's parameters and buffers upcast, and tensors it makes itself made
+    in float64 (float64_defaults); the inputs are the caller's to upcast. `inspect.unwrap` gives a function's own."""
     import torch
     if isinstance(ref, torch.nn.Module):
         model = copy.deepcopy(ref).double()
@@ -376,8 +402,9 @@ def _to_float64_model(ref, absolute: bool = False):
                 for t in list(model.parameters()) + list(model.buffers()):
                     if t.is_floating_point():
                         t.abs_()
+        model.forward = _in_float64(model.forward)  # the instance's: type(model).forward stays the class's own
         return model
-    return ref
+    return _in_float64(ref)
 
 
 def _size_knobs(module: types.ModuleType, *factories: Callable) -> dict[str, int]:
@@ -444,6 +471,7 @@ def load_problem(link: LinkSpec, impl_path: str, seed: int, source: str | None =
             raise UserCodeError("ModelNew could not be built" if link.kind == "kernelbench" else
                                 "the implementation could not be built", e, impl_path, IMPLEMENTATION) from e
 
+    trains: dict[str, bool] = {}
     if link.kind == "kernelbench":
         def build(knobs: dict[str, int], init: list | None) -> tuple[Callable, Callable]:
             try:
@@ -455,6 +483,9 @@ def load_problem(link: LinkSpec, impl_path: str, seed: int, source: str | None =
                 err.args = (str(err) + _arity_note(ref, init, e, ref_path),)
                 raise err from e
             if isinstance(ref_model, torch.nn.Module):
+                # Whether the problem leaves its normalizations in training mode (PyTorch's default) or sets them to
+                # eval itself, as built: the verifier tries training mode only in the first case.
+                trains["norms"] = trains.get("norms", False) or any(m.training for m in _norms(ref_model))
                 ref_model.eval().to(device)
             return ref_model, implementation(init, knobs)
 
@@ -466,6 +497,7 @@ def load_problem(link: LinkSpec, impl_path: str, seed: int, source: str | None =
                           init_inputs=ref.get_init_inputs, build_other=build_other, seed=seed,
                           **_random_contract(ref))
         problem.callables()  # build once now, so a broken model is reported as a load failure
+        problem.trains = trains.get("norms", False)
         return problem
     named = {}
     for who, module, name in ((REFERENCE, ref, link.reference_name), (INPUTS, inputs_mod, link.inputs_name)):
@@ -480,6 +512,14 @@ def load_problem(link: LinkSpec, impl_path: str, seed: int, source: str | None =
     if player is not None:
         problem.callables()
     return problem
+
+
+def _norms(model) -> list:
+    """The submodules that compute otherwise in training mode, deterministically: batch norms (batch statistics
+    instead of the running ones) and instance norms that keep running statistics (dropout draws: a random op's)."""
+    import torch
+    bn, inorm = torch.nn.modules.batchnorm._BatchNorm, torch.nn.modules.instancenorm._InstanceNorm
+    return [m for m in model.modules() if isinstance(m, bn) or (isinstance(m, inorm) and m.track_running_stats)]
 
 
 def _first_line(fn) -> int | None:

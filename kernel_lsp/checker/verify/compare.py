@@ -13,7 +13,8 @@ absolute terms, which bounds the error of any fp32 accumulation order (Higham, A
 Numerical Algorithms, ch. 3-4). It keeps kernels that accumulate in fp32 in another order than PyTorch's CPU
 code (which accumulates some reductions in float64) from being flagged. Integer, boolean and fp8 outputs
 are exact (fp8 bit for bit with PyTorch's own cast). NaN and infinities must sit where the truth has them, with
-the same sign.
+the same sign. No element's budget is below half an ulp of the output dtype at its truth (at a zero truth, half
+the smallest subnormal).
 """
 
 from __future__ import annotations
@@ -79,6 +80,8 @@ def compare_tensor(y, r, t, name: str = "output", unwritten=None, abs_terms=None
     reference applied to absolute inputs (A in the rule above), when it could be computed. `spread`, given when
     there is no float64 truth (t is r), stands in for PyTorch's own error: how far the reference's own output
     moves when its inputs move by one ulp (see verify.py), so rounding that differs from PyTorch's is not an error.
+    Given as a tensor of the output's shape, it is each element's own (inputs whose rows are conditioned very
+    differently, as the structured variant's are: a constant row is ill-conditioned, an ordinary one is not).
     `terms` is how many input elements feed each output element on average (a reduction's length): the
     accumulation floor grows with its square root; its roundoff is fp32's, or the output's own where that is finer
     (a float64 problem is judged at float64). `constants`, per element, is how far the float64 reference moves when
@@ -142,9 +145,14 @@ def compare_tensor(y, r, t, name: str = "output", unwritten=None, abs_terms=None
         tabs = torch.where(fin_t, t64.abs(), 0.0)
     scale = float(tabs.max()) if n else 0.0
     e_ref = float(ref_err.max())
-    if spread is not None:
-        e_ref = max(e_ref, spread)
-    budget = K_REF * e_ref + 2 * u * tabs + u * scale
+    local = None  # a per-element spread (the structured variant's rows are conditioned very differently)
+    if isinstance(spread, torch.Tensor) and tuple(spread.shape) == tuple(y.shape):
+        local = torch.nan_to_num(spread.detach().to(y.device).double().reshape(-1), nan=0.0, posinf=0.0)
+        budget = K_REF * torch.clamp(local, min=e_ref) + 2 * u * tabs + u * scale
+    else:
+        if spread is not None and not isinstance(spread, torch.Tensor):
+            e_ref = max(e_ref, spread)
+        budget = K_REF * e_ref + 2 * u * tabs + u * scale
     moved = 0.0
     if constants is not None and tuple(constants.shape) == tuple(y.shape):
         d = torch.nan_to_num(constants.detach().to(y.device).double().reshape(-1).abs(), nan=0.0, posinf=0.0)
@@ -156,6 +164,10 @@ def compare_tensor(y, r, t, name: str = "output", unwritten=None, abs_terms=None
         # (Higham's rule of thumb; the worst case is n u): 8 u A for short sums, 2 sqrt(n) u A for long ones.
         k_accum = max(K_ACCUM, 2 * math.sqrt(max(1.0, terms)))
         budget = budget + k_accum * min(U_FP32, u) * torch.nan_to_num(a, nan=0.0, posinf=0.0)
+    # No budget is below half an ulp of the output dtype at the truth: 2u|t| above is one ulp of a normal number;
+    # at a zero or subnormal truth (an all-zero output) that floor is half the smallest subnormal.
+    real = y.real.dtype if y.is_complex() else y.dtype
+    budget = torch.clamp(budget, min=u * torch.finfo(real).tiny)
     bad = err > budget
     i = int(err.argmax())
     max_abs = float(err[i])
@@ -173,6 +185,8 @@ def compare_tensor(y, r, t, name: str = "output", unwritten=None, abs_terms=None
         comp.worst_value, comp.worst_truth = y64[j].item(), t64[j].item()
         # The quoted element's own errors; the tensor-wide maxima only when another element holds them.
         own_abs, own_rel = float(err[j]), float(rel[j])
+        if local is not None:
+            e_ref = max(e_ref, float(local[j]))  # the budget that element had
         elsewhere = []
         if i != j:
             elsewhere.append(f"abs {_fmt(max_abs)} at [{', '.join(map(str, unravel(i, tuple(y.shape))))}]")
@@ -185,8 +199,9 @@ def compare_tensor(y, r, t, name: str = "output", unwritten=None, abs_terms=None
                         + (f"PyTorch's own {str(y.dtype).replace('torch.', '')} error is at most {_fmt(e_ref)}"
                            + (f" (its float constants rounded to fp32 move the truth by up to {_fmt(moved)})"
                               if moved else "") + "; "
-                           if spread is None else f"the reference moves by up to {_fmt(e_ref)} when its inputs move "
-                           "by one ulp; ")
+                           if spread is None else f"the reference moves by up to {_fmt(e_ref)} there when its inputs "
+                           "move by one ulp; " if local is not None else f"the reference moves by up to {_fmt(e_ref)} "
+                           "when its inputs move by one ulp; ")
                         + f"{comp.bad_count} of {n} elements ({100 * comp.bad_fraction:.3g}%) out of budget"
                         + (f"; largest errors elsewhere: {', '.join(elsewhere)}" if elsewhere else ""))
     return comp

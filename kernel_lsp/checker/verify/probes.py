@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import inspect
 import os
 from typing import Callable
 
@@ -56,10 +57,13 @@ def returning_line(impl, inputs: list, path: str) -> int | None:
     return found[0] if found else None
 
 
-def reference_spread(ref, inputs: list, r_flat: list, updated: list[int], call: Callable = no_grad_call) -> list:
+def reference_spread(ref, inputs: list, r_flat: list, updated: list[int], call: Callable = no_grad_call,
+                     elementwise: bool = False, ulps: float = 1.0) -> list:
     """Per output, how far the reference moves when every float input moves by one ulp (random signs, two
     draws). A backward-stable kernel's result is the exact result of inputs that close, so a kernel that only
-    rounds differently stays inside; None where it could not be measured."""
+    rounds differently stays inside; None where it could not be measured. `elementwise`: per element (a tensor of
+    the output's shape) instead of the output's largest move. `ulps`: the move, in ulps (an fp32 sum of n terms is
+    the exact sum of its terms moved by about sqrt(n) ulps: Higham, ch. 4)."""
     import torch
     out: list = [None] * len(r_flat)
     for k in range(2):
@@ -70,7 +74,7 @@ def reference_spread(ref, inputs: list, r_flat: list, updated: list[int], call: 
                 return x
             u = UNIT_ROUNDOFF.get(str(x.dtype), 2.0**-24)
             sign = (torch.randint(0, 2, x.shape, generator=gen) * 2 - 1).to(x.device, torch.float64)
-            return (x.double() * (1 + 2 * u * sign)).to(x.dtype)  # in float64: a float64 input moves too
+            return (x.double() * (1 + 2 * u * ulps * sign)).to(x.dtype)  # in float64: a float64 input moves too
         moved = [nudge(x) for x in clone_inputs(inputs)]
         try:
             r2 = flatten_outputs(call(ref, moved)) + [moved[i] for i in updated]
@@ -81,6 +85,10 @@ def reference_spread(ref, inputs: list, r_flat: list, updated: list[int], call: 
             if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and a.is_floating_point() \
                     and a.shape == b.shape:
                 d = (a.double() - b.double()).abs()
+                if elementwise:
+                    d = torch.nan_to_num(d, nan=0.0, posinf=0.0)
+                    out[j] = d if out[j] is None else torch.maximum(out[j], d)
+                    continue
                 d = d[torch.isfinite(d)]
                 m = float(d.max()) if d.numel() else 0.0
                 out[j] = m if out[j] is None else max(out[j], m)
@@ -121,7 +129,7 @@ def constant_rounding(float64_ref, inputs64: list, truth_flat: list, updated: li
                 consider(vars(m), name)
         code_owner = type(float64_ref).forward
     else:
-        code_owner = float64_ref
+        code_owner = inspect.unwrap(float64_ref)  # loader._in_float64 wraps a function reference
     code = getattr(code_owner, "__code__", None)
     space = getattr(code_owner, "__globals__", None)
     if code is not None and space is not None:

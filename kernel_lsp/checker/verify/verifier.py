@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import math
 import os
 import re
 import time
@@ -27,6 +28,7 @@ from ...model import KernelFacts, Severity, SkippedVariant, Span, VariantRow, Ve
 from .autotune_configs import configs_prefix, verify_configs
 from .plan.blocks import block_variants
 from .compare import Comparison, flatten_outputs, same_draws, same_finiteness
+from ...player.state import float_state, perturb
 from ..player import CallResult
 from ..problem.loader import IMPLEMENTATION, DeviceFault, UserCodeError, deepest_line, raise_device_fault, resizes_out
 from ..compile.positions import api_note, readable
@@ -66,6 +68,16 @@ class VerifyState:
     prints: dict = field(default_factory=dict)  # fingerprints of all earlier informative outputs -> their variant
     sketches: list = field(default_factory=list)  # and their sketches, at positions drawn by `positions`
     positions: Any = None  # a torch.Generator seeded from the system's randomness, once per verification
+
+
+TRAIN_MODE = "train-mode"
+PARAMETERS = "parameters"
+
+
+def trains_differently(problem) -> bool:
+    """The reference is a model that leaves a normalization in training mode as built (PyTorch's default; the checks
+    run in eval mode): a batch norm computes batch statistics there instead of its running ones (loader._norms)."""
+    return bool(getattr(problem, "trains", False))
 
 
 class BudgetStop(BaseException):
@@ -158,7 +170,7 @@ class Verifier:
         for v in variants:
             if v.name == "special":
                 v.transform = functools.partial(special_values, profile=self.profile)
-            elif v.name in ("large", "tiny"):
+            elif v.name in ("large", "tiny", "structured"):
                 v.transform = keep_signs(v.transform, self.profile)
             elif v.name == "ties":
                 v.transform = functools.partial(self.ties, v)
@@ -178,7 +190,15 @@ class Verifier:
                     and per_run > SHRINK_AFTER_OPS and adaptations < 3):
                 variants[i + 1:] = self.adapt_sizes(variants[i + 1:], measure, per_run)
                 adaptations += 1
+        if not self.unrepeatable and self.has_parameters():
+            self.run_one(Variant(PARAMETERS, "values", 19, self.base, None, "the models' parameters and buffers "
+                                 "moved off their initial values (a norm's weight of ones, a bias of zeros)",
+                                 self.sizes.base))
+        if not self.unrepeatable and trains_differently(p):
+            self.run_one(Variant(TRAIN_MODE, "values", 18, self.base, None, "the module in training mode (its "
+                                 "default: batch statistics where it normalizes)", self.sizes.base))
         if not self.unrepeatable:
+            self.run_own_rows(measure)
             self.run_aligned(measure)
             self.rep.w.stage("verify", "planning sizes past the kernels' block constants")
             for v in block_variants(self, variants, measure):
@@ -192,6 +212,48 @@ class Verifier:
             raise NotApplicable
         ref, _ = self.problem.callables(v.knobs, v.setting)
         return tie_inputs(ref, self.problem.float64(ref), inputs)
+
+    def has_parameters(self) -> bool:
+        """The reference is a model with float parameters or buffers (KernelBench's form): they can be moved."""
+        import torch
+        try:
+            ref = self.problem.reference
+        except Exception:
+            return False
+        return isinstance(ref, torch.nn.Module) and bool(float_state(ref))
+
+    def run_own_rows(self, measure) -> None:
+        """On the CPU, the problem's own row length (the last dimension of its largest input), the other sizes shrunk
+        to make room, when the CPU sizes shortened it: a path a kernel takes only for rows longer than a block (a
+        softmax that loops over chunks) is otherwise never run here. Said as skipped when even one row is too much
+        for the interpreter (a check with --device cuda runs it)."""
+        p = self.problem
+        if not self.interpreted or not p.size_knobs or not self.base:
+            return
+        own, base = dict(p.size_knobs), dict(self.base)
+        try:
+            inputs = p.meta_inputs(own)
+            largest = max((x for x in inputs if hasattr(x, "shape") and len(x.shape)), key=lambda x: x.numel())
+            inner = [k for k in own if own[k] >= 2 and
+                     p.meta_inputs({**own, k: own[k] - 1})[inputs.index(largest)].shape[-1] != largest.shape[-1]]
+        except Exception:
+            return
+        if not inner or all(base.get(k, own[k]) == own[k] for k in inner):
+            return  # the rows are at their own length already
+        knobs = {**base, **{k: own[k] for k in inner}}
+        names = ", ".join(f"{k} = {own[k]}" for k in inner)
+        limit = 4 * max(measure(base), CPU_ELEMENT_BUDGET)
+        others = [k for k in knobs if k not in inner]
+        while measure(knobs) > limit:
+            name = max(others, key=lambda k: knobs[k], default=None)
+            floor = max(1, self.at_least)
+            if name is None or knobs[name] <= floor:
+                self.skipped.append(("own-rows", f"the problem's own row length ({names}) is too large for the CPU "
+                                     "interpreter even with one row: a check with --device cuda runs it"))
+                return
+            knobs[name] = max(floor, knobs[name] // 2)
+        self.run_one(Variant("own-rows", "size", 19, knobs, None, f"the problem's own row length ({names}), the other "
+                             "sizes small"))
 
     def run_aligned(self, measure) -> None:
         """On the CPU, when the problem's own inputs launched a kernel that no variant ran (the shrunk, odd sizes
@@ -380,7 +442,21 @@ class Verifier:
         import torch
         p = self.problem
         try:
-            ref, impl = p.callables(v.knobs, v.setting)
+            if v.name in (TRAIN_MODE, PARAMETERS):  # fresh models: later variants read the ones they change
+                init = {q: n for q, n in (v.setting or {}).items() if q[0] == "init"}
+                with p.knobs_set(v.knobs):
+                    ref, impl = p.build(v.knobs or {}, p.init(v.knobs, init) if init else None)
+                if isinstance(ref, torch.nn.Module) and v.name == TRAIN_MODE:
+                    ref.train()
+                elif isinstance(ref, torch.nn.Module):
+                    moved = self.player.perturb(impl, v.seed, float_state(ref))
+                    if not moved:
+                        self.skipped.append((v.name, "the implementation's parameters are not the reference's (no "
+                                                     "name and shape in common)"))
+                        return None
+                    perturb(ref, v.seed, set(moved))
+            else:
+                ref, impl = p.callables(v.knobs, v.setting)
         except UserCodeError as e:
             if e.side != IMPLEMENTATION:
                 self.skipped.append((v.name, f"the {e.side} cannot be built at these sizes"))
@@ -467,8 +543,21 @@ class Verifier:
         # as without a float64 truth, how far it moves when its inputs move by one ulp stands in for it.
         floats = [o for o in r_flat if isinstance(o, torch.Tensor) and o.is_floating_point()]
         own_truth = bool(floats) and all(o.dtype == torch.float64 for o in floats)
-        spread = (reference_spread(ref, inputs, r_flat, updated, call) if truth_dtype != "float64" or own_truth
-                  else None)
+        if v.name == "structured":
+            # Rows conditioned very differently (a constant row's normalization is ill-conditioned, an ordinary one is
+            # not): each element's budget is its own move when the inputs move by as much as a kernel's fp32 row
+            # reduction moves them, sqrt(row length) ulps (a sum of n terms is backward stable to about sqrt(n) u).
+            row = max((x.shape[-1] for x in inputs if isinstance(x, torch.Tensor) and x.is_floating_point()
+                       and x.dim()), default=1)
+            spread = reference_spread(ref, inputs, r_flat, updated, call, elementwise=True,
+                                      ulps=max(1.0, math.sqrt(row)))
+            # One structure per row: an element's budget is its row's largest move (random signs can cancel at one
+            # element, x + r moved by +e and -e, where a kernel's own rounding does not).
+            spread = [s.amax(dim=-1, keepdim=True).expand_as(s) if isinstance(s, torch.Tensor) and s.dim() else s
+                      for s in spread]
+        else:
+            spread = (reference_spread(ref, inputs, r_flat, updated, call) if truth_dtype != "float64" or own_truth
+                      else None)
         t_flat = flatten_outputs(truth) + [truth_inputs[i] for i in updated]
         # The allowance for float constants is for kernels that receive them as fp32 scalars, and only for them.
         constants = (constant_rounding(self.problem.float64(ref), upcast(clone_inputs(inputs)), t_flat, updated,
@@ -573,7 +662,8 @@ class Verifier:
     def impl(self, impl, inputs: list, v: Variant, **mode) -> CallResult:
         """One call of the implementation in the player, on copies of `inputs`, at the variant's sizes. A call that a
         GPU fault ended stops the check (DeviceFault); one stopped by the operation budget stops the variant."""
-        r = self.player.call(impl, inputs, budget=self.budget, knobs=v.knobs or None, **mode)
+        r = self.player.call(impl, inputs, budget=self.budget, knobs=v.knobs or None, train=v.name == TRAIN_MODE,
+                             **mode)
         self.ops += r.ops
         if r.error is not None and r.error.device_fault:
             raise DeviceFault(r.error)

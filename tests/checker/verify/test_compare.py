@@ -131,3 +131,48 @@ def test_compare_a_float64_reference_moves_when_its_inputs_move_by_one_ulp():
     x = torch.randn(32, 200, dtype=torch.float64, generator=torch.Generator().manual_seed(2))
     (spread,) = reference_spread(lambda x: torch.softmax(x, dim=-1), [x], [torch.softmax(x, dim=-1)], [])
     assert 0 < spread < 1e-14
+
+
+def test_compare_no_budget_is_below_half_an_ulp_at_the_truth():
+    """A truth below the output dtype's smallest subnormal rounds to zero there: that is no error. The ulp terms of
+    the budget vanish with the truth; its floor, half the smallest subnormal, does not. One subnormal off a zero
+    truth is still flagged."""
+    t = torch.full((8,), 1e-46, dtype=torch.float64)  # fp32's smallest subnormal is 1.4e-45
+    r = t.float()
+    y = torch.zeros(8)
+    assert compare_tensor(y, r, t).ok
+    zero = torch.zeros(8, dtype=torch.float64)
+    y[3] = torch.finfo(torch.float32).tiny * 2.0**-23  # the smallest fp32 subnormal
+    assert not compare_tensor(y, torch.zeros(8), zero).ok
+
+
+def test_the_float64_reference_makes_its_own_tensors_in_float64():
+    """A reference with no float inputs (logspace from a length): its truth is computed with float64 as the default
+    dtype, and the default is restored after, also when the reference raises."""
+    import inspect
+
+    from kernel_lsp.checker.problem.loader import float64_reference
+
+    def ref(n):
+        return torch.logspace(0.0, 3.0, n)
+
+    def broken(n):
+        raise ValueError(n)
+
+    truth = float64_reference(ref)(1000)
+    assert truth.dtype == torch.float64 and torch.get_default_dtype() == torch.float32
+    assert (truth - ref(1000).double()).abs().max() > 0  # PyTorch's float32 error is now measurable
+    assert inspect.unwrap(float64_reference(ref)) is ref
+    try:
+        float64_reference(broken)(3)
+    except ValueError:
+        pass
+    assert torch.get_default_dtype() == torch.float32
+
+    class Model(torch.nn.Module):
+        def forward(self, n):
+            return torch.ones(n) / 3
+
+    model = float64_reference(Model())
+    assert model(4).dtype == torch.float64 and type(model).forward is Model.forward
+    assert torch.get_default_dtype() == torch.float32

@@ -53,3 +53,19 @@ def test_corpus_case(corpus_report, case):
         rows = {r["variant"] for k in report["kernels"].values() if "verification" in k
                 for r in k["verification"]["variants"]}
         assert len(rows) >= 8, rows
+
+
+def test_a_catalog_cheat_is_caught_by_any_code_of_its_class():
+    """tests/test_gpu.py: a race in the cheat decides between codes of one class, either catches it; a code of
+    another class, a missing catch or a clean case is no catch."""
+    from tests.corpus.report import caught_by_class
+    timing = "# expect: KL406\n"
+    assert caught_by_class(timing, {"KL406"}) and caught_by_class(timing, {"KL403"})
+    assert caught_by_class(timing, {"KL403", "KL406"})
+    assert not caught_by_class(timing, set()) and not caught_by_class(timing, {"KL220"})
+    assert not caught_by_class(timing, {"KL403", "KL200"})
+    two_faced = "# expect: KL220\n# may-add: KL206\n"
+    assert caught_by_class(two_faced, {"KL405"}) and caught_by_class(two_faced, {"KL405", "KL206"})
+    assert not caught_by_class(two_faced, {"KL403"})
+    assert caught_by_class("# expect: KL221 | KL205 KL104\n", {"KL205", "KL104"})
+    assert caught_by_class("# expect: clean\n", set()) and not caught_by_class("# expect: clean\n", {"KL403"})

@@ -82,3 +82,15 @@ def test_a_mis_sized_out_tensor_is_no_size_the_reference_accepts():
     assert problem.accepts({}, {}, inputs)
     assert not problem.accepts({}, {("tensor", 2, 0): 31}, inputs)
     assert problem.accepts({}, {("tensor", 0, 0): 31, ("tensor", 1, 0): 31, ("tensor", 2, 0): 31}, inputs)
+
+
+def test_unit_sizes_set_each_size_to_one_wherever_it_occurs_largest_first():
+    """x (64, 96) + b (96): the columns are set to 1 in x and b together (the reference ties them), the rows alone;
+    a setting the reference rejects is left out, and at most MAX_UNIT_VARIANTS are made."""
+    pos = shapes.positions([torch.zeros(64, 96), torch.zeros(96)], None)
+    ones = shapes.unit_settings(pos, {}, _accepts_bias_add)
+    assert ones == [{("tensor", 0, 1): 1, ("tensor", 1, 0): 1}, {("tensor", 0, 0): 1}]
+    assert shapes.unit_settings(pos, {}, lambda s: ("tensor", 0, 0) not in s) == [
+        {("tensor", 0, 1): 1, ("tensor", 1, 0): 1}]
+    many = shapes.positions([torch.zeros(2, 3, 4, 5, 6)], None)
+    assert len(shapes.unit_settings(many, {}, lambda s: True)) == shapes.MAX_UNIT_VARIANTS

@@ -95,3 +95,24 @@ def test_integers_a_reference_rejects_are_screened_on_the_cpu_before_a_gpu_sees_
                 raise RuntimeError("Expected all tensors to be on the same device")
             return super().forward(src, idx)
     assert screen_on_cpu(Tied(), signed, own).startswith("the reference does not run on a CPU copy")
+
+
+def test_structured_rows_give_each_row_one_structure_in_turn():
+    """Zeros, a constant, a large common offset, sorted, reversed, three repeated values, six decades of magnitudes,
+    and rows as drawn with a column of zeros; a vector is cut into eight rows; integer tensors are left alone."""
+    from kernel_lsp.checker.verify.plan.variants import STRUCTURES, structured_rows
+    torch.manual_seed(0)
+    x, idx = torch.randn(16, 40), torch.arange(5)
+    (y, same_idx) = structured_rows([x, idx])
+    assert torch.equal(same_idx, idx) and y.shape == x.shape and y.dtype == x.dtype
+    rows = {kind: y[r] for r, kind in enumerate(STRUCTURES)}
+    assert not rows["zeros"].any() and rows["constant"].unique().numel() == 1
+    assert rows["offset"].mean() > 50 * rows["offset"].std()
+    assert torch.equal(rows["sorted"], rows["sorted"].sort().values)
+    assert torch.equal(rows["reversed"], rows["reversed"].sort(descending=True).values)
+    assert rows["duplicates"].unique().numel() <= 3
+    mags = rows["magnitudes"].abs()
+    assert mags.max() / mags[mags > 0].min() > 1e3
+    assert (y[7::8, 20] == 0).all() and y[7].count_nonzero() == 39
+    (v,) = structured_rows([torch.randn(64)])
+    assert not v[:8].any() and v[8:16].unique().numel() == 1

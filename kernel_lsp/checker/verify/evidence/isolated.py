@@ -138,9 +138,8 @@ def _truth(reference, inputs: list, seed: int) -> tuple[list, list, bool]:
     reference on clones of the inputs, with the seed the harness calls the implementation with. A reference that
     draws random numbers draws other ones in float64: its own result is then the truth (the harness's seed gives
     the implementation the same draws, on the CPU)."""
-    import copy
-
     import torch
+    from ...problem.loader import float64_reference
     from ..compare import flatten_outputs
     from ..plan.variants import clone_inputs, upcast
     with torch.no_grad():
@@ -150,7 +149,7 @@ def _truth(reference, inputs: list, seed: int) -> tuple[list, list, bool]:
         draws = not torch.equal(before, torch.random.get_rng_state())
         t = r
         if not draws:
-            ref64 = copy.deepcopy(reference).double() if isinstance(reference, torch.nn.Module) else reference
+            ref64 = float64_reference(reference)
             torch.manual_seed(seed)
             try:
                 t = flatten_outputs(ref64(*upcast(clone_inputs(inputs))))
@@ -187,7 +186,7 @@ def run_evidence(problem, job: CheckJob, rep, connect, device: str, cpu_sizes: d
                                plan["knobs"])
         found = judged(runs, plan["truth"], plan["random"] or not values)
         if not found and not plan["random"] and values:
-            found = soak(player, impl, plan, device)
+            found = held_outputs(player, impl, plan) or soak(player, impl, plan, device)
     except PlayerLost as e:
         rep.add("KL220", f"the implementation does not complete {where}: {e}" + (f": {e.stderr}" if e.stderr else ""),
                 source=SOURCE)
@@ -208,6 +207,29 @@ def run_evidence(problem, job: CheckJob, rep, connect, device: str, cpu_sizes: d
 SOAK_CALLS = {"cpu": (12, 24), "cuda": (200, 600)}  # calls of the soak, drawn per check within these bounds
 SOAK_OPS = 300_000  # under the interpreter, the soak stops once its calls have taken this many operations
 SOAK_JUDGED = 0.25  # the chance that a call's outputs are judged, decided after the call has returned
+
+
+def held_outputs(player, impl, plan: dict) -> list[tuple[str, str, dict]]:
+    """A caller that keeps a call's output while it calls again (a batch loop, a decode loop) must still find it
+    right: the implementation called on A, its output objects kept, then on B; A's output is judged as it is after
+    that. An implementation that returns the same buffer every call has B's values there."""
+    import torch
+    names = [n for n in ("A", "B") if n in plan["sets"]]
+    if len(names) < 2:
+        return []
+    knobs = plan["knobs"] or None
+    player.stash({f"set:{n}": plan["sets"][n] for n in names})
+    first = player.call(impl, [], copy_of="set:A", return_out=False, hold=True, knobs=knobs)
+    second = player.call(impl, [], copy_of="set:B", return_out=False, knobs=knobs)
+    if first.error is not None or second.error is not None:
+        return []  # the fixed runs judged these calls already
+    held = [y for y in player.fetch(held=True) if isinstance(y, torch.Tensor)]
+    bad = _gross(held, *plan["truth"]["A"])
+    if not bad:
+        return []
+    return [("KL206", "the output of a call changed when the implementation was called again: a caller that keeps "
+             "it (a batch loop, a decode loop) finds the next call's result there; a fresh output buffer per call "
+             f"is what PyTorch returns ({bad})", {})]
 
 
 def soak(player, impl, plan: dict, device: str, rng=None) -> list[tuple[str, str, dict]]:

@@ -294,8 +294,30 @@ def size_plan(problem, knobs: dict[str, int], interpreted: bool) -> SizePlan:
             return accepts({**base, **setting})
         plan.splits = [{**base, **s} for s in split_settings(pos, accepts_at_base)]
     else:
+        accepts_at_base = accepts
         plan.splits = split_settings(pos, accepts)
+    # A small int argument (a rank k <= min(m, n)) is a precondition the reference may not check: no size of 1.
+    plan.ones = unit_settings(pos, base, accepts_at_base) if int_floor(inputs, init) < 2 else []
     return plan
+
+
+MAX_UNIT_VARIANTS = 3
+
+
+def unit_settings(pos: dict[Position, int], base: Setting, accepts: Callable[[Setting], bool]) -> list[Setting]:
+    """Each size of the inputs set to 1 at every position that has it (a batch of one, a single row, one channel),
+    where the reference accepts it: the path a launcher takes for a dimension of 1 (a branch on `M == 1`, a
+    broadcast, a squeeze) is wrong there and nowhere else. The largest sizes first, at most MAX_UNIT_VARIANTS."""
+    out = []
+    for v, members in sorted(groups(pos).items(), key=lambda kv: -kv[0]):
+        if not any(p[0] == "tensor" for p in members):
+            continue
+        setting = {p: 1 for p in members}
+        if accepts(setting):
+            out.append({**base, **setting})
+        if len(out) == MAX_UNIT_VARIANTS:
+            break
+    return out
 
 
 def describe_init(init: list | None, setting: Setting) -> str:

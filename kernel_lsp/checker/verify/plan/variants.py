@@ -113,6 +113,63 @@ def dyadic_grid(inputs: list) -> list:
     return _floats(inputs, snap)
 
 
+STRUCTURES = ("zeros", "constant", "offset", "sorted", "reversed", "duplicates", "magnitudes", "drawn")
+
+
+def structured_rows(inputs: list) -> list:
+    """Rows with the structures real data has and random normals never do, one structure per row in turn (the last
+    dimension is the row; a vector is cut into eight rows): all zeros; one constant value; a large common offset (a
+    mean 100 times the spread); sorted ascending; sorted descending; three values repeated; magnitudes spread over
+    six decades; and rows left as drawn, with one column of zeros across them. A kernel that divides by a norm without
+    a floor, or computes a variance as E[x^2] - E[x]^2, fails on these where PyTorch does not."""
+    import torch
+
+    def build(i, x):
+        if x.numel() < 2:
+            return x
+        rows = x.reshape(-1, x.shape[-1]) if x.dim() >= 2 else x.reshape(1, -1)
+        if rows.shape[0] == 1 and rows.shape[1] >= 16:
+            cut = rows.shape[1] - rows.shape[1] % 8
+            head = rows[0, :cut].reshape(8, -1)
+            out = torch.cat([_structured(head).reshape(-1), rows[0, cut:]])
+            return out.reshape(x.shape).contiguous()
+        return _structured(rows).reshape(x.shape).contiguous()
+    return _floats(inputs, build)
+
+
+def _structured(rows):
+    import torch
+    out = rows.double().clone()
+    n, length = out.shape
+    finite = out[torch.isfinite(out)]
+    spread = float(finite.std()) if finite.numel() > 1 and float(finite.std()) > 0 else 1.0
+    gen = torch.Generator(device=out.device).manual_seed(4242)
+    for r in range(n):
+        kind = STRUCTURES[r % len(STRUCTURES)]
+        row = out[r]
+        if kind == "zeros":
+            row.zero_()
+        elif kind == "constant":
+            row.fill_(1.5 * spread)
+        elif kind == "offset":
+            row.copy_(100.0 * spread + spread * torch.randn(length, generator=gen, dtype=torch.float64,
+                                                          device=out.device))
+        elif kind == "sorted":
+            row.copy_(row.sort().values)
+        elif kind == "reversed":
+            row.copy_(row.sort(descending=True).values)
+        elif kind == "duplicates":
+            levels = torch.tensor([-spread, 0.5 * spread, 2.0 * spread], dtype=torch.float64, device=out.device)
+            row.copy_(levels[torch.randint(0, 3, (length,), generator=gen, device=out.device)])
+        elif kind == "magnitudes":
+            row.mul_(torch.pow(10.0, torch.empty(length, dtype=torch.float64, device=out.device).uniform_(
+                -3, 3, generator=gen)))
+    if length > 2 and n >= len(STRUCTURES):
+        drawn = [r for r in range(n) if STRUCTURES[r % len(STRUCTURES)] == "drawn"]
+        out[drawn, length // 2] = 0.0  # a column of zeros across the rows left as drawn
+    return out.to(rows.dtype)
+
+
 SMALL_PERMUTATION = 1 << 20  # above this, special positions are drawn without a full permutation (it is slow)
 
 
@@ -298,6 +355,8 @@ def plan(knobs: dict[str, int], base: dict[str, int], measure: Callable[[dict[st
         Variant("ties", "values", 16, base, None, "rounding ties where the reference rounds (its scale made a power "
                 "of two)", at),
         Variant("heavy-tailed", "values", 4, base, heavy_tailed, "Student-t (2 d.o.f.) values", at),
+        Variant("structured", "values", 17, base, structured_rows, "rows of zeros, a constant, a large common "
+                "offset, sorted, reversed, three values repeated, magnitudes over six decades", at),
         Variant("large", "values", 5, base, scaled(LARGE), "large magnitudes", at),
         Variant("tiny", "values", 6, base, scaled(TINY), "tiny magnitudes", at),
         Variant("special", "values", 7, base, special_values, "NaN, +-inf and -0.0 among the values", at),
@@ -327,6 +386,10 @@ def plan(knobs: dict[str, int], base: dict[str, int], measure: Callable[[dict[st
     for i, setting in enumerate(sizes.splits, 1):
         variants.append(Variant(f"split-sizes-{i}", "size", 12 + i, base, None,
                                 "sizes that are equal in the problem made to differ", setting))
+    for i, setting in enumerate(sizes.ones, 1):
+        variants.append(Variant(f"unit-size-{i}", "size", 20 + i, base, None,
+                                "one of the inputs' sizes at 1 wherever it occurs (a batch of one, a single row)",
+                                setting))
     variants.append(Variant("transposed", "layout", 10, base, transposed, "column-major (transposed) strides", at))
     variants.append(Variant("strided", "layout", 11, base, strided, "every second element (stride 2)", at))
     return variants
@@ -342,6 +405,7 @@ class SizePlan:
     larger: dict = field(default_factory=dict)
     splits: list[dict] = field(default_factory=list)
     aligned: dict = field(default_factory=dict)  # the base rounded as aligned_knobs rounds knobs
+    ones: list[dict] = field(default_factory=list)  # each size of the inputs at 1 (shapes.unit_settings)
 
 
 SIGNS = {"positive": "always positive", "nonnegative": "never negative", "negative": "always negative",

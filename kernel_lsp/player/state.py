@@ -1,0 +1,36 @@
+"""A model's parameters and buffers moved off their initial values, the same way in the checker (the reference) and
+in the player (the implementation): the verifier's `parameters` variant. Torch only; imports nothing of kernel_lsp."""
+
+from __future__ import annotations
+
+
+def perturb(model, seed: int, names: dict[str, list[int]] | set[str]) -> list[str]:
+    """Each float parameter and buffer named in `names` (and, given shapes, of that shape) scaled by a factor drawn in [0.5, 1.5] per element and, where
+    it is zero, given a small value, from a generator seeded by `seed` and the tensor's name: two models with the
+    same values before are the same after. Running variances stay positive. Returns the names moved."""
+    import zlib
+
+    import torch
+    moved = []
+    with torch.no_grad():
+        for name, t in list(model.named_parameters()) + list(model.named_buffers()):
+            if name not in names or not t.is_floating_point() or t.numel() == 0:
+                continue
+            if isinstance(names, dict) and list(t.shape) != list(names[name]):
+                continue
+            gen = torch.Generator().manual_seed(seed * 1_000_003 + zlib.crc32(name.encode()))
+            scale = torch.empty(t.shape, dtype=torch.float64).uniform_(0.5, 1.5, generator=gen)
+            bump = 0.1 * torch.randn(t.shape, dtype=torch.float64, generator=gen)
+            value = t.detach().cpu().double()
+            value = value * scale + torch.where(value == 0, bump, torch.zeros_like(bump))
+            if "var" in name.rsplit(".", 1)[-1]:
+                value = value.abs().clamp_min(1e-3)
+            t.copy_(value.to(t.dtype))
+            moved.append(name)
+    return moved
+
+
+def float_state(model) -> dict[str, list[int]]:
+    """The names and shapes of a model's float parameters and buffers."""
+    return {name: list(t.shape) for name, t in list(model.named_parameters()) + list(model.named_buffers())
+            if t.is_floating_point() and t.numel()}
