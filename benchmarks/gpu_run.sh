@@ -5,7 +5,7 @@
 #   GPU_TESTS=0 skips the tests, GPU_LATENCY=0 the latency, GPU_TASKS=0 the tasks; VERIFY_LATENCY=1 adds the LSP
 #   save -> verdict benchmark on the GPU (needs the .whl/ wheels below); TASKS_DIR picks a subfolder
 #   (or a space-separated list of files); GPU_TEST_K selects tests by pytest -k, GPU_TEST_FILES the test files
-#   (both by default; tests/test_gpu.py alone takes about 320 s); COLD_CHECK=1 times a fresh
+#   (both by default; tests/test_gpu.py alone takes about 320 s); SMOKE_FILES, a fresh check of those files first; COLD_CHECK=1 times a fresh
 #   `check FILE --device cuda` per file of COLD_FILES (issue 13). With one GPU the tasks run first,
 #   alone (timings taken beside the tests would be disturbed), then the tests and the latency.
 set -uo pipefail
@@ -35,8 +35,14 @@ fi
 export CUDA_VISIBLE_DEVICES=0
 python3 -c "from kernel_lsp.checker.measure.ceilings import load_or_measure; import json; c, hit = load_or_measure(); print(json.dumps(c.to_dict()))" \
   | tee "$OUT/ceilings.json"
+if [ -n "${SMOKE_FILES:-}" ]; then
+  # A first look before the tests: a fresh check of a few files on the GPU, with where its time went.
+  # shellcheck disable=SC2086
+  timeout ${SMOKE_TIMEOUT:-150} python3 -m kernel_lsp.cli check $SMOKE_FILES --device cuda --no-cache --timings \
+    >"$OUT/smoke.txt" 2>&1; echo "smoke exit $?"; tail -40 "$OUT/smoke.txt"
+fi
 if [ "${GPU_TESTS:-1}" = 1 ]; then
-  timeout ${TESTS_TIMEOUT:-330} python3 -m pytest -q -p no:cacheprovider -rA ${GPU_TEST_K:+-k "$GPU_TEST_K"} \
+  timeout ${TESTS_TIMEOUT:-330} python3 -m pytest -v --durations=15 -p no:cacheprovider -rA ${GPU_TEST_K:+-k "$GPU_TEST_K"} \
     ${GPU_TEST_FILES:-tests/test_gpu_measure.py tests/test_gpu.py} >"$OUT/gpu_tests.txt" 2>&1; echo "tests exit $?"
   tail -15 "$OUT/gpu_tests.txt"
 fi

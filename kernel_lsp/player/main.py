@@ -370,9 +370,12 @@ class Player:
         return {"moved": state.perturb(model, int(req.get("seed", 0)), dict(req.get("names") or {}))}
 
     def op_stash(self, req: dict) -> dict:
-        """Keep argument lists under names, for later calls to copy or refill from."""
+        """Keep argument lists under names, for later calls to copy or refill from, on the player's device (the
+        wire brings tensors as the checker made them: on the CPU)."""
+        import torch
         for name, args in (req.get("sets") or {}).items():
-            self.stashed[str(name)] = list(args)
+            self.stashed[str(name)] = [x.to(self.device, copy=True) if isinstance(x, torch.Tensor) else x
+                                       for x in args]
         return {"ok": True}
 
     # compile ---------------------------------------------------------------------------------------------------

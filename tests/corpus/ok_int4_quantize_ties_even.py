@@ -1,5 +1,6 @@
 # expect: clean
-# class: correct 4-bit quantizer (ties to even, as torch.round) with a scale computed from the data
+# class: correct 4-bit quantizer (ties to even, as torch.round, after correctly rounded divisions) with a scale
+# computed from the data
 # kernel-lsp: entry=quantize reference=ref inputs=make_inputs
 import torch
 import triton
@@ -14,8 +15,10 @@ def _quantize_kernel(x_ptr, q_ptr, n_cols, BLOCK: tl.constexpr):
     cols = tl.arange(0, BLOCK)
     mask = cols < n_cols
     x = tl.load(x_ptr + row * n_cols + cols, mask=mask, other=0.0)
-    s = tl.maximum(tl.max(tl.abs(x), axis=0) / 7.0, 1e-8)
-    v = x / s
+    # Correctly rounded divisions, as PyTorch's: on a GPU Triton's `/` on fp32 is an approximate division, a few ulps
+    # off, so an exact tie (-3.5 from a row of repeated values) rounds the other way (bug_int4_quantize_fast_division)
+    s = tl.maximum(tl.div_rn(tl.max(tl.abs(x), axis=0), 7.0), 1e-8)
+    v = tl.div_rn(x, s)
     f = tl.floor(v)
     d = v - f
     odd = (f - 2.0 * tl.floor(f * 0.5)) == 1.0

@@ -64,12 +64,14 @@ class Evidence:
     fresh_draws: bool = False  # random ops: the reference draws new numbers on every call (no seed among its inputs)
     rerun_launches: int | None = None  # Triton launches during the second run (None: no second call was made)
     sentinel: float = SENTINEL  # the second run's poison value
+    correlated: bool = False  # rows of equal or repeated values (the structured variant): rounding errors add up
 
     def budget_args(self, j: int) -> dict:
         """compare_tensor's extra arguments for output j."""
         return {"spread": self.spread[j] if self.spread and j < len(self.spread) else None,
                 "terms": self.terms[j] if self.terms and j < len(self.terms) else 1.0,
-                "constants": self.constants[j] if self.constants and j < len(self.constants) else None}
+                "constants": self.constants[j] if self.constants and j < len(self.constants) else None,
+                "correlated": self.correlated}
 
     def name(self, j: int) -> str:
         """How a message names output j: a returned output, or an input the reference updates in place."""

@@ -657,7 +657,7 @@ class Verifier:
                         launches, impl_inputs, ref_inputs, self.state.outputs, self.state.prints,
                         self.state.sketches, untrusted,
                         sample_message, result_line, updated, spread, terms, constants, inputs,
-                        bool(self.fresh_draws), rerun_launches, self.sentinel)
+                        bool(self.fresh_draws), rerun_launches, self.sentinel, correlated=v.name == "structured")
 
     def impl(self, impl, inputs: list, v: Variant, **mode) -> CallResult:
         """One call of the implementation in the player, on copies of `inputs`, at the variant's sizes. A call that a

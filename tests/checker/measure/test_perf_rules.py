@@ -100,6 +100,17 @@ def test_perf_rules_work_outside_the_stream_is_said():
         == ["KL406", "KL402"]
 
 
+def test_perf_rules_a_host_clock_time_makes_slower_than_information_only():
+    """The host clock holds a synchronized call's host cost that the baselines' events do not (on an H100 a stream
+    injection read 202 us by the host clock against eager's 49 us of GPU time, 55 vs 48 us back to back): KL406 is
+    the claim, KL400 and KL401 stay information and say which timer took them."""
+    out = judge(measurement(eager=(0.25, 0.24, 0.26), compiled=(0.25, 0.24, 0.26), timer="host clock"), None)
+    assert codes(out) == ["KL406", "KL400", "KL401", "KL402"]
+    assert [f.severity for f in out[1:3]] == ["info", "info"] and all("host clock" in f.message for f in out[1:3])
+    plain = judge(measurement(eager=(0.25, 0.24, 0.26), compiled=(0.25, 0.24, 0.26)), None)
+    assert [f.severity for f in plain if f.code in ("KL400", "KL401")] == [None, None]
+
+
 def test_perf_rules_summary_names_speedups_roofline_and_gpu():
     roof = Roofline(537_000_000, "inputs and outputs", None, "none", 4100.0, None, "memory", "copy", 4270.0, 125.7,
                     71.0)

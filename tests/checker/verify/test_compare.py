@@ -176,3 +176,36 @@ def test_the_float64_reference_makes_its_own_tensors_in_float64():
     model = float64_reference(Model())
     assert model(4).dtype == torch.float64 and type(model).forward is Model.forward
     assert torch.get_default_dtype() == torch.float32
+
+
+def test_compare_a_serial_sum_of_a_constant_row_gets_the_worst_case_floor():
+    """A kernel that sums a row one term after another in fp32 (tests/corpus/ok_sigmoid_mean_serial.py) is off by
+    about sqrt(n) u times the sum on random rows, but on the structured variant's constant row every rounding leans
+    the same way: on an H200 the mean of 2048 equal terms came out 1.1e-5 off (2.5 times the sqrt(n) floor). That row
+    is judged with the worst case, n u; a random row keeps sqrt(n)'s floor, so an error that size is still caught."""
+    import numpy as np
+    n, c = 2048, np.float32(0.8175744)
+    acc = np.float32(0.0)
+    for _ in range(n):  # the serial order, in fp32
+        acc = np.float32(acc + c)
+    y = torch.tensor([float(np.float32(acc / np.float32(n)))], dtype=torch.float32)
+    t = torch.tensor([float(c)], dtype=torch.float64)
+    r = t.float()  # PyTorch's own mean of a constant row is exact to the ulp
+    args = {"abs_terms": t.clone(), "terms": float(n)}
+    grown = float((y.double() - t).abs())
+    assert grown > 2 * n ** 0.5 * 2.0 ** -24 * float(c)  # past the sqrt(n) floor, within n u
+    assert compare_tensor(y, r, t, correlated=True, **args).ok
+    assert not compare_tensor(y, r, t, **args).ok
+
+
+def test_compare_an_integer_element_may_take_the_float64_paths_value_where_pytorchs_own_differs():
+    """round(x / s) at a quotient a few ulps from a tie: on an H100 PyTorch divided by the scalar 7.0 through its
+    reciprocal and rounded 3.5 - 1 ulp down to 3, a kernel with correctly rounded divisions (and the float64 path) got
+    4 (tests/corpus/ok_int4_quantize_ties_even.py). Where PyTorch and the float64 path agree, as at an exact tie,
+    their value is the only right one: rounding ties away from zero is still an error there."""
+    y = torch.tensor([4, 2, 7], dtype=torch.int8)
+    r = torch.tensor([3, 2, 7], dtype=torch.int8)  # PyTorch in the task's dtype, off at the first element
+    t = torch.tensor([4, 2, 7], dtype=torch.int8)  # the reference's float64 path, cast as it casts
+    assert compare_tensor(y, r, t).ok and compare_tensor(r.clone(), r, t).ok
+    assert not compare_tensor(torch.tensor([4, 3, 7], dtype=torch.int8), r, t).ok  # 2.5 -> 3: half away from zero
+    assert not compare_tensor(y, r, r).ok  # no float64 truth: PyTorch's own result is exact

@@ -290,3 +290,43 @@ def test_rerun_any_warning_of_the_verifier_spares_the_evidence_runs_information_
     assert not gathers_evidence(job, reporter(("KL200", Severity.ERROR)))
     job.rerun.enabled = False
     assert not gathers_evidence(job, reporter())
+
+
+class MemoPlayer:
+    """A player whose implementation remembers its result per buffer object and version counter, as
+    tests/corpus/bug_memo_keyed_on_version.py does: a refill through .data (the counter unchanged) gets the
+    result of the values those buffers held before."""
+
+    def __init__(self, sets):
+        self.sets, self.buffers, self.memo, self.out = sets, None, None, None
+
+    def stash(self, sets):
+        pass
+
+    def call(self, impl, args, copy_of=None, buffers=None, refill=None, **_):
+        from types import SimpleNamespace
+        if refill is not None:  # the same objects, new values, same version counter: the memo answers
+            self.out = self.memo
+        else:
+            values = self.sets[copy_of[len("set:"):]]
+            self.out = [torch.relu(values[0])]
+            if buffers is not None:
+                self.memo = self.out
+        return SimpleNamespace(error=None, ops=1)
+
+    def fetch(self, held=False):
+        return self.out
+
+
+def test_soak_finds_a_result_remembered_per_buffer_and_version_whatever_the_draw():
+    """The soak's order is drawn per check; its second call refills the first call's buffers with another set and
+    is judged, so a memo keyed on the tensor object and its version counter is wrong there on every draw (it passed
+    on some draws when that refill was left to chance: CI saw the corpus case pass once and fail once)."""
+    import random
+    from kernel_lsp.checker.verify.evidence.isolated import soak
+    sets = {"A": [X], "B": [B], "D": [-X]}
+    plan = {"sets": sets, "knobs": {},
+            "truth": {n: ([torch.relu(v[0].double())], [torch.relu(v[0])]) for n, v in sets.items()}}
+    for seed in range(200):
+        for device in ("cpu", "cuda"):
+            assert codes(soak(MemoPlayer(sets), None, plan, device, random.Random(seed))) == ["KL206"], (seed, device)

@@ -221,8 +221,10 @@ def held_outputs(player, impl, plan: dict) -> list[tuple[str, str, dict]]:
     player.stash({f"set:{n}": plan["sets"][n] for n in names})
     first = player.call(impl, [], copy_of="set:A", return_out=False, hold=True, knobs=knobs)
     second = player.call(impl, [], copy_of="set:B", return_out=False, knobs=knobs)
-    if first.error is not None or second.error is not None:
-        return []  # the fixed runs judged these calls already
+    for r in (first, second):
+        if r.error is not None:  # the evidence runs made these calls on these values without an error
+            return [("KL209", "the implementation raises when it is called again while the caller keeps an earlier "
+                     f"call's output: {_said(r.error)}", {})]
     held = [y for y in player.fetch(held=True) if isinstance(y, torch.Tensor)]
     bad = _gross(held, *plan["truth"]["A"])
     if not bad:
@@ -232,14 +234,22 @@ def held_outputs(player, impl, plan: dict) -> list[tuple[str, str, dict]]:
              f"is what PyTorch returns ({bad})", {})]
 
 
+def _said(error) -> str:
+    """An exception of the implementation as a message quotes it: its type and the first line of its text."""
+    text = (str(error).splitlines() or [""])[0][:200]
+    return f"{type(error).__name__}: {text}" if text else type(error).__name__
+
+
 def soak(player, impl, plan: dict, device: str, rng=None) -> list[tuple[str, str, dict]]:
     """Many more calls on one set of buffers refilled in place through `.data` (their version counters do not move,
-    as when a kernel writes them) and on fresh tensors, from sets A, B and D in an order drawn per check; a call's
-    outputs are fetched and judged, at random, only after the call has returned, and the last call's always. A
-    result remembered across calls (keyed on a tensor object and its version counter), or one that goes wrong after
-    the N-th call, is wrong on a judged call, for N below the number of calls made (drawn, so no fixed N is safe).
-    Under the interpreter the calls stop past SOAK_OPS operations (a count, not a time: the same kernel gets the same
-    bound on any machine), the last one still judged."""
+    as when a kernel writes them) and on fresh tensors, from sets A, B and D in an order drawn per check. The second
+    call always refills the first call's buffers with another set, so a result remembered per tensor object and
+    version counter is stale there whatever the draw. A call's outputs are fetched and judged only after the call has
+    returned (nothing in the player can tell a judged call from another): every call under the interpreter, on a GPU
+    a drawn quarter of them and the last. One that goes wrong after the N-th call is wrong on a judged call, for N
+    below the number of calls made (drawn, so no fixed N is safe). Under the interpreter the calls stop past SOAK_OPS
+    operations (a count, not a time: the same kernel gets the same bound on any machine), the last one still
+    judged."""
     import random
     rng = rng or random.SystemRandom()
     low, high = SOAK_CALLS.get(device, SOAK_CALLS["cpu"])
@@ -249,11 +259,15 @@ def soak(player, impl, plan: dict, device: str, rng=None) -> list[tuple[str, str
     knobs = plan["knobs"] or None
     spent = 0
     held = None  # the set the kept buffers hold
-    for i in range(calls):
+    judged_share = 1.0 if device == "cpu" else SOAK_JUDGED
+    for i in range(max(calls, 2)):
         name = rng.choice(names)
-        last = i == calls - 1 or spent > SOAK_OPS
+        last = i >= calls - 1 or spent > SOAK_OPS
         if held is None:
             r = player.call(impl, [], copy_of=f"set:{name}", buffers="soak-args", return_out=False, knobs=knobs)
+        elif i == 1 and len(names) > 1:  # another set's values in the first call's buffers, through .data
+            name = rng.choice([n for n in names if n != held])
+            r = player.call(impl, [], buffers="soak-args", refill=f"set:{name}", return_out=False, knobs=knobs)
         elif rng.random() < 0.5:
             r = player.call(impl, [], copy_of=f"set:{name}", return_out=False, knobs=knobs)
         else:
@@ -265,9 +279,8 @@ def soak(player, impl, plan: dict, device: str, rng=None) -> list[tuple[str, str
         how = ("on fresh tensors or on one set of buffers refilled in place through .data (their version counters "
                "unchanged)")
         if r.error is not None:
-            return [("KL209", f"the implementation raises on a later call made afresh {how}: "
-                     f"{type(r.error).__name__}", {})]
-        if last or rng.random() < SOAK_JUDGED:
+            return [("KL209", f"the implementation raises on a later call made afresh {how}: {_said(r.error)}", {})]
+        if last or i == 1 or rng.random() < judged_share:
             import torch
             out = [y for y in player.fetch() if isinstance(y, torch.Tensor)]  # as the evidence runs keep them
             bad = _gross(out, *plan["truth"][name])
@@ -455,7 +468,7 @@ def _gross(outputs: list, truth: list, reference: list) -> str:
     from ..compare import compare_tensor
     if len(outputs) != len(truth):
         return f"{len(outputs)} outputs where the reference has {len(truth)}"
-    for j, (y, t, r) in enumerate(zip(outputs, truth, reference)):
+    for j, (y, t, r) in enumerate(zip(_cpu(outputs), truth, reference)):  # judged where the truth is: the CPU
         name = "output" if len(outputs) == 1 else f"output {j}"
         if tuple(y.shape) != tuple(t.shape):
             return f"{name} has shape {tuple(y.shape)}, the truth {tuple(t.shape)}"
