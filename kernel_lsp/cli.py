@@ -242,6 +242,8 @@ def cmd_check(args: argparse.Namespace) -> int:
         return EXIT_FINDINGS
 
     start = time.monotonic()
+    # Ray prints on stdout (a dead worker's report, its processes' logs): this command's own output keeps stdout.
+    out = _own_stdout() if settings.executor == "ray" else sys.stdout
     executor = executor_for(settings, workers=args.jobs)  # its workers start on first use
     stream = args.format == "text" and not output  # findings printed as each file is done
     interrupted = threading.Event()  # set on Ctrl-C: a job that starts after it is cancelled at once
@@ -268,8 +270,8 @@ def cmd_check(args: argparse.Namespace) -> int:
                 progress.finished(os.path.relpath(path, os.getcwd()), done[path])
                 if stream and done[path].findings:
                     progress.clear()
-                    sys.stdout.write("\n".join(file_lines(done[path], os.getcwd())) + "\n")
-                    sys.stdout.flush()
+                    out.write("\n".join(file_lines(done[path], os.getcwd())) + "\n")
+                    out.flush()
     except KeyboardInterrupt:
         # Stop now, not after the workers' timeouts: kill every job, then leave. Whatever the clean-up below
         # waits on, the process is gone within 5 s.
@@ -282,7 +284,7 @@ def cmd_check(args: argparse.Namespace) -> int:
         pool.shutdown(wait=False, cancel_futures=True)
         sys.stderr.write("kernel-lsp: interrupted\n")
         sys.stderr.flush()
-        sys.stdout.flush()
+        out.flush()
         # Leave without joining the pool's threads: one still waiting on a job it started as Ctrl-C came would
         # hold the exit for that job's whole timeout.
         os._exit(EXIT_INTERRUPTED)
@@ -312,7 +314,8 @@ def cmd_check(args: argparse.Namespace) -> int:
     if output:
         write_atomically(output, text)
     else:
-        sys.stdout.write(text)
+        out.write(text)
+        out.flush()
     worst = [f for r in reports for f in r.findings if f.severity <= Severity.WARNING]
     c = coverage(reports)
     if not c["kernels"] and not any(r.findings for r in reports):
@@ -554,6 +557,19 @@ class _Masked:
 
     def __getattr__(self, name):
         return getattr(self._stream, name)
+
+
+def _own_stdout():
+    """This command's output on a copy of file descriptor 1, while descriptor 1 and sys.stdout go to stderr for
+    everything else in the process (Ray's workers, raylet and driver print there: a dead worker's report inside
+    `--format json` made it unparseable)."""
+    import io
+    sys.stdout.flush()
+    kept = io.TextIOWrapper(os.fdopen(os.dup(1), "wb"), encoding=sys.stdout.encoding or "utf-8",
+                            errors="backslashreplace", line_buffering=True)
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    return _Masked(kept)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -23,6 +23,7 @@ from .protocol import EventWriter, read_job
 
 PR_SET_NAME, PR_SET_PDEATHSIG = 15, 1
 PARENT_ENV = "KERNEL_LSP_PARENT_PID"
+WORKDIR_ENV = "KERNEL_LSP_WORKDIR"  # a long-lived worker's private folder, made and removed by its parent
 
 
 def prctl(option: int, value) -> None:

@@ -17,6 +17,7 @@ import os
 import queue
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -26,7 +27,7 @@ from typing import Callable
 
 from ..jobs import LIVE, CheckJob, Preview, SandboxOptions, Stage
 from . import reaper
-from .child import PARENT_ENV
+from .child import PARENT_ENV, WORKDIR_ENV
 from .outcome import WorkerOutcome
 from .protocol import (CancelJob, JobEnd, JobEvent, ProtocolError, RunJob, WorkerReady, decode, decode_event,
                        encode)
@@ -74,6 +75,7 @@ class PersistentWorker:
         self._lines: queue.Queue = queue.Queue()
         self._stderr = tempfile.NamedTemporaryFile(prefix="kernel-lsp-worker-", suffix=".log", delete=False)
         self._ids = 0
+        self._workdir: str | None = None  # the worker's private folder, removed once the worker has ended
         self.info: dict = {}
         self.lock = threading.Lock()  # held by the job using this worker
 
@@ -103,6 +105,8 @@ class PersistentWorker:
         env = dict(os.environ if self.env is None else self.env)
         env.setdefault("PYTHONUNBUFFERED", "1")
         env[PARENT_ENV] = str(os.getpid())
+        self._workdir = tempfile.mkdtemp(prefix="kernel-lsp-worker-")
+        env[WORKDIR_ENV] = self._workdir  # a runner's shell does not pass it on: a remote worker makes its own
         self._lines = queue.Queue()
         try:
             self._proc = subprocess.Popen(self.command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
@@ -152,6 +156,9 @@ class PersistentWorker:
             reaper.stop(proc)
         if proc is not None:
             self._set("dead")
+        if self._workdir is not None and (proc is None or proc.poll() is not None):
+            shutil.rmtree(self._workdir, ignore_errors=True)  # what the worker's jobs left there goes with it
+            self._workdir = None
 
     def close(self) -> None:
         """Ask the worker to end (EOF on its stdin), then make sure it has."""

@@ -73,9 +73,16 @@ def neutral_env(device: str, base: dict[str, str] | None = None) -> dict[str, st
 
 
 class PlayerServer:
-    def __init__(self, device: str, base_env: dict[str, str] | None = None):
+    def __init__(self, device: str, base_env: dict[str, str] | None = None, parent: str | None = None):
         self.device = device
-        self.dir = tempfile.mkdtemp()
+        # `parent`: a folder a long-lived worker's parent removes once the worker has ended (a worker that is killed,
+        # or confined, cannot remove this server's folder itself). A short name: the socket's path below must fit
+        # in a Unix socket address (108 bytes), under a TMPDIR that may be long already.
+        if parent is not None:
+            self.dir = os.path.join(parent, "p")
+            os.mkdir(self.dir, 0o700)
+        else:
+            self.dir = tempfile.mkdtemp()
         for src, name in player_files():
             shutil.copy(src, os.path.join(self.dir, name))
         self.env = neutral_env(device, base_env)

@@ -76,20 +76,23 @@ def _lost_errors() -> tuple[type, ...]:
 
 
 def connect(address: str | None, timeout: float = CONNECT_TIMEOUT) -> bool:
-    """Join the cluster at `address` ("host:port" of its head, "auto", a "ray://" client address), or start a
-    local one when None. Returns False when this process was already connected (the caller then leaves it so).
-    An address that does not answer within `timeout` seconds raises RayUnavailable at once."""
+    """Join the cluster at `address` ("host:port" of its head, or "auto"), or start a local one when None. Returns
+    False when this process was already connected (the caller then leaves it so). A "ray://" (Ray Client) address,
+    which cannot stream a job's events, and an address where no gRPC server answers within `timeout` seconds
+    raise RayUnavailable at once."""
     address = address or os.environ.get("RAY_ADDRESS") or None
+    if address is not None and address.startswith("ray://"):
+        raise RayUnavailable(f"ray-address {address}: Ray Client (ray://) cannot stream a job's events back; give the "
+                             "head's own address (host:6379, as `ray start --head` prints it) from a machine that can "
+                             "reach the cluster's nodes, or run kernel-lsp on the head")
     if address not in (None, "auto"):
         host, port = _host_port(address)
-        try:
-            socket.create_connection((host, port), timeout=timeout).close()
-        except OSError as e:
-            why = "timed out" if isinstance(e, TimeoutError) else (e.strerror or str(e))
-            raise RayUnavailable(f"ray-address {address}: no Ray cluster answers there ({why} within {timeout:.0f} s); "
-                                 "start one with `ray start --head` on that machine, or leave the address out to "
-                                 "start a local one") from None
-        if not address.startswith("ray://") and "RAY_AUTH_MODE" not in os.environ and _token_available():
+        answer = _http2_answer(host, port, timeout)
+        if answer is not None:
+            raise RayUnavailable(f"ray-address {address}: {answer}; a Ray head listens on the port `ray start --head` "
+                                 "prints (6379 by default): start one there, or leave the address out to start a "
+                                 "local one")
+        if "RAY_AUTH_MODE" not in os.environ and _token_available():
             # Ray sends its token only to a cluster it found itself; one named by its address needs this, read when
             # Ray is imported.
             os.environ["RAY_AUTH_MODE"] = "token"
@@ -108,12 +111,48 @@ def connect(address: str | None, timeout: float = CONNECT_TIMEOUT) -> bool:
     return True
 
 
+HTTP2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + bytes([0, 0, 0, 4, 0, 0, 0, 0, 0])  # and an empty SETTINGS
+
+
+def _http2_answer(host: str, port: int, timeout: float) -> str | None:
+    """None when a gRPC server (a Ray head's GCS speaks gRPC, HTTP/2) answers at host:port within `timeout`
+    seconds; else what was there instead, in words. `ray.init` has no deadline of its own: a port that accepts
+    connections and never answers (or a web server, such as Ray's dashboard) held it for minutes."""
+    try:
+        sock = socket.create_connection((host, port), timeout=timeout)
+    except OSError as e:
+        why = "timed out" if isinstance(e, TimeoutError) else (e.strerror or str(e))
+        return f"no Ray cluster answers there ({why} within {timeout:.0f} s)"
+    try:
+        sock.settimeout(timeout)
+        sock.sendall(HTTP2_PREFACE)
+        head = b""
+        deadline = time.monotonic() + timeout
+        while len(head) < 9 and time.monotonic() < deadline:
+            chunk = sock.recv(9 - len(head))
+            if not chunk:
+                break
+            head += chunk
+    except TimeoutError:
+        return f"something accepts connections there but does not answer (nothing within {timeout:.0f} s): no Ray head"
+    except OSError as e:
+        return f"the connection failed ({e.strerror or e})"
+    finally:
+        sock.close()
+    if len(head) == 9 and head[3] == 4:  # the server's first frame: SETTINGS
+        return None
+    if not head:
+        return "something accepts connections there and closes them: no Ray head"
+    if head.startswith(b"HTTP/"):
+        return "a web server answers there (Ray's dashboard, 8265 by default?), not a Ray head"
+    return "something there answers, but not as a Ray head does"
+
+
 def _host_port(address: str) -> tuple[str, int]:
     rest = address.split("://", 1)[-1].rstrip("/")
     host, _, port = rest.rpartition(":")
     if not host or not port.isdigit():
-        default = 10001 if address.startswith("ray://") else 6379
-        return rest, default
+        return rest, 6379
     return host.strip("[]"), int(port)
 
 
@@ -140,6 +179,7 @@ class RayExecutor(Executor):
         self.device = device
         self.sandbox = sandbox or SandboxOptions()
         self.retries = max(0, retries)
+        self._check_workers()
         resources = self.ray.cluster_resources()
         self.cpus, self.gpus = int(resources.get("CPU", 0)), int(resources.get("GPU", 0))
         if device == "cuda" and not self.gpus and actor_gpus:
@@ -159,6 +199,26 @@ class RayExecutor(Executor):
         self._ids = itertools.count(1)
         self._local: LocalExecutor | None = None
         self.capacity = len(self.actors) or max(1, min(self.cpus, max_jobs or self.cpus))
+
+    def _check_workers(self) -> None:
+        """One small task first: a cluster whose workers cannot import kernel-lsp is one usage error that says
+        what to install, not a KL303 per file with the cause cut off."""
+        probe = self.ray.remote(num_cpus=0, max_retries=0)(worker_version)
+        try:
+            there = self.ray.get(probe.remote(), timeout=START_TIMEOUT)
+        except Exception as e:  # a RayTaskError around the worker's ImportError, or a timeout
+            text = str(e)
+            self.close()
+            if "kernel_lsp" in text and ("No module named" in text or "ModuleNotFoundError" in text):
+                raise RayUnavailable(f"the Ray cluster at {self.address} cannot import kernel_lsp on its workers: "
+                                     f"install kernel-lsp {__version__} on every node ({INSTALL}, with the same "
+                                     "torch and triton)") from None
+            raise RayUnavailable(f"the Ray cluster at {self.address} could not run a task: "
+                                 f"{_one_line(e)}") from None
+        if there != __version__:
+            self.close()
+            raise RayUnavailable(f"the Ray cluster at {self.address} runs kernel-lsp {there}, this is {__version__}: "
+                                 "install the same version on every node")
 
     # Routing ------------------------------------------------------------------------------------------------
 
@@ -378,6 +438,11 @@ def _local_executor(sandbox: dict) -> LocalExecutor:
         if key not in _LOCAL:
             _LOCAL[key] = LocalExecutor(1, "cpu", sandbox=SandboxOptions.from_dict(sandbox))
         return _LOCAL[key]
+
+
+def worker_version() -> str:
+    """The kernel-lsp a Ray worker imports (RayExecutor's first task)."""
+    return __version__
 
 
 def warm_task(sandbox: dict) -> int:

@@ -37,7 +37,7 @@ from ..codes import severity_of
 from ..jobs import CheckJob, Device, Done, Event, FindingEvent, SandboxOptions, event_to_dict
 from ..model import Finding, Span
 from ..checker.problem.loader import DeviceFault, is_device_fault
-from .child import PARENT_ENV, choose_device, die_with_parent
+from .child import PARENT_ENV, WORKDIR_ENV, choose_device, die_with_parent
 from ..player.isolate import kill_descendants
 from .sandbox import child_env, enter
 from .tamper import finding_for
@@ -109,15 +109,18 @@ def serve(device: str = "auto", sandbox: SandboxOptions | None = None) -> int:
     # again (a runner's shell may have passed more than ours would), it works in a private folder, and it kills
     # whatever a job leaves running once the job ends.
     sandbox = sandbox or SandboxOptions()
+    given = os.environ.get(WORKDIR_ENV)  # the parent's folder for this worker, which the parent removes
+    given = given if given and os.path.isdir(given) else None
+    workdir = tempfile.mkdtemp(prefix="w", dir=given) if given else tempfile.mkdtemp(prefix="kernel-lsp-worker-")
     env = child_env(sandbox, dict(os.environ))
     os.environ.clear()
     os.environ.update(env)
     # The players' fork server (run/players.py), started before this process confines itself: each job's player is
     # forked there and confines itself; the implementation never runs in this process.
     from . import players
-    players.install(players.PlayerServer(device, env))
+    players.install(players.PlayerServer(device, env, parent=given))
     lap("player server")
-    confined = enter(sandbox, tempfile.mkdtemp(prefix="kernel-lsp-worker-"))
+    confined = enter(sandbox, workdir)
     lap("sandbox")
     from .tamper import Snapshot, TimerCheck
     pristine = Snapshot()

@@ -118,3 +118,30 @@ def test_cancel_kills_a_running_job_within_a_poll():
         thread.join(timeout=5)
         assert not thread.is_alive()
         assert result["report"].findings == []
+
+
+def test_a_check_leaves_no_temporary_folder_behind(tmp_path):
+    """Every process of a check makes its folders under TMPDIR (the worker's private folder, the players' copies,
+    the compile warmer's, the log of the worker's stderr); a run of `kernel-lsp check` that ends leaves none of
+    them: a long-lived worker's folder is made by its parent, which removes it once the worker has ended, whatever
+    its jobs left there."""
+    import shutil
+
+    from tests.conftest import run_cli
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    case = shutil.copy(CORPUS / "ok_add_fp32.py", tmp_path / "add.py")
+    proc = run_cli("check", str(case), "--no-cache", env={"TMPDIR": str(tmp)})
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    # A long-lived worker too (a runner command; on a GPU and on a Ray actor it is the same kind of worker): its
+    # private folder leaked from every run.
+    import shlex
+    import sys
+    worker = shlex.join([sys.executable, "-m", "kernel_lsp.cli", "worker"])
+    proc = run_cli("check", str(case), "--no-cache", "--runner", worker, env={"TMPDIR": str(tmp)})
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    # Meant to outlive a run: the GPU lease's lock folder, shared by every kernel-lsp process of the user
+    # (checker/measure/gpu_lease.py), and torch's own compile cache.
+    import getpass
+    kept = {f"kernel-lsp-{os.getuid()}", f"torchinductor_{getpass.getuser()}"}
+    assert sorted(p.name for p in tmp.iterdir() if p.name not in kept) == []

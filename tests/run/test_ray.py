@@ -286,6 +286,97 @@ def test_ray_address_that_does_not_answer_is_a_usage_error(tmp_path):
     assert len(lines) == 1 and "ray-address 127.0.0.1:9: no Ray cluster answers there" in lines[0], proc.stderr
 
 
+class _Listener:
+    """A TCP port on loopback that accepts connections and then stays silent (`reply` None) or answers every
+    connection with `reply` and closes it."""
+
+    def __init__(self, reply: bytes | None = None):
+        self.server = socket.create_server(("127.0.0.1", 0))
+        self.port = self.server.getsockname()[1]
+        self.reply, self.held, self.stop = reply, [], threading.Event()
+        threading.Thread(target=self.serve, daemon=True).start()
+
+    def serve(self):
+        self.server.settimeout(0.2)
+        while not self.stop.is_set():
+            try:
+                conn, _ = self.server.accept()
+            except OSError:
+                continue
+            if self.reply is None:
+                self.held.append(conn)  # kept open, never answered
+            else:
+                conn.recv(4096)
+                conn.sendall(self.reply)
+                conn.close()
+
+    def close(self):
+        self.stop.set()
+        for c in self.held:
+            c.close()
+        self.server.close()
+
+
+@pytest.mark.parametrize("reply,words", [(None, "accepts connections there but does not answer"),
+                                         (b"HTTP/1.1 400 Bad Request\r\n\r\n", "a web server answers there")])
+def test_ray_address_that_accepts_but_is_no_ray_head_is_a_usage_error_within_seconds(tmp_path, reply, words):
+    """`ray.init` has no deadline: a port that accepted connections and never answered held `check` past 240 s, and
+    the dashboard's port (a web server) did too. kernel-lsp asks the port for a gRPC (HTTP/2) answer first."""
+    case = shutil.copy(CORPUS / "ok_add_fp32.py", tmp_path / "add.py")
+    listener = _Listener(reply)
+    try:
+        start = time.monotonic()
+        proc = run_cli("check", str(case), "--ray-address", f"127.0.0.1:{listener.port}", "--format", "json")
+        took = time.monotonic() - start
+    finally:
+        listener.close()
+    assert proc.returncode == 2 and proc.stdout == "", proc.stdout + proc.stderr
+    assert took < 30, took
+    (line,) = proc.stderr.strip().splitlines()
+    assert f"error: ray-address 127.0.0.1:{listener.port}: " in line and words in line and "6379" in line, line
+
+
+def test_ray_client_address_is_refused_up_front(tmp_path):
+    """Ray Client (ray://) does not stream a task's results: it timed out after 31 s or ended in a traceback."""
+    case = shutil.copy(CORPUS / "ok_add_fp32.py", tmp_path / "add.py")
+    proc = run_cli("check", str(case), "--ray-address", "ray://127.0.0.1:10001")
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    (line,) = proc.stderr.strip().splitlines()
+    assert "Ray Client (ray://) cannot stream" in line and "host:6379" in line, line
+
+
+def test_ray_run_keeps_stdout_for_kernel_lsps_own_output():
+    """Ray prints on stdout (a dead worker's report from its driver, its processes' logs through descriptor 1), which
+    made `--format json` unparseable. With the Ray executor the check's own output goes to a copy of stdout and
+    everything else in the process, at the descriptor and in Python, goes to stderr."""
+    code = ("import os, sys; from kernel_lsp import cli; out = cli._own_stdout(); os.write(1, b'raylet noise\\n'); "
+            "print('driver noise'); sys.stdout.flush(); out.write('{\\\"ours\\\": 1}\\n'); out.flush()")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout) == {"ours": 1}, proc.stdout
+    assert "raylet noise" in proc.stderr and "driver noise" in proc.stderr
+
+
+@needs_ray
+def test_ray_cluster_whose_workers_lack_kernel_lsp_is_one_usage_error(tmp_path):
+    """A cluster whose nodes lack kernel-lsp made every file a KL303 with the cause cut off, exit 1. Here the local
+    cluster's workers find a kernel_lsp that cannot be imported (first on their PYTHONPATH, as on a node without it)
+    while the check itself imports the real one: one exit-2 line with the install command."""
+    shadow = tmp_path / "shadow" / "kernel_lsp"
+    shadow.mkdir(parents=True)
+    (shadow / "__init__.py").write_text("raise ModuleNotFoundError(\"No module named 'kernel_lsp'\", name='kernel_lsp')\n")
+    case = shutil.copy(CORPUS / "ok_add_fp32.py", tmp_path / "add.py")
+    code = (f"import sys; sys.path.insert(0, {str(ROOT)!r}); from kernel_lsp.cli import main; "
+            "sys.exit(main(sys.argv[1:]))")
+    env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
+    env["PYTHONPATH"] = str(tmp_path / "shadow")
+    proc = subprocess.run([sys.executable, "-c", code, "check", str(case), "--executor", "ray", "--format", "json"],
+                          capture_output=True, text=True, timeout=300, env=env, cwd=tmp_path)
+    assert proc.returncode == 2 and proc.stdout == "", proc.stdout + proc.stderr
+    line = proc.stderr.strip().splitlines()[-1]
+    assert "cannot import kernel_lsp on its workers" in line and 'pip install "kernel-lsp[ray]"' in line, proc.stderr
+
+
 def test_ray_not_installed_is_a_usage_error_naming_the_extra(tmp_path):
     case = shutil.copy(CORPUS / "ok_add_fp32.py", tmp_path / "add.py")
     hide = "import sys; sys.modules['ray'] = None; from kernel_lsp.cli import main; sys.exit(main(sys.argv[1:]))"
