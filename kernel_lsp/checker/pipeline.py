@@ -213,6 +213,11 @@ def run_check(job: CheckJob, w: Sink, connect: Callable[[str], Any] | None = Non
     w = StageTracker(w)
     rep = Reporter(w, job.path, job.kernels, job.anchor)
     interpreted = os.environ.get("TRITON_INTERPRET") == "1"
+    if interpreted:
+        # PyTorch's own error (the reference in the task's dtype) depends on how its CPU reductions split across
+        # threads: one thread, whatever the machine or executor (a Ray task gets one; a local worker had two), so a
+        # message reads the same everywhere. The sizes on the CPU are small: the interpreter dominates.
+        torch.set_num_threads(1)
     player = None
     try:
         w.stage("load")  # the player's start (a fork of its server, or that server's imports on a cold start) too

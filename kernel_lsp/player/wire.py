@@ -128,7 +128,7 @@ def _write_storages(storages: _Storages) -> int | None:
             for storage, offset, nbytes in storages.items:
                 if nbytes:
                     src = torch.empty(0, dtype=torch.uint8, device=storage.device).set_(storage, 0, (nbytes,), (1,))
-                    whole[offset: offset + nbytes].copy_(src.cpu() if src.device.type != "cpu" else src)
+                    whole[offset: offset + nbytes].copy_(src)  # from a GPU too: one copy, no staging tensor
             del whole
     except BaseException:
         os.close(fd)
@@ -180,10 +180,9 @@ class _Memory:
             self.mm = mmap.mmap(self.fd, 0, flags=mmap.MAP_PRIVATE, prot=mmap.PROT_READ | mmap.PROT_WRITE)
         if offset + nbytes > len(self.mm):
             raise WireError("a storage past the end of its memory")
-        data = torch.empty(nbytes, dtype=torch.uint8)
+        data = torch.empty(nbytes, dtype=torch.uint8, device=device)  # on its device at once: one copy
         if nbytes:
             data.copy_(torch.frombuffer(self.mm, dtype=torch.uint8, count=nbytes, offset=offset))
-        data = data.to(device) if device.type != "cpu" else data
         self.made[key] = data.untyped_storage()
         return self.made[key]
 

@@ -140,6 +140,7 @@ def compare_tensor(y, r, t, name: str = "output", unwritten=None, abs_terms=None
     if y.is_complex():
         y64, r64 = y64.double(), r64.double()  # as before: the real parts
     u = UNIT_ROUNDOFF.get(str(y.dtype), 2.0**-24)
+    nonfinite = None  # a KL201: the finite elements are still judged, and said when they are wrong too
     if bool(torch.isfinite(y64 + t64 + r64).all()):
         # No NaN or infinity anywhere (a NaN or infinity in any of the three makes the sum non-finite).
         err = (y64 - t64).abs()
@@ -148,7 +149,8 @@ def compare_tensor(y, r, t, name: str = "output", unwritten=None, abs_terms=None
     else:
         fin_t = _nonfinite(y64, t64, r64, name, y.shape, n)
         if isinstance(fin_t, Comparison):
-            return fin_t
+            # A wrong reduction axis makes some NaN and every finite element wrong: both are said.
+            nonfinite, fin_t = fin_t, torch.isfinite(t64) & torch.isfinite(y64) & torch.isfinite(r64)
         err = torch.where(fin_t, (y64 - t64).abs(), 0.0)
         ref_err = torch.nan_to_num(torch.where(fin_t, (r64 - t64).abs(), 0.0), nan=0.0, posinf=0.0)
         tabs = torch.where(fin_t, t64.abs(), 0.0)
@@ -213,6 +215,10 @@ def compare_tensor(y, r, t, name: str = "output", unwritten=None, abs_terms=None
                            "when its inputs move by one ulp; ")
                         + f"{comp.bad_count} of {n} elements ({100 * comp.bad_fraction:.3g}%) out of budget"
                         + (f"; largest errors elsewhere: {', '.join(elsewhere)}" if elsewhere else ""))
+    if nonfinite is not None:
+        if not comp.ok:
+            nonfinite.message += f"; the finite elements are wrong too: {comp.message}"
+        return nonfinite
     return comp
 
 

@@ -173,11 +173,14 @@ def structure(e: Evidence) -> RuleFinding | None:
 
 
 def draw_sentinel() -> float:
-    """A second poison value for one check: finite and exact in fp16, bf16 and fp32 (an integer below 2^8 times a
-    power of two), negative or positive, from the system's randomness, so that no checked code can know it."""
+    """A second poison value for one check: finite and exact in fp16, bf16 and fp32 (an odd integer of 129 to 253),
+    negative or positive, from the system's randomness, so that no checked code can know it. One binade for every
+    draw: a kernel that adds a small value to the poison leaves the sentinel unchanged exactly where that value is
+    below half its ulp, so the count of such elements must not depend on the draw (with magnitudes from 516 to
+    16192 a garbage-reading kernel's count moved between checks: wafer_garbage_output, 2013 to 2016 of 3999)."""
     import random
     rng = random.SystemRandom()
-    return float(rng.choice((-1, 1)) * rng.randrange(129, 255, 2) * 2.0 ** rng.randrange(2, 7))
+    return float(rng.choice((-1, 1)) * rng.randrange(129, 255, 2))
 
 
 def unwritten_mask(y, y_b, sentinel: float = SENTINEL):

@@ -32,7 +32,7 @@ def test_blocks_a_loop_over_column_blocks_runs_three_times_on_the_cpu():
     assert rows["own-rows"]["inputs"] == "(7, 8192)" and rows["own-rows"]["verdict"] == "KL200"  # the problem's rows
     assert all(r["verdict"] == "ok" for name, r in rows.items() if name not in ("block-size-1", "own-rows"))
     (f,) = [f for f in report["findings"] if f["code"] == "KL200"]
-    assert "at shape (3, 2561)" in f["message"]
+    assert "at shape (7, 8192)" in f["message"] and "also on: block-size-1" in f["message"], f["message"]
 
 
 def test_blocks_a_persistent_kernels_costly_block_variant_is_stopped_and_the_kernel_not_verified():

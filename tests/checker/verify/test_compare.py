@@ -209,3 +209,12 @@ def test_compare_an_integer_element_may_take_the_float64_paths_value_where_pytor
     assert compare_tensor(y, r, t).ok and compare_tensor(r.clone(), r, t).ok
     assert not compare_tensor(torch.tensor([4, 3, 7], dtype=torch.int8), r, t).ok  # 2.5 -> 3: half away from zero
     assert not compare_tensor(y, r, r).ok  # no float64 truth: PyTorch's own result is exact
+
+
+def test_compare_a_nan_finding_also_judges_the_finite_elements():
+    t = torch.tensor([0.25, 0.5, 0.25, 1.0], dtype=torch.float64)
+    r = t.float()
+    wrong = compare_tensor(torch.tensor([0.9, 0.5, 0.25, float("nan")]), r, t)
+    assert wrong.code == "KL201" and "the finite elements are wrong too: output[0] = 0.9" in wrong.message
+    right = compare_tensor(torch.tensor([0.25, 0.5, 0.25, float("nan")]), r, t)
+    assert right.code == "KL201" and "finite elements" not in right.message

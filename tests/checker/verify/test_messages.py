@@ -74,3 +74,15 @@ def test_messages_a_size_knob_the_reference_reads_when_called_moves_with_its_inp
     rows = {r["variant"]: r for r in doc["files"][0]["kernels"]["_scatter_rows_kernel"]["verification"]["variants"]}
     assert rows["larger-size"]["verdict"] == "ok" and rows["larger-size"]["inputs"] == "(129, 33), (129,)", rows.keys()
     assert not doc["files"][0]["kernels"]["_scatter_rows_kernel"]["verification"].get("skipped"), doc["files"][0]
+
+
+def test_messages_a_wrong_reduction_axis_says_its_finite_elements_are_wrong_and_leads_with_the_problems_inputs():
+    """A softmax summed down the columns: the block of padded rows is NaN, every finite element is wrong (up to tens
+    of times the truth). The finding used to be only "N elements disagree on NaN/inf", led by a layout variant; it
+    says the finite elements' error too, and the finding on the problem's own inputs comes first."""
+    proc = run_cli("check", str(CORPUS / "bug_softmax_wrong_axis.py"), "--no-cache", "--format", "json")
+    found = json.loads(proc.stdout)["files"][0]["findings"]
+    assert found and all(f["code"] == "KL201" for f in found), [f["message"] for f in found]
+    assert "seed-1" in found[0]["data"]["variants"], [f["data"]["variants"] for f in found]
+    assert "disagree on NaN/inf; the finite elements are wrong too: output[" in found[0]["message"]
+    assert "out of budget" in found[0]["message"]
