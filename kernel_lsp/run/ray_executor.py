@@ -203,7 +203,7 @@ class RayExecutor(Executor):
     def _check_workers(self) -> None:
         """One small task first: a cluster whose workers cannot import kernel-lsp is one usage error that says
         what to install, not a KL303 per file with the cause cut off."""
-        probe = self.ray.remote(num_cpus=0, max_retries=0)(worker_version)
+        probe = self.ray.remote(num_cpus=0, max_retries=0)(who_runs_here)
         try:
             there = self.ray.get(probe.remote(), timeout=START_TIMEOUT)
         except Exception as e:  # a RayTaskError around the worker's ImportError, or a timeout
@@ -215,10 +215,10 @@ class RayExecutor(Executor):
                                      "torch and triton)") from None
             raise RayUnavailable(f"the Ray cluster at {self.address} could not run a task: "
                                  f"{_one_line(e)}") from None
-        if there != __version__:
+        if there.get("protocol") != PROTOCOL:  # as every job's first item is judged (_stream)
             self.close()
-            raise RayUnavailable(f"the Ray cluster at {self.address} runs kernel-lsp {there}, this is {__version__}: "
-                                 "install the same version on every node")
+            raise RayUnavailable(f"the Ray cluster at {self.address}: "
+                                 f"{mismatch(there.get('protocol'), there.get('version', ''))}")
 
     # Routing ------------------------------------------------------------------------------------------------
 
@@ -440,9 +440,9 @@ def _local_executor(sandbox: dict) -> LocalExecutor:
         return _LOCAL[key]
 
 
-def worker_version() -> str:
-    """The kernel-lsp a Ray worker imports (RayExecutor's first task)."""
-    return __version__
+def who_runs_here() -> dict:
+    """Which kernel-lsp a Ray worker imports, and where: RayExecutor's first task, and every job's first item."""
+    return {"protocol": PROTOCOL, "version": __version__, "pid": os.getpid(), "host": socket.gethostname()}
 
 
 def warm_task(sandbox: dict) -> int:
@@ -485,7 +485,7 @@ def serve_job(executor: Executor, job_dict: dict, files: dict[str, str] | None, 
     """Run one job here and stream it: who runs it, its live events, then its outcome, each as plain data with the
     shipped files' root taken out of every string (so paths are the caller's again). Closing the stream (a
     cancelled task) cancels the job and waits for its processes to end."""
-    yield {"started": {"protocol": PROTOCOL, "version": __version__, "pid": os.getpid(), "host": socket.gethostname()}}
+    yield {"started": who_runs_here()}
     job = CheckJob.from_dict(job_dict)
     path = job.path
     root = place_files(job, files) if files else None

@@ -192,8 +192,7 @@ def run_evidence(problem, job: CheckJob, rep, connect, device: str, cpu_sizes: d
                 source=SOURCE)
         return
     except Exception as e:  # it fails to import or build there (the verifier's player did both)
-        rep.add("KL220", f"the implementation fails {where}: {type(e).__name__}: "
-                f"{(str(e).splitlines() or [''])[0][:300]}", source=SOURCE)
+        rep.add("KL220", f"the implementation fails {where}: {_said(e)}", source=SOURCE)
         return
     finally:
         if player is not None:
@@ -236,7 +235,7 @@ def held_outputs(player, impl, plan: dict) -> list[tuple[str, str, dict]]:
 
 def _said(error) -> str:
     """An exception of the implementation as a message quotes it: its type and the first line of its text."""
-    text = (str(error).splitlines() or [""])[0][:200]
+    text = (str(error).splitlines() or [""])[0][:300]
     return f"{type(error).__name__}: {text}" if text else type(error).__name__
 
 
@@ -260,9 +259,9 @@ def soak(player, impl, plan: dict, device: str, rng=None) -> list[tuple[str, str
     spent = 0
     held = None  # the set the kept buffers hold
     judged_share = 1.0 if device == "cpu" else SOAK_JUDGED
-    for i in range(max(calls, 2)):
+    for i in range(calls):  # at least SOAK_CALLS' low bound: the second call below is always made
         name = rng.choice(names)
-        last = i >= calls - 1 or spent > SOAK_OPS
+        last = i == calls - 1 or spent > SOAK_OPS
         if held is None:
             r = player.call(impl, [], copy_of=f"set:{name}", buffers="soak-args", return_out=False, knobs=knobs)
         elif i == 1 and len(names) > 1:  # another set's values in the first call's buffers, through .data
