@@ -5,7 +5,8 @@
 #   GPU_TESTS=0 skips the tests, GPU_LATENCY=0 the latency, GPU_TASKS=0 the tasks; VERIFY_LATENCY=1 adds the LSP
 #   save -> verdict benchmark on the GPU (needs the .whl/ wheels below); TASKS_DIR picks a subfolder
 #   (or a space-separated list of files); GPU_TEST_K selects tests by pytest -k, GPU_TEST_FILES the test files
-#   (both by default; tests/test_gpu.py alone takes about 320 s); SMOKE_FILES, a fresh check of those files first; COLD_CHECK=1 times a fresh
+#   (both by default; tests/test_gpu.py alone takes about 320 s); SMOKE_FILES, a fresh check of those files first;
+#   WIRE_COST=1, benchmarks/wire_cost.py (the player's wire, device arenas against host memory); COLD_CHECK=1 times a fresh
 #   `check FILE --device cuda` per file of COLD_FILES (issue 13). With one GPU the tasks run first,
 #   alone (timings taken beside the tests would be disturbed), then the tests and the latency.
 set -uo pipefail
@@ -35,11 +36,18 @@ fi
 export CUDA_VISIBLE_DEVICES=0
 python3 -c "from kernel_lsp.checker.measure.ceilings import load_or_measure; import json; c, hit = load_or_measure(); print(json.dumps(c.to_dict()))" \
   | tee "$OUT/ceilings.json"
+if [ "${WIRE_COST:-0}" = 1 ]; then
+  # What a call's crossing to the player costs, through device arenas and through host memory.
+  timeout 120 python3 benchmarks/wire_cost.py --json "$OUT/wire-cost.json" >/dev/null 2>"$OUT/wire-cost.err"
+  echo "wire_cost exit $?"; cat "$OUT/wire-cost.json" 2>/dev/null | head -40; tail -5 "$OUT/wire-cost.err"
+fi
 if [ -n "${SMOKE_FILES:-}" ]; then
-  # A first look before the tests: a fresh check of a few files on the GPU, with where its time went.
+  # A first look before the tests: a fresh check of a few files on the GPU, with where its time went (SMOKE_PROFILE=1:
+  # a cProfile of each worker job too, in $OUT/smoke-profiles.tgz).
   # shellcheck disable=SC2086
-  timeout ${SMOKE_TIMEOUT:-150} python3 -m kernel_lsp.cli check $SMOKE_FILES --device cuda --no-cache --timings \
-    >"$OUT/smoke.txt" 2>&1; echo "smoke exit $?"; tail -40 "$OUT/smoke.txt"
+  ${SMOKE_PROFILE:+env KERNEL_LSP_PROFILE=/tmp/smoke-prof} timeout ${SMOKE_TIMEOUT:-150} python3 -m kernel_lsp.cli check \
+    $SMOKE_FILES --device cuda --no-cache --timings >"$OUT/smoke.txt" 2>&1; echo "smoke exit $?"; tail -40 "$OUT/smoke.txt"
+  [ -d /tmp/smoke-prof ] && tar -czf "$OUT/smoke-profiles.tgz" -C /tmp smoke-prof
 fi
 if [ "${GPU_TESTS:-1}" = 1 ]; then
   timeout ${TESTS_TIMEOUT:-330} python3 -m pytest -v --durations=15 -p no:cacheprovider -rA ${GPU_TEST_K:+-k "$GPU_TEST_K"} \

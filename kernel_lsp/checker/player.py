@@ -205,19 +205,21 @@ class Player:
              knobs: dict | None = None, return_args: bool = False, trace_return: bool = False,
              keep_launches: bool = True, buffers: str | None = None, refill: list | str | None = None,
              copy_of: str | None = None, return_out: bool = True, train: bool = False,
-             hold: bool = False) -> CallResult:
+             hold: bool = False, grad: bool = True, refill_via: str = "data") -> CallResult:
         """One call of `impl` on `args`. `copy_of`: fresh copies of a set `stash()` kept instead. `buffers`: the name
         of argument tensors the player keeps across calls (given arguments, they become those; else the kept ones are
-        used, refilled first through `.data` with `refill`, values or a stashed set's name). `return_out=False`: the
+        used, refilled first with `refill`, values or a stashed set's name, through `.data` or, `refill_via="numpy"`,
+        numpy views of CPU tensors). `return_out=False`: the
         outputs stay in the player until `fetch()` asks for them. `hold`: the player keeps the output objects
-        themselves, for `fetch(held=True)` to send as they are after later calls."""
+        themselves, for `fetch(held=True)` to send as they are after later calls. `grad=False`: the call runs under
+        torch.no_grad()."""
         answer = self.request({"op": "call", "model": impl.id, "args": list(args), "seed": seed, "poison": poison,
                                "guard_regions": guard_regions, "track_stores": track_stores, "budget": budget,
                                "dry": dry, "forced": dict(self.recorder.forced), "knobs": knobs or None,
                                "return_args": return_args, "trace_return": trace_return,
                                "trace_args": list(args) if trace_return else None, "buffers": buffers,
                                "refill": refill, "copy_of": copy_of, "return_out": return_out, "train": train,
-                               "hold": hold})
+                               "hold": hold, "grad": grad, "refill_via": refill_via})
         launches = self.recorder.absorb(answer, keep_launches)
         error = remote_error(answer["error"]) if answer.get("error") else None
         return CallResult(answer.get("out") if error is None else None, answer.get("args"), error, launches,
@@ -225,11 +227,11 @@ class Player:
                           list(answer.get("oob") or []), list(answer.get("breaches") or []), answer.get("writers"),
                           answer.get("store_lines"), answer.get("result_line"))
 
-    def perturb(self, impl: "Implementation", seed: int, names: dict[str, list[int]]) -> list[str]:
-        """Move the implementation's parameters and buffers of these names and shapes (player/state.py); the names
-        moved."""
-        return [str(n) for n in self.request({"op": "perturb", "model": impl.id, "seed": seed,
-                                              "names": names}).get("moved") or []]
+    def perturb(self, impl: "Implementation", seed: int, names: dict[str, list[int]], mode: str = "scale") -> list[str]:
+        """Move the implementation's parameters and buffers of these names and shapes (player/state.py; `mode`
+        "pow2": to powers of two); the names moved."""
+        return [str(n) for n in self.request({"op": "perturb", "model": impl.id, "seed": seed, "names": names,
+                                              "mode": mode}).get("moved") or []]
 
     def stash(self, sets: dict[str, list]) -> None:
         self.request({"op": "stash", "sets": sets})
@@ -262,6 +264,7 @@ class Player:
         return self.request({"op": "time", **message})
 
     def close(self) -> None:
+        wire.forget(self.sock)
         try:
             self.sock.close()
         except OSError:

@@ -208,11 +208,16 @@ class Player:
             if isinstance(refill, str):
                 refill = self.stashed.get(refill)
             if refill is not None:
-                # Through `.data`: the tensors' version counters do not move, as when a kernel writes them.
+                # Through `.data`, or a numpy view of a CPU tensor (`refill_via`): the tensors' version counters do
+                # not move, as when a kernel writes them.
+                numpy = req.get("refill_via") == "numpy"
                 with torch.no_grad():
                     for x, value in zip(args, refill):
                         if isinstance(x, torch.Tensor) and isinstance(value, torch.Tensor) and x.shape == value.shape:
-                            x.data.copy_(value)
+                            if numpy and x.device.type == "cpu" and x.dtype != torch.bfloat16:
+                                x.detach().numpy()[...] = value.detach().cpu().numpy()
+                            else:
+                                x.data.copy_(value)
         rec, guard = self.recorder, self.guard
         gpu = guards.GuardRegions() if req.get("guard_regions") and self.device == "cuda" else None
         if gpu is not None:
@@ -239,7 +244,8 @@ class Player:
                         if training:
                             model.train()
                         try:
-                            out = model(*args)
+                            with torch.set_grad_enabled(req.get("grad", True) is not False):
+                                out = model(*args)
                         finally:
                             if training:
                                 model.eval()
@@ -367,7 +373,8 @@ class Player:
         if not isinstance(model, torch.nn.Module):
             return {"moved": []}
         import state
-        return {"moved": state.perturb(model, int(req.get("seed", 0)), dict(req.get("names") or {}))}
+        return {"moved": state.perturb(model, int(req.get("seed", 0)), dict(req.get("names") or {}),
+                                       "pow2" if req.get("mode") == "pow2" else "scale")}
 
     def op_stash(self, req: dict) -> dict:
         """Keep argument lists under names, for later calls to copy or refill from, on the player's device (the
@@ -625,16 +632,19 @@ def child(conn: socket.socket, request: dict, folder: str, device: str) -> None:
         import tempfile
         tempfile.tempdir = tmp
         isolate.become_subreaper()
+        lends = None
         if device == "cuda":  # the CUDA driver opens what it needs before the rules close it
             import torch
             torch.cuda.init()
-            torch.cuda.current_device()
             import triton  # noqa: F401
+            # Device memory by descriptor (devmem.py), tried once: the checker's CUDA tensors then arrive through
+            # its arena, and this player's through its own once the checker has lent one.
+            lends = wire.devmem.unavailable(torch.cuda.current_device()) is None
         confined = "off"
         if request.get("confine", True):
             confined = isolate.restrict([folder, *request.get("writable", []), *isolate.device_files()],
                                         network=bool(request.get("network", False)))
-        wire.send(conn, {"ready": True, "pid": os.getpid(), "confined": confined})
+        wire.send(conn, {"ready": True, "pid": os.getpid(), "confined": confined, "devmem": lends})
         play(conn, device)
         code = 0
     except BaseException:  # noqa: B036

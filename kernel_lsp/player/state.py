@@ -4,10 +4,12 @@ in the player (the implementation): the verifier's `parameters` variant. Torch o
 from __future__ import annotations
 
 
-def perturb(model, seed: int, names: dict[str, list[int]] | set[str]) -> list[str]:
+def perturb(model, seed: int, names: dict[str, list[int]] | set[str], mode: str = "scale") -> list[str]:
     """Each float parameter and buffer named in `names` (and, given shapes, of that shape) scaled by a factor drawn in [0.5, 1.5] per element and, where
     it is zero, given a small value, from a generator seeded by `seed` and the tensor's name: two models with the
-    same values before are the same after. Running variances stay positive. Returns the names moved."""
+    same values before are the same after. Running variances stay positive. `mode="pow2"`: instead, each nonzero
+    element moved to the power of two nearest it, its sign kept (scales a reference divides by then make exact
+    rounding ties possible: the verifier's `ties` variant). Returns the names moved."""
     import zlib
 
     import torch
@@ -22,7 +24,11 @@ def perturb(model, seed: int, names: dict[str, list[int]] | set[str]) -> list[st
             scale = torch.empty(t.shape, dtype=torch.float64).uniform_(0.5, 1.5, generator=gen)
             bump = 0.1 * torch.randn(t.shape, dtype=torch.float64, generator=gen)
             value = t.detach().cpu().double()
-            value = value * scale + torch.where(value == 0, bump, torch.zeros_like(bump))
+            if mode == "pow2":
+                power = torch.exp2(torch.floor(torch.log2(value.abs()) + 0.5))
+                value = torch.where(torch.isfinite(value) & (value != 0), torch.sign(value) * power, value)
+            else:
+                value = value * scale + torch.where(value == 0, bump, torch.zeros_like(bump))
             if "var" in name.rsplit(".", 1)[-1]:
                 value = value.abs().clamp_min(1e-3)
             t.copy_(value.to(t.dtype))

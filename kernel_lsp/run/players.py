@@ -35,7 +35,7 @@ from .sandbox import cache_folders, child_env
 log = logging.getLogger(__name__)
 PLAYER = Path(__file__).resolve().parent.parent / "player"
 READY_TIMEOUT = 120.0
-PROTOCOL = 1
+PROTOCOL = 2
 
 
 class PlayerError(Exception):
@@ -162,6 +162,8 @@ class PlayerServer:
         if not reply.get("ready"):
             sock.close()
             raise PlayerError(f"the player did not start: {reply.get('stderr') or reply}")
+        if reply.get("devmem") is True:  # it maps device memory: CUDA tensors go to it through an arena
+            wire.lend_device(sock)
         return sock
 
     def close(self) -> None:

@@ -6,6 +6,7 @@ paths."""
 from __future__ import annotations
 
 import json
+import os
 import socket
 import struct
 import sys
@@ -72,34 +73,45 @@ def test_player_a_secret_the_reference_raises_is_redacted(tmp_path):
     assert SECRET not in proc.stdout and "[redacted]" in proc.stdout, proc.stdout[-2000:]
 
 
-def test_player_wire_refuses_what_it_cannot_check():
-    """What the player sends is decoded without pickle: an unknown value kind, an unknown dtype, a view past its
-    storage, a storage past its memory are each a WireError, never an object built from the bytes."""
+def _received(doc: dict, fds: list[int]):
+    """What the wire makes of a message written by hand, with these descriptors."""
     from kernel_lsp.player import wire
-
-    def sent(doc: dict, memory: bytes = b""):
-        a, b = socket.socketpair()
-        import os
-        fds = []
-        if memory:
-            fd = os.memfd_create("m")
-            os.write(fd, memory)
-            fds = [fd]
+    a, b = socket.socketpair()
+    try:
         payload = json.dumps(doc).encode()
         socket.send_fds(a, [struct.pack("!II", len(payload), len(fds))], fds)
         a.sendall(payload)
+        return wire.recv(b)
+    finally:
+        a.close()
+        b.close()
+
+
+def test_player_wire_refuses_what_it_cannot_check():
+    """What the player sends is decoded without pickle: an unknown value kind, an unknown dtype, a view past its
+    storage, a storage past its memory, a storage in an arena the message does not name, an arena that was never lent
+    or whose descriptor is not device memory are each a WireError, never an object built from the bytes."""
+    from kernel_lsp.player import wire
+
+    def sent(doc: dict, memory: bytes = b""):
+        if not memory:
+            return _received(doc, [])
+        fd = os.memfd_create("m")
         try:
-            return wire.recv(b)
+            os.write(fd, memory)
+            return _received({**doc, "f": 0}, [fd])
         finally:
-            a.close()
-            b.close()
+            os.close(fd)
     assert sent({"m": {"__dict__": [["x", 1]]}, "t": []}) == {"x": 1}
     tensor = {"s": 0, "dtype": "float32", "shape": [4], "stride": [1], "offset": 0, "device": "cpu"}
     assert sent({"m": {"__dict__": [["t", {"__tensor__": tensor}]]}, "t": [[0, 16]]}, bytes(16))["t"].shape == (4,)
     bad = [({"m": {"__pickle__": "gASV"}, "t": []}, b""),
            ({"m": {"__dict__": [["t", {"__tensor__": {**tensor, "dtype": "object"}}]]}, "t": [[0, 16]]}, bytes(16)),
            ({"m": {"__dict__": [["t", {"__tensor__": {**tensor, "shape": [5]}}]]}, "t": [[0, 16]]}, bytes(16)),
-           ({"m": {"__dict__": [["t", {"__tensor__": tensor}]]}, "t": [[0, 64]]}, bytes(16))]
+           ({"m": {"__dict__": [["t", {"__tensor__": tensor}]]}, "t": [[0, 64]]}, bytes(16)),
+           ({"m": {"__dict__": [["t", {"__tensor__": tensor}]]}, "t": [[0, 16, 1]]}, bytes(16)),  # in no arena
+           ({"m": None, "t": [], "d": [{"id": 1, "device": 0, "size": 1 << 21}]}, b""),  # an arena never lent
+           ({"m": None, "t": [], "d": [{"id": 1, "device": 0, "size": 1 << 21, "fd": 0}]}, bytes(16))]
     for doc, memory in bad:
         with pytest.raises(wire.WireError):
             sent(doc, memory)
@@ -144,3 +156,55 @@ def test_player_a_line_separator_in_a_comment_is_reported_on_the_right_line(tmp_
     for f in doc["files"][0]["findings"]:
         if f["code"] == "KL208":
             assert "tl.load" in lines[f["range"]["line"]] or "tl.store" in lines[f["range"]["line"]], f
+
+
+@pytest.mark.gpu
+def test_player_cuda_tensors_cross_by_device_memory_both_ways():
+    """On a GPU a player says it maps device memory; a CUDA tensor then crosses to it through the checker's arena and
+    back through the player's (no host copy), with its values, strides and aliasing, as on the memfd path."""
+    from kernel_lsp.checker.player import Player
+    from kernel_lsp.jobs import SandboxOptions
+    from kernel_lsp.player import wire
+    from kernel_lsp.run.players import PlayerServer
+    server = PlayerServer("cuda")
+    try:
+        sock = server.fork(SandboxOptions())
+        assert wire.lends_device(sock)
+        player = Player(sock, "cuda")
+        player.load(str(FIXTURES / "player" / "echo.py"))
+        impl = player.build("function", "echo")
+        x = torch.randn(1000, 300, device="cuda")
+        for shape in [(1000, 300), (5 << 20,)]:  # the second outgrows the first arenas: new ones are lent
+            x = torch.randn(*shape, device="cuda")
+            views = [x, x.t()] if x.dim() == 2 else [x, x[::3]]
+            out = impl(*views)
+            assert torch.equal(out[0], views[0]) and torch.equal(out[1], views[1])
+            assert out[0].device.type == "cuda" and abs(float(out[2]) - float(sum(v.double().sum() for v in views))) < 1e-3
+        conn = wire._CONNS[sock]
+        assert conn.lent and conn.mapped  # both sides lent an arena, and this one mapped the player's
+        player.close()
+        assert sock not in wire._CONNS
+    finally:
+        server.close()
+
+
+@pytest.mark.gpu
+def test_player_wire_refuses_an_arena_it_cannot_map_whole():
+    """An arena entry claiming more bytes than the allocation its descriptor lends, or a storage past the arena's end,
+    is a WireError on the receiving side (nothing is read past the allocation)."""
+    from kernel_lsp.player import devmem, wire
+    arena = devmem.Arena(0, 1)
+
+    def sent(doc: dict):
+        return _received(doc, [arena.fd])
+    try:
+        tensor = {"s": 0, "dtype": "float32", "shape": [4], "stride": [1], "offset": 0, "device": "cuda"}
+        ok = {"m": {"__dict__": [["t", {"__tensor__": tensor}]]}, "t": [[0, 16, 1]],
+              "d": [{"id": 1, "device": 0, "size": arena.size, "fd": 0}]}
+        assert sent(ok)["t"].shape == (4,)
+        with pytest.raises(wire.WireError):
+            sent({**ok, "d": [{**ok["d"][0], "size": arena.size * 2}]})
+        with pytest.raises(wire.WireError):
+            sent({**ok, "t": [[arena.size - 8, 16, 1]]})
+    finally:
+        arena.close()

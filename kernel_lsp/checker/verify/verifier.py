@@ -72,6 +72,8 @@ class VerifyState:
 
 TRAIN_MODE = "train-mode"
 PARAMETERS = "parameters"
+NO_GRAD = "no-grad"
+SAME_MODULE = "same-module"
 
 
 def trains_differently(problem) -> bool:
@@ -99,6 +101,8 @@ class Verifier:
         self.at_least = 0  # the largest small int argument of the call: sizes never shrink below it
         self.impl_runs = 0  # calls of the implementation so far (the planner counts operations per call)
         self.problem, self.player, self.rep, self.job = problem, player, rep, job
+        self.ran: list[Variant] = []  # the variants run, in order
+        self.ties_reference = None  # the ties variant's fresh model, its float state at powers of two
         self.recorder = player.recorder
         self.interpreted = os.environ.get("TRITON_INTERPRET") == "1"
         # On a GPU the interpreter's bounds guard does not exist: guard bytes around every tensor catch stores.
@@ -194,6 +198,9 @@ class Verifier:
             self.run_one(Variant(PARAMETERS, "values", 19, self.base, None, "the models' parameters and buffers "
                                  "moved off their initial values (a norm's weight of ones, a bias of zeros)",
                                  self.sizes.base))
+        if not self.unrepeatable:  # every other call has autograd on, as a plain call does; inference callers do not
+            self.run_one(Variant(NO_GRAD, "values", 18, self.base, None, "called under torch.no_grad(), as inference "
+                                 "code calls it (a path taken only without autograd)", self.sizes.base))
         if not self.unrepeatable and trains_differently(p):
             self.run_one(Variant(TRAIN_MODE, "values", 18, self.base, None, "the module in training mode (its "
                                  "default: batch statistics where it normalizes)", self.sizes.base))
@@ -203,6 +210,7 @@ class Verifier:
             self.rep.w.stage("verify", "planning sizes past the kernels' block constants")
             for v in block_variants(self, variants, measure):
                 self.run_within_budget(v)
+            self.run_same_module(measure)
             verify_configs(self, variants)
         return time.monotonic() - start
 
@@ -210,8 +218,17 @@ class Verifier:
         """The ties variant's inputs (ties.py); NotApplicable for a random op or a reference that does not round."""
         if self.problem.random:
             raise NotApplicable
-        ref, _ = self.problem.callables(v.knobs, v.setting)
+        ref = self.ties_reference or self.problem.callables(v.knobs, v.setting)[0]
         return tie_inputs(ref, self.problem.float64(ref), inputs)
+
+    def reference_rounds(self, v: Variant) -> bool:
+        """The reference rounds (or casts to an integer dtype) on the problem's own inputs at these sizes."""
+        from .plan.ties import rounded_values
+        try:
+            ref, _ = self.problem.callables(v.knobs, v.setting)
+            return bool(rounded_values(ref, self.problem.make_inputs(v.seed, v.knobs, v.setting)))
+        except Exception:
+            return False
 
     def has_parameters(self) -> bool:
         """The reference is a model with float parameters or buffers (KernelBench's form): they can be moved."""
@@ -221,6 +238,30 @@ class Verifier:
         except Exception:
             return False
         return isinstance(ref, torch.nn.Module) and bool(float_state(ref))
+
+    def run_same_module(self, measure) -> None:
+        """A model is built per size (KernelBench's models may take sizes at init), so each is called at one size:
+        here the model built and first called at the base sizes is called at another size its init does not change
+        (the largest size variant run), as a caller's module sees batches of several sizes. State a model works out
+        on its first call and keeps (a grid, a buffer, a descriptor) must follow the size."""
+        p = self.problem
+        if self.job.link.kind != "kernelbench" or not self.base:
+            return  # a plain function is one object across the variants' sizes already
+
+        def init(knobs, setting):
+            return p.init(knobs, {q: n for q, n in (setting or {}).items() if q[0] == "init"})
+        try:
+            own = init(self.base, self.sizes.base)
+            sizes = [v for v in self.ran if v.kind == "size" and v.knobs and v.knobs != self.base
+                     and repr(init(v.knobs, v.setting)) == repr(own)]
+        except Exception:
+            return
+        if not sizes:
+            return
+        v = max(sizes, key=lambda v: measure(v.knobs))
+        self.run_within_budget(Variant(SAME_MODULE, "size", v.seed, v.knobs, v.transform,
+                                       "the model built and first called at the base sizes, called at these",
+                                       v.setting))
 
     def run_own_rows(self, measure) -> None:
         """On the CPU, the problem's own row length (the last dimension of its largest input), the other sizes shrunk
@@ -305,6 +346,7 @@ class Verifier:
     def run_one(self, v: Variant) -> None:
         """Run one variant: its stage event, the reason it was skipped, and its row's seconds."""
         t0, rows = time.monotonic(), len(self.state.rows)
+        self.ran.append(v)
         self.rep.w.stage("verify", f"variant {v.name}: {v.description}")
         try:
             self.run_variant(v)
@@ -442,12 +484,21 @@ class Verifier:
         import torch
         p = self.problem
         try:
-            if v.name in (TRAIN_MODE, PARAMETERS):  # fresh models: later variants read the ones they change
+            self.ties_reference = None
+            if v.name in (TRAIN_MODE, PARAMETERS) or (v.name == "ties" and self.has_parameters()
+                                                         and self.reference_rounds(v)):
+                # fresh models: later variants read the ones they change
                 init = {q: n for q, n in (v.setting or {}).items() if q[0] == "init"}
                 with p.knobs_set(v.knobs):
                     ref, impl = p.build(v.knobs or {}, p.init(v.knobs, init) if init else None)
                 if isinstance(ref, torch.nn.Module) and v.name == TRAIN_MODE:
                     ref.train()
+                elif isinstance(ref, torch.nn.Module) and v.name == "ties":
+                    # Scales the model holds (a quantizer's calibrated buffer) at powers of two on both sides, so
+                    # that the ties built from the inputs are ties there too (ties.py).
+                    moved = self.player.perturb(impl, v.seed, float_state(ref), mode="pow2")
+                    perturb(ref, v.seed, set(moved), mode="pow2")
+                    self.ties_reference = ref
                 elif isinstance(ref, torch.nn.Module):
                     moved = self.player.perturb(impl, v.seed, float_state(ref))
                     if not moved:
@@ -455,6 +506,9 @@ class Verifier:
                                                      "name and shape in common)"))
                         return None
                     perturb(ref, v.seed, set(moved))
+            elif v.name == SAME_MODULE:  # the reference at these sizes, the implementation as built for the base
+                ref, _ = p.callables(v.knobs, v.setting)
+                _, impl = p.callables(self.base, self.sizes.base)
             else:
                 ref, impl = p.callables(v.knobs, v.setting)
         except UserCodeError as e:
@@ -663,7 +717,7 @@ class Verifier:
         """One call of the implementation in the player, on copies of `inputs`, at the variant's sizes. A call that a
         GPU fault ended stops the check (DeviceFault); one stopped by the operation budget stops the variant."""
         r = self.player.call(impl, inputs, budget=self.budget, knobs=v.knobs or None, train=v.name == TRAIN_MODE,
-                             **mode)
+                             grad=v.name != NO_GRAD, **mode)
         self.ops += r.ops
         if r.error is not None and r.error.device_fault:
             raise DeviceFault(r.error)
@@ -796,6 +850,7 @@ class Verifier:
                              f"stopped after {budget:,} interpreter operations in one run, too slow for the CPU "
                              "interpreter at those sizes; check it with --device cuda", self.rep.kernel_span(qual),
                              source="kernel-lsp.verify", severity=Severity.INFO, kernel=qual, variant=vname)
+        self.report_untaken_branches(ran)
         # A kernel is verified by the variants it ran on (a file may dispatch: a TMA path at the problem's own
         # sizes, a pointer path at odd ones); rows where no kernel ran concern every kernel.
         for name in sorted(ran - set(stopped)):
@@ -805,6 +860,27 @@ class Verifier:
                                    dict(self.base), self.player.guarded, round(self.first_cpu_seconds, 3),
                                    self.first_ops)
             self.rep.w.kernel(name, KernelFacts(verification=summary))
+
+    def report_untaken_branches(self, ran: set[str]) -> None:
+        """KL104 (information) for each side of an `if` on a kernel's constexprs that no launch took (branches.py)."""
+        from .branches import untaken
+        try:
+            source = self.job.source_override
+            if source is None:
+                with open(self.job.path, encoding="utf-8") as f:
+                    source = f.read()
+        except (OSError, UnicodeDecodeError):
+            return
+        by_kernel: dict[str, list[dict]] = {}
+        for spec in self.recorder.spec_list:
+            by_kernel.setdefault(spec.name, []).append(dict(spec.constexprs))
+        for name in sorted(ran):
+            for u in untaken(source, name, by_kernel.get(name, [])):
+                part = "the body" if u.side == "true" else "the else branch"
+                self.rep.add("KL104", f"kernel {name}: {part} of `if {u.condition}:` never ran (every launch had "
+                             f"{u.seen}): that path is not verified; no variant's sizes, dtypes or flags select it",
+                             Span(u.line, 0), source="kernel-lsp.verify", severity=Severity.INFO, kernel=name,
+                             branch=u.side)
 
     def takes_float_scalars(self) -> bool:
         """Some launched kernel takes a float scalar argument (an fp32 in its signature), the way a Python float

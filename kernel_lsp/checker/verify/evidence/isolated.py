@@ -240,8 +240,8 @@ def _said(error) -> str:
 
 
 def soak(player, impl, plan: dict, device: str, rng=None) -> list[tuple[str, str, dict]]:
-    """Many more calls on one set of buffers refilled in place through `.data` (their version counters do not move,
-    as when a kernel writes them) and on fresh tensors, from sets A, B and D in an order drawn per check. The second
+    """Many more calls on one set of buffers refilled in place through `.data` or, on the CPU, numpy views (their
+    version counters do not move, as when a kernel writes them) and on fresh tensors, from sets A, B and D in an order drawn per check. The second
     call always refills the first call's buffers with another set, so a result remembered per tensor object and
     version counter is stale there whatever the draw. A call's outputs are fetched and judged only after the call has
     returned (nothing in the player can tell a judged call from another): every call under the interpreter, on a GPU
@@ -269,14 +269,16 @@ def soak(player, impl, plan: dict, device: str, rng=None) -> list[tuple[str, str
             r = player.call(impl, [], buffers="soak-args", refill=f"set:{name}", return_out=False, knobs=knobs)
         elif rng.random() < 0.5:
             r = player.call(impl, [], copy_of=f"set:{name}", return_out=False, knobs=knobs)
-        else:
-            r = player.call(impl, [], buffers="soak-args", refill=f"set:{name}", return_out=False, knobs=knobs)
+        else:  # on the CPU, through a numpy view of the buffers as often as through .data
+            via = "numpy" if device == "cpu" and rng.random() < 0.5 else "data"
+            r = player.call(impl, [], buffers="soak-args", refill=f"set:{name}", return_out=False, knobs=knobs,
+                            refill_via=via)
         if held is None:
             held = name
         spent += r.ops
         # Which call, on which set and buffers, is drawn per check: a message names none, so it is the same every run.
-        how = ("on fresh tensors or on one set of buffers refilled in place through .data (their version counters "
-               "unchanged)")
+        how = ("on fresh tensors or on one set of buffers refilled in place through .data or numpy views (their "
+               "version counters unchanged)")
         if r.error is not None:
             return [("KL209", f"the implementation raises on a later call made afresh {how}: {_said(r.error)}", {})]
         if last or i == 1 or rng.random() < judged_share:
