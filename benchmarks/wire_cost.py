@@ -31,10 +31,11 @@ def measure(setting: str, mb: float, calls: int) -> dict:
     from kernel_lsp.run.players import PlayerServer
     server = PlayerServer("cuda")
     try:
-        sock = server.fork(SandboxOptions())
+        if setting == "memfd":  # a player asked not to map device memory: everything through host memory
+            sock = server._fork(SandboxOptions(), 120.0, devmem=False)
+        else:
+            sock = server.fork(SandboxOptions())
         offered = wire.lends_device(sock)
-        if setting == "memfd":
-            wire.forget(sock)  # this side never lends: the player never learns that it could
         player = Player(sock, "cuda")
         player.load(str(ECHO))
         impl = player.build("function", "echo")

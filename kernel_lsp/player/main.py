@@ -569,7 +569,13 @@ def load_module(path: str, source: str | None, name: str | None = None):
     return module
 
 
-OPS = {"load": Player.op_load, "build": Player.op_build, "call": Player.op_call, "fetch": Player.op_fetch, "stash": Player.op_stash,
+def op_echo(player: Player, req: dict) -> dict:
+    """The values sent, sent back: the checker's first request where device memory is lent (both directions of the
+    wire tried once before any call relies on them)."""
+    return {"values": req.get("values")}
+
+
+OPS = {"echo": op_echo, "load": Player.op_load, "build": Player.op_build, "call": Player.op_call, "fetch": Player.op_fetch, "stash": Player.op_stash,
        "perturb": Player.op_perturb,
        "compile": Player.op_compile, "evidence": Player.op_evidence, "time": Player.op_time}
 
@@ -639,7 +645,7 @@ def child(conn: socket.socket, request: dict, folder: str, device: str) -> None:
             import triton  # noqa: F401
             # Device memory by descriptor (devmem.py), tried once: the checker's CUDA tensors then arrive through
             # its arena, and this player's through its own once the checker has lent one.
-            lends = wire.devmem.unavailable(torch.cuda.current_device()) is None
+            lends = request.get("devmem", True) and wire.devmem.unavailable(torch.cuda.current_device()) is None
         confined = "off"
         if request.get("confine", True):
             confined = isolate.restrict([folder, *request.get("writable", []), *isolate.device_files()],

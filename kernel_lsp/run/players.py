@@ -136,7 +136,21 @@ class PlayerServer:
         return self._ready.wait(timeout) and self._failed is None and self.proc.poll() is None
 
     def fork(self, options: SandboxOptions, timeout: float = READY_TIMEOUT) -> socket.socket:
-        """A connection to a new player that has entered its sandbox (options: the job's sandbox settings)."""
+        """A connection to a new player that has entered its sandbox (options: the job's sandbox settings). On a GPU
+        the player's CUDA tensors cross through device arenas once a first exchange through them came back exact;
+        where it did not, this process's players use host memory from then on."""
+        global _ARENAS_FAILED
+        sock = self._fork(options, timeout, devmem=not _ARENAS_FAILED)
+        if wire.lends_device(sock):
+            failed = _arenas_fail(sock)
+            if failed:
+                log.warning("CUDA tensors cross to the player through host memory: %s", failed)
+                _ARENAS_FAILED = failed
+                sock.close()
+                sock = self._fork(options, timeout, devmem=False)
+        return sock
+
+    def _fork(self, options: SandboxOptions, timeout: float, devmem: bool) -> socket.socket:
         if not self.ready(timeout):
             raise PlayerError(self._failed or "the player server did not start in time")
         caches = cache_folders(self.env)
@@ -153,7 +167,7 @@ class PlayerServer:
             sock.connect(self.socket_path)
             env = {k: v for k, v in self.env.items() if not k.startswith("PLAY_")}
             wire.send(sock, {"op": "fork", "env": env, "confine": options.enabled, "network": options.network,
-                             "writable": writable + list(options.writable)})
+                             "writable": writable + list(options.writable), "devmem": devmem})
             reply = wire.recv(sock)
             sock.settimeout(None)
         except (OSError, wire.WireError) as e:
@@ -181,6 +195,23 @@ class PlayerServer:
 
 
 _SERVER: PlayerServer | None = None
+_ARENAS_FAILED: str | None = None  # why device arenas did not carry a first exchange (then never tried again here)
+
+
+def _arenas_fail(sock: socket.socket) -> str | None:
+    """Why a first exchange through device arenas did not come back exact (None: it did): a small CUDA tensor and a
+    view of it, to the player and back."""
+    import torch
+    try:
+        x = torch.arange(1, 1001, dtype=torch.float32, device="cuda")
+        sock.settimeout(60)
+        back = wire.request(sock, {"op": "echo", "values": [x, x[::7]]}).get("values")
+        sock.settimeout(None)
+        ok = (isinstance(back, list) and len(back) == 2 and all(isinstance(t, torch.Tensor) for t in back)
+              and back[0].device.type == "cuda" and torch.equal(back[0], x) and torch.equal(back[1], x[::7]))
+        return None if ok else f"the player's echo differs ({type(back).__name__})"
+    except (OSError, wire.WireError, RuntimeError) as e:
+        return f"{type(e).__name__}: {e}"
 
 
 def install(server: PlayerServer) -> None:

@@ -285,8 +285,10 @@ class Verifier:
             self.run_one(Variant(PARAMETERS, "values", 19, self.base, None, "the models' parameters and buffers "
                                  "moved off their initial values (a norm's weight of ones, a bias of zeros)",
                                  self.sizes.base))
-        if not self.unrepeatable:  # every other call has autograd on, as a plain call does; inference callers do not
-            self.run_one(Variant(NO_GRAD, "values", 18, self.base, None, "called under torch.no_grad(), as inference "
+        # Every other call has autograd on, as a plain call does; inference callers do not. Its own seed: inputs no
+        # other variant draws (the stale-result rule takes equal outputs on equal inputs for a cache).
+        if not self.unrepeatable:
+            self.run_one(Variant(NO_GRAD, "values", 21, self.base, None, "called under torch.no_grad(), as inference "
                                  "code calls it (a path taken only without autograd)", self.sizes.base))
         if not self.unrepeatable and trains_differently(p):
             self.run_one(Variant(TRAIN_MODE, "values", 18, self.base, None, "the module in training mode (its "
