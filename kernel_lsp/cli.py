@@ -3,7 +3,8 @@
 Exit codes, decided here and only here: 0 when no finding of severity warning or error, 1 when there is one (or
 nothing was checked, or with --require-reference a kernel was not verified), 2 for usage or configuration errors
 (a path that does not exist, a bad flag, a broken [tool.kernel-lsp], an output path that cannot be written),
-130 when interrupted.
+130 when interrupted. An executor lost mid-run (a Ray cluster's head) is no code of its own: every file it did not
+finish is a KL303 finding, so the run exits 1 with its whole report written.
 """
 
 from __future__ import annotations
@@ -27,6 +28,9 @@ from .render.report import ReportError
 from .run.executor import check_gpus, executor_for
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+# Seconds a file's check may go on after its executor was lost (each ends within its executor's poll, unless it is
+# held inside Ray): then the file is checked again, which a lost executor answers at once with KL303.
+LOST_GRACE_S = 5.0
 # The settings a flag sets: errors name the flag the user typed.
 FLAGS = {"targets": "--target", "timeout": "--timeout", "device": "--device", "workers": "--jobs",
          "runner": "--runner", "runners": "--runner", "gpus": "--gpus", "executor": "--executor",
@@ -259,19 +263,30 @@ def cmd_check(args: argparse.Namespace) -> int:
     progress = Progress(len(files))
     pool = ThreadPoolExecutor(max_workers=executor.capacity)  # one file per worker (per GPU) at a time
     done: dict[Path, FileReport] = {}
+
+    def finished_file(path: Path, report: FileReport) -> None:
+        done[path] = report
+        progress.finished(os.path.relpath(path, os.getcwd()), report)
+        if stream and report.findings:
+            progress.clear()
+            out.write("\n".join(file_lines(report, os.getcwd())) + "\n")
+            out.flush()
+
+    lost_at: float | None = None
     try:
         pending = {pool.submit(one, f): f for f in files}
         while pending:
             progress.update(os.path.relpath(next(iter(pending.values())), os.getcwd()))
             finished, _ = wait(pending, timeout=0.5, return_when=FIRST_COMPLETED)
             for fut in finished:
-                path = pending.pop(fut)
-                done[path] = fut.result()
-                progress.finished(os.path.relpath(path, os.getcwd()), done[path])
-                if stream and done[path].findings:
-                    progress.clear()
-                    out.write("\n".join(file_lines(done[path], os.getcwd())) + "\n")
-                    out.flush()
+                finished_file(pending.pop(fut), fut.result())
+            if pending and executor.lost:
+                lost_at = lost_at or time.monotonic()
+                if time.monotonic() - lost_at > LOST_GRACE_S:
+                    for fut in list(pending):  # held inside Ray: this thread checks the file again
+                        fut.cancel()
+                        path = pending.pop(fut)
+                        finished_file(path, one(path))
     except KeyboardInterrupt:
         # Stop now, not after the workers' timeouts: kill every job, then leave. Whatever the clean-up below
         # waits on, the process is gone within 5 s.
@@ -290,7 +305,7 @@ def cmd_check(args: argparse.Namespace) -> int:
         os._exit(EXIT_INTERRUPTED)
     finally:
         progress.clear()
-    pool.shutdown(wait=True)
+    pool.shutdown(wait=not executor.lost)  # a thread held inside Ray is left behind (see the end)
     executor.close()
     reports = [done[f] for f in files]
     stats = {"files": len(reports), "cache_hits": sum(1 for r in reports if r.cached),
@@ -316,6 +331,22 @@ def cmd_check(args: argparse.Namespace) -> int:
     else:
         out.write(text)
         out.flush()
+    code = _exit_code(args, reports)
+    if executor.lost:
+        unchecked = sum(1 for r in reports if any(f.code == "KL303" and executor.lost in f.message
+                                                   for f in r.findings))
+        sys.stderr.write(f"kernel-lsp: {executor.lost}: {unchecked} file(s) not finished (KL303)\n")
+        sys.stderr.flush()
+        sys.stdout.flush()
+        # Leave now: Ray's exit handlers (and a thread still inside Ray) would wait on the lost head for a minute,
+        # and then Ray would end the process with status 1 itself.
+        os._exit(code)
+    return code
+
+
+def _exit_code(args: argparse.Namespace, reports: list[FileReport]) -> int:
+    """A finished check's exit code; a 1 that no finding explains is said on stderr."""
+    from .render.text import coverage
     worst = [f for r in reports for f in r.findings if f.severity <= Severity.WARNING]
     c = coverage(reports)
     if not c["kernels"] and not any(r.findings for r in reports):

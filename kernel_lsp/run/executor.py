@@ -45,6 +45,9 @@ class Executor:
 
     capacity: int = 1
     ships_files: bool = False
+    # Why this executor can run no job at all any more (a Ray cluster whose head was lost), else None. Once set, every
+    # job ends at once with it as its `start_failed` (KL303), and a caller need not wait on jobs still running.
+    lost: str | None = None
 
     def run(self, job: CheckJob, files: dict[str, str] | None = None, timeout: float = 60.0,
             on_event: OnEvent | None = None, cancel: threading.Event | None = None) -> WorkerOutcome:

@@ -20,6 +20,13 @@ code's own faults are not retried: a kernel that crashes its child is KL300 here
 actor kills its children first, so a job can report its child's death before the actor is gone; the actor is asked
 then, and one that answers from another process, or not at all, makes it a loss; see `_actor_lost`.)
 
+A lost head is not retried: nothing runs without it. `HeadWatch` asks the head (its GCS port) for a gRPC handshake
+every HEAD_PROBE_S seconds; once it has not answered for HEAD_LOST_S seconds the executor is `lost`: every job still
+running, waiting or yet to come ends at once with KL303 saying so, without another call into Ray (with the head
+gone, Ray's calls wait for it, and after `gcs_rpc_server_reconnect_timeout_s`, a minute by default, Ray ends the
+whole process with status 1). `close()` then leaves Ray alone too; the process that made the executor should finish
+its output well within that minute and leave without Ray's exit handlers (`kernel-lsp check` does).
+
 `ray` is imported only here, and only when this executor is made: kernel-lsp without the `ray` extra works, and
 asking for it then is a configuration error that says what to install.
 """
@@ -53,6 +60,9 @@ CONNECT_TIMEOUT = 5.0  # seconds for a Ray address to answer at all
 START_TIMEOUT = 300.0  # seconds for a submitted job to reach a Ray worker (a cold one imports ray, then kernel-lsp)
 ACTOR_TIMEOUT = 300.0  # seconds for a (re)started GPU actor to answer
 PING_TIMEOUT = 60.0  # seconds for an actor whose job's worker died to answer (it answered a moment before)
+HEAD_PROBE_S = 0.5  # seconds between two probes of the cluster's head
+HEAD_PROBE_TIMEOUT = 2.0  # seconds one probe waits for the head's answer
+HEAD_LOST_S = 3.0  # seconds without an answer from the head after which it counts as lost (Ray's own wait: 60 s)
 INSTALL = 'pip install "kernel-lsp[ray]"'
 
 
@@ -161,6 +171,60 @@ def _token_available() -> bool:
                 or os.path.exists(os.path.expanduser("~/.ray/auth_token")))
 
 
+class HeadWatch:
+    """A thread that probes the Ray cluster's head at `address` (its GCS, "host:port") every HEAD_PROBE_S seconds
+    with the gRPC handshake `connect` asks for. `lost` is None until the head has not answered for HEAD_LOST_S
+    seconds, then one line saying so, for good (`lost_event` is set then). Makes no call into Ray."""
+
+    def __init__(self, address: str):
+        self.address = address
+        self.lost: str | None = None
+        self.lost_event = threading.Event()
+        self._host, self._port = _host_port(address)
+        self._silent_since: float | None = None  # when the first of the probes since the last answer began
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._watch, name="kernel-lsp-ray-head", daemon=True)
+        self._thread.start()
+
+    def _watch(self) -> None:
+        while not self._stop.wait(HEAD_PROBE_S):
+            self._probe()
+            if self.lost is not None:
+                return
+
+    def _probe(self) -> bool:
+        """Probe the head once: True when it answered. It is lost when every probe for HEAD_LOST_S seconds failed
+        (at least two: one probe after this thread was kept from running for a while is not enough)."""
+        began = time.monotonic()
+        answer = _http2_answer(self._host, self._port, HEAD_PROBE_TIMEOUT)
+        with self._lock:
+            if answer is None:
+                self._silent_since = None
+                return True
+            if self._silent_since is None:
+                self._silent_since = began
+            silent = time.monotonic() - self._silent_since
+            if silent >= HEAD_LOST_S and self.lost is None and not self._stop.is_set():
+                self.lost = f"the Ray cluster's head at {self.address} was lost (no answer from it for {silent:.0f} s)"
+                log.info("%s: %s", self.lost, answer)  # the findings and the caller say it
+                self.lost_event.set()
+        return False
+
+    def went_with(self, cancel: threading.Event) -> str | None:
+        """After a job's worker, actor or node was lost: whether the head went too. A head that does not answer now
+        is waited on until it answers again or counts as lost; returns `lost`."""
+        if self.lost is None and not self._probe():
+            deadline = time.monotonic() + HEAD_LOST_S + HEAD_PROBE_TIMEOUT + HEAD_PROBE_S
+            while self.lost is None and not cancel.is_set() and time.monotonic() < deadline:
+                if self.lost_event.wait(HEAD_PROBE_S) or self._probe():
+                    break
+        return self.lost
+
+    def stop(self) -> None:
+        self._stop.set()
+
+
 class RayExecutor(Executor):
     """Jobs on a Ray cluster: CPU jobs as tasks, GPU jobs on one actor per GPU (see the module's docstring).
 
@@ -179,6 +243,7 @@ class RayExecutor(Executor):
         self.device = device
         self.sandbox = sandbox or SandboxOptions()
         self.retries = max(0, retries)
+        self.head = HeadWatch(self.ray.get_runtime_context().gcs_address)
         self._check_workers()
         resources = self.ray.cluster_resources()
         self.cpus, self.gpus = int(resources.get("CPU", 0)), int(resources.get("GPU", 0))
@@ -200,12 +265,24 @@ class RayExecutor(Executor):
         self._local: LocalExecutor | None = None
         self.capacity = len(self.actors) or max(1, min(self.cpus, max_jobs or self.cpus))
 
+    @property
+    def lost(self) -> str | None:  # type: ignore[override]
+        head = getattr(self, "head", None)
+        return head.lost if head is not None else None
+
+    def _lost_outcome(self) -> WorkerOutcome:
+        return WorkerOutcome(start_failed=f"{self.lost} before this file's job ended")
+
     def _check_workers(self) -> None:
         """One small task first: a cluster whose workers cannot import kernel-lsp is one usage error that says
         what to install, not a KL303 per file with the cause cut off."""
         probe = self.ray.remote(num_cpus=0, max_retries=0)(who_runs_here)
         try:
-            there = self.ray.get(probe.remote(), timeout=START_TIMEOUT)
+            ref, deadline = probe.remote(), time.monotonic() + START_TIMEOUT
+            while not self.ray.wait([ref], timeout=0.2)[0]:
+                if self.lost or time.monotonic() > deadline:
+                    raise TimeoutError(self.lost or f"no answer within {START_TIMEOUT:.0f} s")
+            there = self.ray.get(ref)
         except Exception as e:  # a RayTaskError around the worker's ImportError, or a timeout
             text = str(e)
             self.close()
@@ -231,6 +308,8 @@ class RayExecutor(Executor):
         cancel = cancel or threading.Event()
         lost: list[str] = []
         while True:
+            if self.lost:
+                return self._lost_outcome()
             if self._on_actor(job):
                 outcome, failure = self._on_device(job, files, timeout, on_event, cancel)
             else:
@@ -243,6 +322,8 @@ class RayExecutor(Executor):
                     _add_stat(outcome, Stat("retried", len(lost)))
                     log.warning("%s: retried %d time(s) after %s", job.path, len(lost), "; ".join(lost))
                 return outcome
+            if self.head.went_with(cancel):
+                return self._lost_outcome()
             lost.append(failure)
             if len(lost) > self.retries:
                 times = f"{len(lost)} time" + ("s" if len(lost) > 1 else "")
@@ -252,7 +333,7 @@ class RayExecutor(Executor):
     def _on_device(self, job, files, timeout, on_event, cancel) -> tuple[WorkerOutcome | None, str | None]:
         index = self._acquire(cancel)
         if index is None:
-            return WorkerOutcome(cancelled=True), None
+            return (self._lost_outcome() if self.lost else WorkerOutcome(cancelled=True)), None
         try:
             problem = self._await_actor(index)
             if problem is not None:
@@ -270,7 +351,7 @@ class RayExecutor(Executor):
                     if i not in self._busy:
                         self._busy.add(i)
                         return i
-                if cancel.is_set():
+                if cancel.is_set() or self.lost:
                     return None
                 self._free.wait(0.2)
 
@@ -284,19 +365,22 @@ class RayExecutor(Executor):
         died). One that Ray gave up on is replaced. None when it answers, else why not."""
         x = self.ray.exceptions
         deadline = time.monotonic() + ACTOR_TIMEOUT
+        ref = self.actors[index].ping.remote()
         while True:
-            try:
-                self.ray.get(self.actors[index].ping.remote(), timeout=max(1.0, deadline - time.monotonic()))
-                return None
-            except x.ActorUnavailableError:
-                time.sleep(0.2)
-            except x.ActorDiedError:
-                self.actors[index] = self._actor_class.remote(*self._actor_args)
-            except x.GetTimeoutError:
+            if self.lost:
+                return self._lost_outcome().start_failed
+            if self.ray.wait([ref], timeout=0.2)[0]:
+                try:
+                    self.ray.get(ref)
+                    return None
+                except x.ActorUnavailableError:
+                    time.sleep(0.2)
+                except x.ActorDiedError:
+                    self.actors[index] = self._actor_class.remote(*self._actor_args)
+                ref = self.actors[index].ping.remote()
+            if time.monotonic() > deadline:
                 return (f"no Ray actor with {self.actor_gpus:g} GPU answered within {ACTOR_TIMEOUT:.0f} s (does the "
                         "cluster still have a free GPU?)")
-            if time.monotonic() > deadline:
-                return f"the Ray actor did not come back within {ACTOR_TIMEOUT:.0f} s"
 
     # One attempt --------------------------------------------------------------------------------------------
 
@@ -309,6 +393,8 @@ class RayExecutor(Executor):
         started: float | None = None
         runner: list | None = None  # [host, pid] of the process that runs the job there
         while True:
+            if self.lost:  # not cancelled: Ray would wait on the lost head
+                return self._lost_outcome(), None
             if cancel.is_set():
                 self._cancel(stream, actor_job)
                 return WorkerOutcome(cancelled=True), None
@@ -365,7 +451,7 @@ class RayExecutor(Executor):
         it until it exits.) Waiting stops when the job is cancelled."""
         ref = actor.ping.remote()
         deadline = time.monotonic() + PING_TIMEOUT
-        while not cancel.is_set():
+        while not cancel.is_set() and not self.lost:
             ready, _ = self.ray.wait([ref], timeout=0.2)
             if ready:
                 try:
@@ -378,7 +464,7 @@ class RayExecutor(Executor):
                 return None
             if time.monotonic() > deadline:
                 return f"its Ray actor did not answer within {PING_TIMEOUT:.0f} s after its job's worker died"
-        return None
+        return self.lost  # None when cancelled: the caller looks
 
     def _cancel(self, stream, actor_job, force: bool = False) -> None:
         try:
@@ -405,6 +491,12 @@ class RayExecutor(Executor):
                 warm.remote(self.sandbox.to_dict())
 
     def close(self) -> None:
+        head = getattr(self, "head", None)
+        if head is not None:
+            head.stop()
+        if self.lost:
+            # Ray's kill and shutdown wait on the lost head (a minute, then Ray ends the process): leave Ray alone.
+            self.actors, self.owns_session = [], False
         for actor in getattr(self, "actors", []):
             try:
                 self.ray.kill(actor)

@@ -1,6 +1,7 @@
 """The Ray executor (run/ray_executor.py) on a local Ray cluster of 2 CPUs, started once for the module: the
-same JSON as local runs, a lost worker or actor retried with nothing lost or doubled, and the ways it cannot start
-(an address that does not answer, Ray not installed) as usage errors. Ray comes with the dev extra, as in CI;
+same JSON as local runs, a lost worker or actor retried with nothing lost or doubled, a lost head (on a cluster of its
+own) ending the run within seconds with every unfinished file a KL303, and the ways it cannot start (an address that
+does not answer, Ray not installed) as usage errors. Ray comes with the dev extra, as in CI;
 without it, only the tests that need no Ray run."""
 
 from __future__ import annotations
@@ -9,9 +10,11 @@ import json
 import logging
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 
@@ -274,6 +277,179 @@ def test_ray_job_lost_more_often_than_retries_allow_is_one_clear_finding(cluster
         (report,) = _run_killing_once(executor, [case], lambda: ray.kill(actor, no_restart=False))
     (finding,) = report.findings
     assert finding.code == "KL303" and "lost 1 time (retries = 0)" in finding.message, finding.message
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class _Head:
+    """A one-node Ray cluster of its own (`ray start --head`, in a session and a temporary folder of its own), so
+    that a test can kill its head without touching the module's cluster or any other on the machine."""
+
+    def __init__(self, env: dict):
+        import psutil
+        self.psutil = psutil
+        self.temp = tempfile.mkdtemp(prefix="klray-")  # short: Ray's socket paths live under it
+        port = _free_port()
+        start = subprocess.Popen(
+            [sys.executable, "-m", "ray.scripts.scripts", "start", "--head", f"--port={port}", "--num-cpus=2",
+             "--include-dashboard=false", "--disable-usage-stats", f"--temp-dir={self.temp}",
+             f"--ray-client-server-port={_free_port()}", f"--dashboard-agent-listen-port={_free_port()}"],
+            env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+        self.group = start.pid  # `ray start` led the session's process group; the head's processes stay in it
+        self.address = f"127.0.0.1:{port}"
+        self.seen: set = set()
+        try:
+            said, _ = start.communicate(timeout=180)
+        except subprocess.TimeoutExpired:
+            start.kill()
+            said, _ = start.communicate()
+        if start.returncode != 0:
+            self.close()
+            raise AssertionError(f"ray start failed: {said}")
+
+    def processes(self) -> list:
+        """The head's processes (its group) and all they started (Ray's workers, the checks' children)."""
+        found = []
+        for p in self.psutil.process_iter():
+            try:
+                if os.getpgid(p.pid) == self.group:
+                    found += [p, *p.children(recursive=True)]
+            except (ProcessLookupError, self.psutil.Error):
+                pass
+        self.seen |= set(found)
+        return found
+
+    def kill(self, what: str) -> None:
+        """Kill the head's GCS server alone (`what` "gcs") or the whole head node, its workers too ("node")."""
+        victims = self.processes()
+        if what == "gcs":
+            victims = [p for p in victims if p.name() == "gcs_server"]
+            assert len(victims) == 1, victims
+        for p in victims:
+            try:
+                p.kill()
+            except self.psutil.Error:
+                pass
+
+    def close(self) -> None:
+        self.processes()
+        for p in self.seen:
+            try:
+                p.kill()
+            except self.psutil.Error:
+                pass
+        self.psutil.wait_procs(list(self.seen), timeout=30)
+        shutil.rmtree(self.temp, ignore_errors=True)
+
+
+@needs_ray
+@pytest.mark.parametrize("what", ["gcs", "node"])
+def test_ray_head_lost_mid_run_ends_the_run_with_every_unfinished_file_KL303(tmp_path, what):
+    """The cluster's head dies once one file is done, while two files' inputs take an hour to make: its GCS server
+    alone (the raylet and the jobs go on) or the whole node. Ray itself would wait a minute for the head and then end the
+    process with status 1 and no report. The run ends within seconds, exit 1, its JSON complete on stdout: the done
+    file keeps its findings, the others are one KL303 each naming the lost head."""
+    env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), *filter(None, [env.get("PYTHONPATH")])])
+    gated = []
+    for name in ("held_a.py", "held_b.py"):
+        text = (CORPUS / "ok_add_fp32.py").read_text()
+        held = text.replace("def make_inputs():\n", "def make_inputs():\n    import time\n    time.sleep(3600)\n")
+        assert held != text
+        gated.append(tmp_path / name)
+        gated[-1].write_text(held)
+    done_file = CORPUS / "bug_relu_drops_nan.py"
+    head = _Head(env)
+    try:
+        with open(tmp_path / "stdout", "w+") as stdout:
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "kernel_lsp.cli", "check", str(done_file), *map(str, gated), "--format",
+                 "json", "--no-cache", "--timeout", "600", "--ray-address", head.address],
+                cwd=ROOT, env=env, stdout=stdout, stderr=subprocess.PIPE, text=True)
+            lines, one_done = [], threading.Event()
+
+            def read_stderr():
+                for line in proc.stderr:
+                    lines.append(line)
+                    if "] done: " in line:
+                        one_done.set()
+            reader = threading.Thread(target=read_stderr, daemon=True)
+            reader.start()
+            try:
+                assert one_done.wait(300), "".join(lines)
+                assert proc.poll() is None, "".join(lines)
+                head.kill(what)
+                killed = time.monotonic()
+                try:
+                    proc.wait(timeout=30)
+                except subprocess.TimeoutExpired:
+                    raise AssertionError("the check still ran 30 s after the head was lost:\n" + "".join(lines[-20:]))
+                took = time.monotonic() - killed
+            finally:
+                if proc.poll() is None:
+                    proc.kill()
+                    proc.wait()
+            reader.join(10)
+            stdout.seek(0)
+            out = stdout.read()
+    finally:
+        head.close()
+    err = "".join(lines)
+    assert proc.returncode == 1, err
+    doc = json.loads(out)
+    files = {f["path"]: f for f in doc["files"]}
+    assert list(files) == [str(p.resolve()) for p in [done_file, *gated]], list(files)
+    errors = {p: [d for d in f["findings"] if d["severity"] in ("error", "warning")] for p, f in files.items()}
+    assert {d["code"] for d in errors[str(done_file)]} == {"KL201"}, errors[str(done_file)]
+    for p in gated:
+        (finding,) = errors[str(p.resolve())]
+        assert finding["code"] == "KL303" and "\n" not in finding["message"], finding
+        assert "the Ray cluster's head at " in finding["message"] and " was lost " in finding["message"], finding
+    assert "2 file(s) not finished (KL303)" in err, err
+    print(f"head ({what}) killed: the check ended {took:.1f} s later")
+
+
+HELD_EXECUTOR = '''
+import sys, threading
+from kernel_lsp import cli
+from kernel_lsp.run.executor import Executor
+from kernel_lsp.run.outcome import WorkerOutcome
+
+class Held(Executor):
+    """Every job is held forever (as inside a Ray call that waits on a lost head); the executor is lost 1 s after
+    the first job began, and answers every job after that at once."""
+    capacity = 2
+
+    def run(self, job, files=None, timeout=60.0, on_event=None, cancel=None):
+        if self.lost:
+            return WorkerOutcome(start_failed=self.lost + " before this file's job ended")
+        threading.Timer(1.0, setattr, (self, "lost", "the test's cluster was lost")).start()
+        threading.Event().wait()
+
+cli.executor_for = lambda settings, workers=None: Held()
+sys.exit(cli.main(sys.argv[1:]))
+'''
+
+
+def test_ray_lost_executor_whose_jobs_stay_held_still_ends_the_run(tmp_path):
+    """A file whose job stays inside the lost executor past LOST_GRACE_S is checked again, which the executor answers
+    at once: the run ends, its JSON complete, with every file KL303, and no thread held inside joined."""
+    from kernel_lsp.cli import LOST_GRACE_S
+    cases = [shutil.copy(CORPUS / name, tmp_path / name) for name in ("ok_add_fp32.py", "bug_relu_drops_nan.py")]
+    start = time.monotonic()
+    proc = subprocess.run([sys.executable, "-c", HELD_EXECUTOR, "check", *map(str, cases), "--format", "json",
+                           "--no-cache"], capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert time.monotonic() - start < LOST_GRACE_S + 30
+    assert proc.returncode == 1, proc.stderr
+    doc = json.loads(proc.stdout)
+    for f in doc["files"]:
+        (finding,) = [d for d in f["findings"] if d["severity"] in ("error", "warning")]
+        assert finding["code"] == "KL303" and "the test's cluster was lost before this" in finding["message"], finding
+    assert "kernel-lsp: the test's cluster was lost: 2 file(s) not finished (KL303)" in proc.stderr, proc.stderr
 
 
 def test_ray_address_that_does_not_answer_is_a_usage_error(tmp_path):
