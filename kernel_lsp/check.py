@@ -152,7 +152,7 @@ def _check_file(req: CheckRequest) -> tuple[FileReport, str | None]:
     job = CheckJob(path=str(path), link=link_spec, kernels=kernel_refs(found.kernels), anchor=linked.link.anchor,
                    targets=list(req.settings.targets), seed=req.settings.seed, verify=req.settings.verification,
                    device=req.settings.device, measure=measure_options(req.settings, source),
-                   sandbox=options_from(req.settings))
+                   sandbox=options_from(req.settings.sandbox_settings()))
     job.rerun.enabled = req.settings.isolated_rerun
     job.measure.against = req.measure_against
     outcome = _run_worker(req, job, source, report.dependencies)

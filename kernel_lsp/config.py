@@ -86,6 +86,34 @@ _MEASURE_SPELLINGS = {"compile-severity": "compile_severity", "compileSeverity":
 SANDBOX_DEFAULTS: dict[str, Any] = {"enabled": True, "env": [], "writable": [], "network": False}
 
 
+@dataclass(frozen=True)
+class SandboxSettings:
+    """The `sandbox` table as a value (run/sandbox.py turns it into the job's SandboxOptions)."""
+
+    enabled: bool = True
+    env: tuple[str, ...] = ()  # variables passed through besides the allowlist
+    writable: tuple[str, ...] = ()  # folders writable besides the private one and the compile caches
+    network: bool = False
+
+
+@dataclass(frozen=True)
+class ExecutorSettings:
+    """Everything an executor is built from: run/executor.py's `executor_for` reads these and nothing else of the
+    settings, so two of them are equal exactly when they build the same executor. The language server keeps its
+    executor while `Settings.executor_settings()` stays equal, and builds a new one when it changes."""
+
+    executor: str  # "local" or "ray"
+    ray_address: str
+    device: str
+    workers: int
+    retries: int
+    runners: tuple[tuple[str, ...], ...]  # `runner`, then each of `runners`, as argument lists
+    gpus: str | tuple[int, ...]  # "all", or indices among the visible GPUs
+    sandbox: SandboxSettings
+    secrets: tuple[str, ...]  # the names of variables no runner command may see: the LLM key's
+    warm: bool  # warm workers (KERNEL_LSP_WARM is not 0): the zygote, a long-lived worker per GPU
+
+
 @dataclass
 class Settings:
     targets: list[str] = field(default_factory=lambda: ["sm_90"])
@@ -188,6 +216,19 @@ class Settings:
         if not gpu_present():
             return "this machine has no GPU and no runner is set, and nothing is timed without a GPU"
         return None
+
+    def executor_settings(self) -> ExecutorSettings:
+        """The part of these settings (and of the environment: KERNEL_LSP_WARM) that builds an executor."""
+        runners = ([self.runner] if self.runner else []) + list(self.runners)
+        return ExecutorSettings(
+            self.executor, self.ray_address, self.device, self.workers, self.retries,
+            tuple(tuple(_split_command("runner", c) if isinstance(c, str) else c) for c in runners),
+            self.gpus if isinstance(self.gpus, str) else tuple(self.gpus), self.sandbox_settings(),
+            (self.llm["api_key_env"],), os.environ.get("KERNEL_LSP_WARM", "1") != "0")
+
+    def sandbox_settings(self) -> SandboxSettings:
+        sb = self.sandbox
+        return SandboxSettings(bool(sb["enabled"]), tuple(sb["env"]), tuple(sb["writable"]), bool(sb["network"]))
 
     def fingerprint(self) -> dict[str, Any]:
         """The settings that change a check's result, for the cache key."""

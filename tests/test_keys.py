@@ -1,7 +1,7 @@
 """Two keys that decide whether earlier work may be reused: the cache's rules digest (a verdict cached by other rules
-is never served) and the language server's executor key (its workers are rebuilt when a setting that built them
-changes). Each is checked against the code it must cover, so a new verdict module or a new executor setting cannot
-slip outside it."""
+is never served) and the language server's executor settings (its workers are rebuilt when a setting that built
+them changes). Each is checked against the code it must cover, so a new verdict module or a new executor setting
+cannot slip outside it."""
 
 from __future__ import annotations
 
@@ -42,31 +42,47 @@ def test_cache_every_module_that_decides_a_verdict_is_in_the_rules_digest():
     assert not outside, f"modules that decide findings but are not in cache.RULE_MODULES: {outside}"
 
 
-def _settings_reads(fn) -> tuple[set[str], set[str]]:
-    """(the `settings.X` attributes a function reads, the functions it hands `settings` to)."""
+def _names_used(fn, name: str) -> list[str]:
+    """How a function uses the variable `name`: `name.attr` for an attribute read, `name` for any other use."""
     import inspect
     import textwrap
     tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
-    attrs = {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name)
-             and n.value.id == "settings"}
-    calls = {getattr(n.func, "id", getattr(n.func, "attr", "")) for n in ast.walk(tree) if isinstance(n, ast.Call)
-             and any(isinstance(a, ast.Name) and a.id == "settings" for a in n.args)}
-    return attrs, calls
+    attributes = {id(n.value): f"{name}.{n.attr}" for n in ast.walk(tree)
+                  if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == name}
+    return [attributes.get(id(n), name) for n in ast.walk(tree)
+            if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load)]
 
 
-def test_executor_key_names_every_setting_the_executor_is_built_from():
-    """The language server keeps its executor until `executor_key` changes: the key must read every setting
-    `executor_for` reads, and hand `settings` to every function it does (it once ignored runners, gpus, sandbox,
-    retries and the LLM key's name, so changing those in the editor kept the old workers)."""
-    from kernel_lsp.run.executor import executor_for, executor_key
-    built, built_calls = _settings_reads(executor_for)
-    keyed, keyed_calls = _settings_reads(executor_key)
-    assert built <= keyed, f"executor_key misses {sorted(built - keyed)}"
-    assert built_calls - {"RayExecutor"} <= keyed_calls, f"executor_key misses {sorted(built_calls - keyed_calls)}"
+def test_executor_is_built_from_the_executor_settings_alone():
+    """The language server keeps its executor while `Settings.executor_settings()` stays equal: `executor_for` must
+    read nothing else of the settings (a hand-kept key once ignored runners, gpus, sandbox, retries and the LLM key's
+    name, so changing those in the editor kept the old workers)."""
+    import inspect
+
+    from kernel_lsp.config import ExecutorSettings
+    from kernel_lsp.run.executor import build_executor, executor_for
+    assert _names_used(executor_for, "settings") == ["settings.executor_settings"]
+    assert inspect.signature(build_executor).parameters["chosen"].annotation in (ExecutorSettings, "ExecutorSettings")
+
+
+def test_executor_settings_change_with_every_setting_the_executor_is_built_from():
+    from kernel_lsp.config import Settings, apply_overrides
+    changes = {"gpus": [0], "retries": 5, "runner": "ssh box kernel-lsp worker",
+               "runners": [["ssh", "a", "kernel-lsp", "worker"], "ssh b kernel-lsp worker"],
+               "sandbox": {"env": ["HF_HOME"]}, "llm": {"api-key-env": "MY_KEY"}, "device": "cpu", "workers": 3,
+               "executor": "ray", "ray_address": "auto"}
+    base = Settings().executor_settings()
+    for key, value in changes.items():
+        changed = apply_overrides(Settings(), {key: value}).executor_settings()
+        assert changed != base, key
+        assert changed == apply_overrides(Settings(), {key: value}).executor_settings(), key  # a value: equal again
+    for key in ("timeout", "verify", "seed", "targets"):  # a check's own settings keep the executor
+        value = {"timeout": 5, "verify": "change", "seed": 3, "targets": ["sm_80"]}[key]
+        assert apply_overrides(Settings(), {key: value}).executor_settings() == base, key
 
 
 def test_executor_the_language_server_rebuilds_its_workers_when_a_setting_that_built_them_changes():
-    from kernel_lsp.config import Settings
+    from kernel_lsp.config import Settings, apply_overrides
     from kernel_lsp.lsp.scheduler import Scheduler
     made = []
 
@@ -81,9 +97,10 @@ def test_executor_the_language_server_rebuilds_its_workers_when_a_setting_that_b
         return Fake()
     scheduler = Scheduler(None, Settings(), None, lambda req: None, executor_for)
     for change in ({"gpus": [0]}, {"retries": 5}, {"runners": [["ssh", "box", "kernel-lsp", "worker"]]},
-                   {"sandbox": {"enabled": False, "env": [], "writable": [], "network": False}}):
+                   {"sandbox": {"enabled": False, "env": [], "writable": [], "network": False}},
+                   {"sandbox": {"writable": ["/data"]}}, {"llm": {"api-key-env": "MY_KEY"}}):
         before = len(made)
-        scheduler.configure(Settings(**change), None)
+        scheduler.configure(apply_overrides(Settings(), change), None)
         assert len(made) == before + 1, change
-        scheduler.configure(Settings(**change), None)
+        scheduler.configure(apply_overrides(Settings(), change), None)
         assert len(made) == before + 1, change  # the same settings again: the same workers

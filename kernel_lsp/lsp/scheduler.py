@@ -7,8 +7,9 @@ for an adaptive debounce (50 to 500 ms, tracking the last run's time, like clang
 the thread only waits for it, so the event loop never blocks.
 
 The scheduler is given the function that checks a file and a factory of executors (the server passes
-`check.check_file` and `executor_for`); it makes the executor from the settings and remakes it when they change
-where checks run. Tests drive it in-process with fakes.
+`check.check_file` and `executor_for`); it makes the executor from the settings, and a new one whenever the part
+of them that builds it changes (`Settings.executor_settings()`: all that `executor_for` reads). Tests drive it
+in-process with fakes.
 """
 
 from __future__ import annotations
@@ -24,10 +25,10 @@ from typing import Awaitable, Callable
 
 from ..cache import Cache
 from ..check import CheckRequest
-from ..config import Settings, apply_overrides
+from ..config import ExecutorSettings, Settings, apply_overrides
 from ..jobs import Preview, Stage
 from ..model import FileReport, Finding
-from ..run.executor import Executor, executor_key
+from ..run.executor import Executor
 
 log = logging.getLogger(__name__)
 
@@ -92,7 +93,7 @@ class Scheduler:
         self.timeout_source = "`timeout` in [tool.kernel-lsp]"  # named in the timeout's message (the server sets it)
         self.restricted = False  # an untrusted workspace: discovery and linking only, no worker ever
         self.executor: Executor | None = None
-        self._executor_key: tuple | None = None
+        self.built_from: ExecutorSettings | None = None  # the settings the executor was built from
         self.docs: dict[str, Document] = {}
         self.workers = 0
         self.threads: ThreadPoolExecutor | None = None  # one thread per check at once; each waits on its worker
@@ -109,10 +110,10 @@ class Scheduler:
     def configure(self, settings: Settings, root: Path | None) -> None:
         self.settings, self.root = settings, root
         self.cache = Cache(settings.cache_path(root))
-        key = executor_key(settings)
-        if self.executor_for is not None and key != self._executor_key:
+        wanted = settings.executor_settings()
+        if self.executor_for is not None and wanted != self.built_from:
             old, self.executor = self.executor, self.executor_for(settings)
-            self._executor_key = key
+            self.built_from = wanted
             if old is not None:
                 for doc in self.docs.values():  # cancelled, not failed: the caller checks every document again
                     if doc.running is not None:

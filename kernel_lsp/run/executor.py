@@ -24,13 +24,13 @@ import os
 import threading
 from typing import Callable
 
-from ..config import Settings
+from ..config import ExecutorSettings, Settings
 from ..device import gpu_present
 from ..jobs import CheckJob, Preview, SandboxOptions, Stage
 from . import compile_warmer
 from .client import run_in_child
 from .outcome import WorkerOutcome
-from .persistent import PersistentWorker, local_command, parse_runner, sandbox_args, visible_gpus
+from .persistent import PersistentWorker, local_command, sandbox_args, visible_gpus
 from ..player.isolate import without_secrets
 from .pool import WarmPool
 from .sandbox import child_env, options_from
@@ -236,49 +236,42 @@ class HostExecutor(Executor):
         return self.workers.describe() if self.workers is not None else self.cpu.describe()
 
 
-def executor_key(settings: Settings) -> tuple:
-    """Every setting `executor_for` builds an executor from, as one value: a front end that keeps its executor (the
-    language server) makes a new one when this changes. tests/test_keys.py checks it reads every setting
-    executor_for reads."""
-    sandbox = options_from(settings)
-    return (settings.executor, settings.ray_address, settings.device, settings.retries, settings.workers,
-            tuple(settings.runner), tuple(tuple(c) for c in settings.runners), settings.llm["api_key_env"],
-            repr(settings.gpus), repr(sandbox.to_dict()), os.environ.get("KERNEL_LSP_WARM", "1"))
+def executor_for(settings: Settings, workers: int | None = None) -> Executor:
+    """The executor these settings ask for: built from `settings.executor_settings()` alone (build_executor), so a
+    front end that keeps its executor (the language server) knows when to build a new one. `workers` (the CLI's
+    --jobs) overrides `settings.workers` for local children."""
+    return build_executor(settings.executor_settings(), workers)
 
 
-def executor_for(settings: Settings, workers: int | None = None) -> HostExecutor:
-    """The executor these settings ask for. `workers` (the CLI's --jobs) overrides `settings.workers` for local
-    children.
+def build_executor(chosen: ExecutorSettings, workers: int | None = None) -> Executor:
+    """The executor `chosen` describes:
 
-    - a `runner`: one long-lived worker behind that command (jobs and their files travel over its stdio);
+    - a runner (or several): one long-lived worker behind each command (jobs and their files travel over its stdio);
     - a local GPU (and device not cpu): one long-lived worker per visible GPU (CUDA cannot be used in a forked
       child, and a fresh process per file pays seconds of imports and CUDA start-up); KERNEL_LSP_WARM=0 turns them
       off, and files then run one at a time in fresh processes, as parallel ones would share the GPU's memory;
-    - else local children forked from the warm zygote, `settings.workers` at a time;
+    - else local children forked from the warm zygote, `workers` at a time;
     - `executor = "ray"`: a Ray cluster instead (ray_executor.py; `workers` then caps its CPU jobs at once).
     """
-    if settings.executor == "ray":
+    options = options_from(chosen.sandbox)
+    if chosen.executor == "ray":
         from .ray_executor import RayExecutor
-        return RayExecutor(settings.ray_address or None, settings.device, options_from(settings), settings.retries,
-                           max_jobs=workers)
-    warm = os.environ.get("KERNEL_LSP_WARM", "1") != "0"
-    capacity = workers or settings.workers
-    on_gpu = settings.device != "cpu" and gpu_present()
-    if on_gpu and not warm and workers is None:
+        return RayExecutor(chosen.ray_address or None, chosen.device, options, chosen.retries, max_jobs=workers)
+    capacity = workers or chosen.workers
+    on_gpu = chosen.device != "cpu" and gpu_present()
+    if on_gpu and not chosen.warm and workers is None:
         capacity = 1
-    options = options_from(settings)
-    cpu = LocalExecutor(capacity, settings.device, sandbox=options)  # the zygote says per job whether it can fork it
-    commands = ([parse_runner(settings.runner)] if settings.runner else []) + [parse_runner(c) for c in settings.runners]
-    if commands:
-        return HostExecutor(cpu, WorkerPoolExecutor.runners(commands, settings.device, options,
-                                                            (settings.llm["api_key_env"],)))
-    if on_gpu and warm:
+    cpu = LocalExecutor(capacity, chosen.device, sandbox=options)  # the zygote says per job whether it can fork it
+    if chosen.runners:
+        return HostExecutor(cpu, WorkerPoolExecutor.runners([list(c) for c in chosen.runners], chosen.device,
+                                                            options, chosen.secrets))
+    if on_gpu and chosen.warm:
         try:
-            gpus = chosen_gpus(settings.gpus)
+            gpus = chosen_gpus(chosen.gpus if isinstance(chosen.gpus, str) else list(chosen.gpus))
         except NoSuchGPU as e:  # front ends check this first (check_gpus) and say it; here, every GPU serves
             log.warning("%s; using every GPU", e)
             gpus = None
-        return HostExecutor(cpu, WorkerPoolExecutor.local_gpus("cuda" if settings.device == "cuda" else "auto",
+        return HostExecutor(cpu, WorkerPoolExecutor.local_gpus("cuda" if chosen.device == "cuda" else "auto",
                                                                gpus, options))
     return HostExecutor(cpu)
 

@@ -48,13 +48,6 @@ def sandbox_args(sandbox: SandboxOptions | None) -> list[str]:
     return ["--sandbox", json.dumps(sandbox.to_dict())] if sandbox is not None else []
 
 
-def parse_runner(runner: str | list[str] | None) -> list[str]:
-    """The runner setting as an argument list: a list as given, a string split as a shell splits words."""
-    if not runner:
-        return []
-    return list(runner) if isinstance(runner, list) else shlex.split(runner)
-
-
 def visible_gpus() -> list[str]:
     """Indices of the NVIDIA GPUs this process may use, without importing torch: CUDA_VISIBLE_DEVICES when set,
     else the /dev/nvidiaN device nodes."""

@@ -19,7 +19,7 @@ import os
 import tempfile
 from pathlib import Path
 
-from ..config import Settings
+from ..config import SandboxSettings
 from ..checker.measure.gpu_lease import default_locks_folder
 from ..jobs import SandboxOptions
 from ..player import isolate
@@ -29,9 +29,9 @@ OWN = ("KERNEL_LSP_PARENT_PID", "KERNEL_LSP_PROFILE", "KERNEL_LSP_DEVICE", "KERN
        "KERNEL_LSP_LOG")
 
 
-def options_from(settings: Settings) -> SandboxOptions:
-    sb = settings.sandbox
-    return SandboxOptions(bool(sb["enabled"]), list(sb["env"]), list(sb["writable"]), bool(sb["network"]))
+def options_from(sandbox: SandboxSettings) -> SandboxOptions:
+    """The `sandbox` settings as the job carries them."""
+    return SandboxOptions(sandbox.enabled, list(sandbox.env), list(sandbox.writable), sandbox.network)
 
 
 def cache_folders(env: dict[str, str] | None = None) -> dict[str, str]:
