@@ -439,7 +439,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from .lsp.server import serve
+    from .lsp.main import serve
     serve()
     return EXIT_CLEAN
 

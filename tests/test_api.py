@@ -330,9 +330,9 @@ def test_api_reward_function_of_the_docs_scores_two_items(reward):
 def test_api_reward_from_six_threads_runs_at_most_capacity_checks(reward, monkeypatch):
     """Six threads calling the reward function on its one executor (capacity 2, the default workers) never run more
     than two checks at once: counted where the executor starts each check's child."""
-    from kernel_lsp.run import executor as executor_module
+    from kernel_lsp.run import local
 
-    real = executor_module.run_in_child
+    real = local.run_in_child
     now = peak = 0
     lock = threading.Lock()
 
@@ -349,7 +349,7 @@ def test_api_reward_from_six_threads_runs_at_most_capacity_checks(reward, monkey
             with lock:
                 now -= 1
 
-    monkeypatch.setattr(executor_module, "run_in_child", counted)
+    monkeypatch.setattr(local, "run_in_child", counted)
     assert reward.executor().capacity == 2
     correct = (CANDIDATES / "relu_kernel.py").read_text()
     scores = [None] * 6

@@ -92,6 +92,75 @@ def test_layers_the_allowed_table_has_no_cycle():
         visit(node, ())
 
 
+def module_name(path: Path) -> str:
+    """kernel_lsp.run.executor for kernel_lsp/run/executor.py; a package by its folder's name."""
+    parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def module_graph() -> dict[str, set[str]]:
+    """Each kernel_lsp module and the kernel_lsp modules it imports, at any depth in it (a function's import too:
+    an import moved into a function is how a circle hides), resolved to the module itself (`from . import x` is x
+    when x is a module, else the package)."""
+    paths = {module_name(p): p for p in PACKAGE.rglob("*.py")}
+    graph = {}
+    for name, path in paths.items():
+        deps = set()
+        for parts, names in imports_of(path):
+            base = ".".join(["kernel_lsp", *parts])
+            named = [f"{base}.{n}" for n in names]
+            deps.update(m for m in named if m in paths)
+            if not names or any(m not in paths for m in named):
+                deps.add(base)
+        graph[name] = {d for d in deps if d in paths} - {name}
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The import circles of `graph`: its strongly connected parts of more than one module (Tarjan), each sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            part = []
+            while True:
+                w = stack.pop()
+                part.append(w)
+                if w == v:
+                    break
+            if len(part) > 1:
+                found.append(sorted(part))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_layers_no_module_imports_itself_through_others():
+    """No import circles between modules, even inside one part (lsp/handlers and lsp/server were one, through a
+    server made at import time; run/executor and run/ray_executor another, through an import inside a function)."""
+    graph = module_graph()
+    assert "kernel_lsp.lsp.server" in graph["kernel_lsp.lsp.handlers"]  # the graph is read
+    assert cycles(graph) == []
+
+
+def test_layers_the_cycle_finder_finds_a_circle_through_three_modules():
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a", "d"}, "d": set(), "e": {"e"}}
+    assert cycles(graph) == [["a", "b", "c"]]
+
+
 # Front ends schedule and render: they reach workers only through the Executor seam (run/executor.py), never by
 # building pools or talking to a worker's process themselves. `kernel-lsp worker` (cli) starts serve.py's loop.
 FRONT_ENDS = {"cli", "lsp", "propose", "api"}
@@ -129,9 +198,10 @@ def test_layers_the_player_stands_alone(path: Path):
 
 # The parent (the CLI, the language server, the proposers, the batch API) never imports torch or triton: it reads
 # files and schedules; checked code and everything that needs torch run in worker processes.
-PARENT_MODULES = ["kernel_lsp.cli", "kernel_lsp.api", "kernel_lsp.check", "kernel_lsp.lsp.server",
-                  "kernel_lsp.lsp.handlers", "kernel_lsp.propose.loop", "kernel_lsp.run.executor",
-                  "kernel_lsp.run.ray_executor", "kernel_lsp.render.report"]
+PARENT_MODULES = ["kernel_lsp.cli", "kernel_lsp.api", "kernel_lsp.check", "kernel_lsp.lsp.main",
+                  "kernel_lsp.lsp.server", "kernel_lsp.lsp.handlers", "kernel_lsp.propose.loop",
+                  "kernel_lsp.run.executor", "kernel_lsp.run.local", "kernel_lsp.run.ray_executor",
+                  "kernel_lsp.render.report"]
 
 
 def test_layers_the_parent_never_imports_torch():

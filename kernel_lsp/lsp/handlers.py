@@ -1,4 +1,5 @@
-"""The LSP method handlers of `kernel-lsp serve`, one function per method, registered on `server`.
+"""The LSP method handlers of `kernel-lsp serve`, one function per method; `register(server)` puts them on a server
+(main.py's `create_server` does, for each server it makes: no server exists at import time).
 
 Handlers only parse requests, update the scheduler and render. A handler that fails is isolated by `_guard`:
 the failure is logged with its traceback, shown to the user once, and a request gets an InternalError response
@@ -13,6 +14,7 @@ import functools
 import os
 import threading
 import time
+from typing import Any, Callable
 
 from lsprotocol import types
 from pygls.exceptions import JsonRpcInternalError
@@ -21,7 +23,35 @@ from ..config import mask_secrets
 from .convert import path_of
 from .features import VERIFY_NOW, code_actions, code_lenses, hover_markdown, kernel_at, proposal_actions
 from .proposals import PROPOSE
-from .server import SECTION, KernelLanguageServer, log, server
+from .server import SECTION, KernelLanguageServer, log
+
+# The dispatch table: (LSP method, its registration options, handler), and (command, handler). The decorators below
+# fill it as the module loads; `register` hands it to a server.
+FEATURES: list[tuple[str, Any, Callable]] = []
+COMMANDS: list[tuple[str, Callable]] = []
+
+
+def feature(method: str, options: Any = None) -> Callable[[Callable], Callable]:
+    def add(fn: Callable) -> Callable:
+        FEATURES.append((method, options, fn))
+        return fn
+    return add
+
+
+def command(name: str) -> Callable[[Callable], Callable]:
+    def add(fn: Callable) -> Callable:
+        COMMANDS.append((name, fn))
+        return fn
+    return add
+
+
+def register(server: KernelLanguageServer) -> KernelLanguageServer:
+    """Every handler of this module on `server`; returns it."""
+    for method, options, fn in FEATURES:
+        server.feature(method, options)(fn)
+    for name, fn in COMMANDS:
+        server.command(name)(fn)
+    return server
 
 
 def _guard(fn):
@@ -43,7 +73,7 @@ def _guard(fn):
     return wrapper
 
 
-@server.feature(types.INITIALIZE)
+@feature(types.INITIALIZE)
 @_guard
 def initialize(ls: KernelLanguageServer, params: types.InitializeParams):
     root = params.root_uri or (params.workspace_folders[0].uri if params.workspace_folders else None)
@@ -57,7 +87,7 @@ def initialize(ls: KernelLanguageServer, params: types.InitializeParams):
         watch_parent(ls, params.process_id)
 
 
-@server.feature(types.INITIALIZED)
+@feature(types.INITIALIZED)
 @_guard
 async def initialized(ls: KernelLanguageServer, params):
     try:
@@ -74,13 +104,13 @@ async def initialized(ls: KernelLanguageServer, params):
                 ls.schedule(uri, save=save, immediate=immediate)
 
 
-@server.feature(types.TEXT_DOCUMENT_DID_OPEN)
+@feature(types.TEXT_DOCUMENT_DID_OPEN)
 @_guard
 def did_open(ls: KernelLanguageServer, params: types.DidOpenTextDocumentParams):
     ls.schedule(params.text_document.uri, save=True, immediate=True)
 
 
-@server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
+@feature(types.TEXT_DOCUMENT_DID_CHANGE)
 @_guard
 def did_change(ls: KernelLanguageServer, params: types.DidChangeTextDocumentParams):
     uri = params.text_document.uri
@@ -91,7 +121,7 @@ def did_change(ls: KernelLanguageServer, params: types.DidChangeTextDocumentPara
     ls.schedule(uri, save=caught_up, immediate=caught_up)
 
 
-@server.feature(types.TEXT_DOCUMENT_DID_SAVE, types.SaveOptions(include_text=True))
+@feature(types.TEXT_DOCUMENT_DID_SAVE, types.SaveOptions(include_text=True))
 @_guard
 def did_save(ls: KernelLanguageServer, params: types.DidSaveTextDocumentParams):
     uri = params.text_document.uri
@@ -108,7 +138,7 @@ def did_save(ls: KernelLanguageServer, params: types.DidSaveTextDocumentParams):
     ls.schedule(uri, save=True, immediate=True)
 
 
-@server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
+@feature(types.TEXT_DOCUMENT_DID_CLOSE)
 @_guard
 def did_close(ls: KernelLanguageServer, params: types.DidCloseTextDocumentParams):
     uri = params.text_document.uri
@@ -119,7 +149,7 @@ def did_close(ls: KernelLanguageServer, params: types.DidCloseTextDocumentParams
         ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
 
 
-@server.feature(types.TEXT_DOCUMENT_HOVER)
+@feature(types.TEXT_DOCUMENT_HOVER)
 @_guard
 def hover(ls: KernelLanguageServer, params: types.HoverParams):
     doc = ls.scheduler.docs.get(params.text_document.uri)
@@ -132,14 +162,14 @@ def hover(ls: KernelLanguageServer, params: types.HoverParams):
     return types.Hover(contents=types.MarkupContent(types.MarkupKind.Markdown, hover_markdown(doc, kernel, chart)))
 
 
-@server.feature(types.TEXT_DOCUMENT_CODE_LENS, types.CodeLensOptions(resolve_provider=False))
+@feature(types.TEXT_DOCUMENT_CODE_LENS, types.CodeLensOptions(resolve_provider=False))
 @_guard
 def code_lens(ls: KernelLanguageServer, params: types.CodeLensParams):
     doc = ls.scheduler.docs.get(params.text_document.uri)
     return code_lenses(doc) if doc is not None else []
 
 
-@server.feature(types.TEXT_DOCUMENT_CODE_ACTION, types.CodeActionOptions(
+@feature(types.TEXT_DOCUMENT_CODE_ACTION, types.CodeActionOptions(
     code_action_kinds=[types.CodeActionKind.QuickFix, types.CodeActionKind.RefactorRewrite,
                        types.CodeActionKind.Source]))
 @_guard
@@ -151,7 +181,7 @@ def code_action(ls: KernelLanguageServer, params: types.CodeActionParams):
     return proposal_actions(doc, params, llm, timed) + code_actions(doc, params)
 
 
-@server.command(PROPOSE)
+@command(PROPOSE)
 def propose_command(ls: KernelLanguageServer, uri: str, version: int | None, mode: str, kernel: str | None = None):
     """Start a fix, optimize or tune request; it runs in the background with its own progress (proposals.py)."""
     if mode not in ("fix", "optimize", "tune"):
@@ -164,7 +194,7 @@ def propose_command(ls: KernelLanguageServer, uri: str, version: int | None, mod
     return None
 
 
-@server.command(VERIFY_NOW)
+@command(VERIFY_NOW)
 def verify_now(ls: KernelLanguageServer, uri: str):
     """Verify a document now, even if its result is cached (the editor's "Verify again now")."""
     try:
@@ -178,7 +208,7 @@ def verify_now(ls: KernelLanguageServer, uri: str):
     return None
 
 
-@server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
+@feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
 @_guard
 async def did_change_configuration(ls: KernelLanguageServer, params: types.DidChangeConfigurationParams):
     if isinstance(params.settings, dict) and isinstance(params.settings.get(SECTION), dict):
@@ -190,7 +220,7 @@ async def did_change_configuration(ls: KernelLanguageServer, params: types.DidCh
         ls.schedule(uri, save=True, immediate=True)
 
 
-@server.feature(types.SHUTDOWN)
+@feature(types.SHUTDOWN)
 @_guard
 def shutdown(ls: KernelLanguageServer, params):
     ls.stop_everything()

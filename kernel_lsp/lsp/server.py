@@ -1,7 +1,8 @@
 """`kernel-lsp serve`: a pygls server over stdio that keeps every open Triton file's diagnostics current.
 
 This module holds the session: settings, the scheduler and its hooks (publish, progress, status), document
-scheduling, file watching. The LSP method handlers are in handlers.py. The engine runs in worker processes;
+scheduling, file watching. The LSP method handlers are in handlers.py; main.py builds a server with them
+(`create_server`) and runs it. The engine runs in worker processes;
 torch and triton are never imported here.
 """
 
@@ -9,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import time
 from pathlib import Path
 from typing import Any
@@ -266,21 +266,3 @@ class KernelLanguageServer(LanguageServer):
         self.scheduler.shutdown()
         if self.observer is not None:
             self.observer.stop()
-
-
-server = KernelLanguageServer()
-
-
-def serve() -> None:
-    from . import handlers  # noqa: F401  (registers the LSP method handlers on `server`)
-    from .transport import install
-    install()
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
-    # pygls logs every message it sends at INFO: that floods the editor's output channel (and costs time on
-    # large diagnostics). KERNEL_LSP_LOG=debug brings it back.
-    if os.environ.get("KERNEL_LSP_LOG", "").lower() != "debug":
-        logging.getLogger("pygls").setLevel(logging.WARNING)
-    try:
-        server.start_io()
-    finally:
-        server.stop_everything()

@@ -49,7 +49,7 @@ from ..codes import severity_of
 from ..config import ConfigError
 from ..jobs import CheckJob, Done, FindingEvent, LIVE, SandboxOptions, Stat, event_to_dict
 from ..model import Finding, Span
-from .executor import Executor, LocalExecutor, OnEvent, WorkerPoolExecutor
+from .local import Executor, LocalExecutor, OnEvent, WorkerPoolExecutor
 from .outcome import WorkerOutcome
 from .protocol import PROTOCOL, decode_event, mismatch, outcome_from_dict, outcome_to_dict
 from .serve import place_files

@@ -40,3 +40,21 @@ async def test_handlers_success_passes_the_result_through():
 
     ls = FakeServer()
     assert await code_action(ls, None) == ["an action"] and ls.messages == []
+
+
+def test_handlers_each_server_the_factory_makes_has_every_handler_and_none_is_made_at_import():
+    """The server is made by `create_server()` (esbonio's way), not at import: server.py once built one as it loaded,
+    and handlers.py imported it to register on, so the two imported each other."""
+    from kernel_lsp.lsp import handlers, server
+    from kernel_lsp.lsp.main import create_server
+    assert not [name for name, value in vars(server).items() if isinstance(value, server.KernelLanguageServer)]
+    one, two = create_server(), create_server()
+    try:
+        assert one is not two
+        for made in (one, two):
+            assert set(made.protocol.fm.features) >= {method for method, _, _ in handlers.FEATURES}
+            assert {types.INITIALIZE, types.TEXT_DOCUMENT_DID_SAVE, types.SHUTDOWN} <= set(made.protocol.fm.features)
+            assert set(made.protocol.fm.commands) == {name for name, _ in handlers.COMMANDS}
+    finally:
+        one.stop_everything()
+        two.stop_everything()

@@ -14,6 +14,7 @@ import pytest
 from kernel_lsp.check import CheckRequest, check_file
 from kernel_lsp.config import Settings, apply_overrides
 from kernel_lsp.run import executor as ex
+from kernel_lsp.run import local
 from tests.conftest import CORPUS, run_cli
 
 FAKE_GPU_WORKER = r'''
@@ -41,7 +42,7 @@ def fake_gpus(tmp_path, monkeypatch):
     script.write_text(FAKE_GPU_WORKER)
     monkeypatch.setattr(ex, "gpu_present", lambda: True)
     monkeypatch.setattr(ex, "visible_gpus", lambda: ["0", "1", "2"])
-    monkeypatch.setattr(ex, "local_command", lambda device, sandbox=None: [sys.executable, str(script)])
+    monkeypatch.setattr(local, "local_command", lambda device, sandbox=None: [sys.executable, str(script)])
     return tmp_path
 
 
