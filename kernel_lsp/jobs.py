@@ -11,6 +11,7 @@ adds up), and `Done` when the job ended normally. A job that dies sends no `Done
 
 from __future__ import annotations
 
+import enum
 from dataclasses import dataclass, field
 from typing import Any, Union
 
@@ -93,6 +94,13 @@ class RerunOptions(Record):
     sizes: dict[str, int] = field(default_factory=dict)  # the verifier's CPU sizes: the interpreter's cost per call
 
 
+class JobKind(enum.StrEnum):
+    """What a worker does with a CheckJob. A string on the wire (its value), a member everywhere else: a kind no
+    worker knows is refused where the job is read (protocol.decode, read_job), not deep in a worker."""
+
+    CHECK = "check"  # one file's stages: load, capture, compile, verify, evidence, measure (checker/pipeline.py)
+
+
 @dataclass
 class CheckJob(Record):
     """One file to load, capture, compile and verify in a worker."""
@@ -109,7 +117,7 @@ class CheckJob(Record):
     measure: MeasureOptions = field(default_factory=MeasureOptions)
     sandbox: SandboxOptions = field(default_factory=SandboxOptions)
     rerun: RerunOptions = field(default_factory=RerunOptions)
-    kind: str = "check"  # check; rerun-prepare and rerun-judge (the isolated re-run's steps)
+    kind: JobKind = JobKind.CHECK
 
 
 # Events --------------------------------------------------------------------------------------------------

@@ -68,6 +68,8 @@ class Record:
 
 
 def _encode(value: Any) -> Any:
+    if isinstance(value, enum.Enum):
+        return value.value
     if isinstance(value, Record):
         return value.to_dict()
     if isinstance(value, (Span, Finding)):
@@ -103,6 +105,8 @@ def _decode(hint: Any, value: Any) -> Any:
         return {k: _decode(item, v) for k, v in value.items()}
     if isinstance(hint, type) and issubclass(hint, (Record, Span, Finding)) and isinstance(value, dict):
         return hint.from_dict(value)
+    if isinstance(hint, type) and issubclass(hint, enum.Enum):
+        return hint(value)  # ValueError for a member this version does not know
     return value
 
 

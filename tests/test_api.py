@@ -18,7 +18,7 @@ import pytest
 
 from kernel_lsp.api import Item, Result, evaluate, evaluate_async
 from kernel_lsp.config import Settings
-from kernel_lsp.jobs import Stage
+from kernel_lsp.jobs import JobKind, Stage
 from kernel_lsp.run.executor import Executor, LocalExecutor
 from kernel_lsp.run.outcome import WorkerOutcome
 from tests.conftest import CORPUS, FIXTURES, ROOT
@@ -214,7 +214,7 @@ def test_api_identical_items_are_checked_once(local, monkeypatch):
     run = local.run
 
     def counted(job, *args, **kwargs):
-        if job.kind == "check":
+        if job.kind is JobKind.CHECK:
             checks.append(job.path)
         return run(job, *args, **kwargs)
 
@@ -330,15 +330,15 @@ def test_api_reward_function_of_the_docs_scores_two_items(reward):
 def test_api_reward_from_six_threads_runs_at_most_capacity_checks(reward, monkeypatch):
     """Six threads calling the reward function on its one executor (capacity 2, the default workers) never run more
     than two checks at once: counted where the executor starts each check's child."""
-    from kernel_lsp.run import local
+    from kernel_lsp.run import local as local_module
 
-    real = local.run_in_child
+    real = local_module.run_in_child
     now = peak = 0
     lock = threading.Lock()
 
     def counted(job, *args, **kwargs):
         nonlocal now, peak
-        if job.kind != "check":
+        if job.kind is not JobKind.CHECK:
             return real(job, *args, **kwargs)
         with lock:
             now += 1
@@ -349,7 +349,7 @@ def test_api_reward_from_six_threads_runs_at_most_capacity_checks(reward, monkey
             with lock:
                 now -= 1
 
-    monkeypatch.setattr(local, "run_in_child", counted)
+    monkeypatch.setattr(local_module, "run_in_child", counted)
     assert reward.executor().capacity == 2
     correct = (CANDIDATES / "relu_kernel.py").read_text()
     scores = [None] * 6

@@ -16,7 +16,7 @@ import sys
 import traceback
 
 from ..codes import severity_of
-from ..jobs import CheckJob, Device, Done, FindingEvent, Stat
+from ..jobs import CheckJob, Device, Done, FindingEvent, JobKind, Stat
 from ..model import Finding, Span
 from . import players
 from .protocol import EventWriter, read_job
@@ -97,7 +97,7 @@ def main(argv: list[str]) -> int:
         emit = EventWriter.emit  # the original: what the checked code may replace, the last findings bypass
         from .sandbox import enter
         w.emit(Stat("sandbox", 1 if job.sandbox.enabled else 0))
-        if job.kind == "check":
+        if job.kind is JobKind.CHECK:
             players.prestart(job.device)  # before this process confines itself
         confined = enter(job.sandbox, workdir)
         if os.environ.get("KERNEL_LSP_LOG") == "debug":
@@ -105,7 +105,7 @@ def main(argv: list[str]) -> int:
         try:
             job.device = choose_device(job.device)
             w.emit(Device(job.device))
-            if job.kind == "check":
+            if job.kind is JobKind.CHECK:
                 from ..checker.problem.loader import warm_meta_device
                 from ..checker.pipeline import run_check
                 from .tamper import Snapshot, finding_for

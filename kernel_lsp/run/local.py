@@ -83,8 +83,7 @@ class LocalExecutor(Executor):
         self.pool = WarmPool(child_env(self.sandbox)) if warm else None
         # At most `capacity` checks at once, whoever calls: several threads sharing one executor (a reward function
         # called from a thread pool) would otherwise run as many children as they have threads, and on a small
-        # machine the checks' own timeouts then count the contention against the checked code. A job's isolated
-        # re-run steps (kinds other than "check") run inside its slot, so they are not counted again.
+        # machine the checks' own timeouts then count the contention against the checked code.
         self._slots = threading.BoundedSemaphore(self.capacity)
 
     def run(self, job, files=None, timeout=60.0, on_event=None, cancel=None) -> WorkerOutcome:

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from kernel_lsp.jobs import CheckJob, LinkSpec, event_to_dict, Stage
+from kernel_lsp.jobs import CheckJob, JobKind, LinkSpec, event_to_dict, Stage
 from kernel_lsp.model import Span
 from kernel_lsp.run import protocol as p
 
@@ -62,3 +62,19 @@ def test_protocol_a_newer_worker_is_refused_naming_its_version():
 def test_protocol_lines_that_are_not_ours_are_protocol_errors(line, says):
     with pytest.raises(p.ProtocolError, match=says):
         p.decode(line)
+
+
+def test_protocol_a_jobs_kind_is_typed_and_travels_as_its_string():
+    """CheckJob.kind is a JobKind: the line carries "check", as it did when the kind was a bare string, and the worker
+    reads back the member, not a string that any typo would have matched nothing against."""
+    line = p.encode(p.RunJob(7, _job()))
+    assert json.loads(line)["job"]["kind"] == "check"
+    job = p.decode(line).job
+    assert job.kind is JobKind.CHECK and type(job.kind) is JobKind
+
+
+def test_protocol_a_job_of_a_kind_no_worker_knows_is_a_protocol_error():
+    raw = json.loads(p.encode(p.RunJob(7, _job())))
+    raw["job"]["kind"] = "rerun-judge"  # a kind of older versions
+    with pytest.raises(p.ProtocolError, match="malformed RunJob: 'rerun-judge' is not a valid JobKind"):
+        p.decode(json.dumps(raw))
