@@ -152,7 +152,7 @@ def _check_file(req: CheckRequest) -> tuple[FileReport, str | None]:
     job = CheckJob(path=str(path), link=link_spec, kernels=kernel_refs(found.kernels), anchor=linked.link.anchor,
                    targets=list(req.settings.targets), seed=req.settings.seed, verify=req.settings.verification,
                    device=req.settings.device, measure=measure_options(req.settings, source),
-                   sandbox=options_from(req.settings.sandbox_settings()))
+                   sandbox=options_from(req.settings.sandbox))
     job.rerun.enabled = req.settings.isolated_rerun
     job.measure.against = req.measure_against
     outcome = _run_worker(req, job, source, report.dependencies)
@@ -171,11 +171,11 @@ def measure_options(settings: Settings, source: str) -> MeasureOptions:
     """The measure stage's options: the `measure` settings, with `flops=` / `bytes=` from the file's pragmas."""
     m = settings.measure
     declared = {k: v for _, kv in parse_pragmas(source) for k, v in kv.items() if k in ("flops", "bytes")}
-    return MeasureOptions(enabled=m["mode"] != "off", cache=m["cache"], compile=m["compile"],
-                          compile_severity=m["compile_severity"], budget_s=float(m["seconds"]),
-                          precision=float(m["precision"]), time=m["time"],
-                          flops=declared.get("flops", None if m["flops"] is None else str(m["flops"])),
-                          bytes=declared.get("bytes", None if m["bytes"] is None else str(m["bytes"])))
+    return MeasureOptions(enabled=m.mode != "off", cache=m.cache, compile=m.compile,
+                          compile_severity=m.compile_severity, budget_s=float(m.seconds),
+                          precision=float(m.precision), time=m.time,
+                          flops=declared.get("flops", None if m.flops is None else str(m.flops)),
+                          bytes=declared.get("bytes", None if m.bytes is None else str(m.bytes)))
 
 
 def shipped_files(source: str, job: CheckJob, dependencies: list[str]) -> dict[str, str]:

@@ -116,7 +116,7 @@ def _settings_for(args: argparse.Namespace) -> tuple[Settings, Path]:
     if args.no_verify:
         extra["verification"] = False
     if args.no_measure:
-        extra["measure"] = {**settings.measure, "mode": "off"}
+        extra["measure"] = {"mode": "off"}
     settings = apply_overrides(settings, extra)
     if (settings.device == "cuda" and not (settings.runner or settings.runners) and settings.executor == "local"
             and not gpu_present()):
@@ -380,7 +380,7 @@ def cmd_optimize(args: argparse.Namespace) -> int:
         raise UsageError("--rounds: expected 1 to 10")
     args.paths = [args.file]
     settings, root = _settings_for(args)
-    if args.mode in ("fix", "optimize") and not settings.llm.get("endpoint"):
+    if args.mode in ("fix", "optimize") and not settings.llm.endpoint:
         raise UsageError(f"--mode {args.mode} needs an LLM: set [tool.kernel-lsp.llm] endpoint (and model), "
                          "see docs/code-actions.md; --mode tune needs none")
     untimed = settings.timing_unavailable() if args.mode in ("optimize", "tune") else None

@@ -1,8 +1,12 @@
-"""Settings: one dataclass, one loader for pyproject.toml, LSP settings and CLI flags.
+"""Settings: nested dataclasses with defaults (`Settings`, its tables `LLMSettings`, `MeasureSettings` and
+`SandboxSettings`), and one converter from the plain data of pyproject.toml, LSP settings and CLI flags to them
+(`apply_overrides`), after jedi-language-server's configuration.
 
 Precedence, lowest first: defaults, `[tool.kernel-lsp]` in the nearest pyproject.toml, then explicit overrides
-(CLI flags or the editor's `workspace/configuration`). A bad value raises `ConfigError` naming the key; front
-ends show it and fall back to defaults.
+(CLI flags or the editor's `workspace/configuration`). A key may be spelled in kebab-case, camelCase or snake_case
+(`field_name`: one rule for every table). An unknown key or a bad value raises `ConfigError` naming the key; front
+ends show it and fall back to defaults. The tables are frozen values; `Settings.executor_settings()` is the part
+an executor is built from.
 """
 
 from __future__ import annotations
@@ -68,27 +72,43 @@ _KEY_HINT = (", which looks like an API key itself: keep the key out of the sett
              "(export OPENAI_API_KEY=...), and give api-key-env that variable's name")
 VERIFY_TRIGGERS = ("save", "change", "off")
 EXECUTORS = ("local", "ray")  # where jobs run: this machine (its CPUs, GPUs or runner), or a Ray cluster
-# The LLM behind the fix and optimize code actions (docs/code-actions.md): where, which model, the *name* of the
-# variable holding its key, and the budget of one request (candidates per round, rounds, tokens, seconds).
-LLM_DEFAULTS: dict[str, Any] = {"endpoint": "", "model": "", "api_key_env": "OPENAI_API_KEY", "temperature": 0.2,
-                                "candidates": 2, "rounds": 2, "max_tokens": 60000, "max_seconds": 600}
-_LLM_KEYS = {"endpoint": "endpoint", "model": "model", "api_key_env": "api_key_env", "api-key-env": "api_key_env",
-             "apiKeyEnv": "api_key_env", "temperature": "temperature", "candidates": "candidates",
-             "rounds": "rounds", "max_tokens": "max_tokens", "max-tokens": "max_tokens", "maxTokens": "max_tokens",
-             "max_seconds": "max_seconds", "max-seconds": "max_seconds", "maxSeconds": "max_seconds"}
-# The measure stage (docs/performance-method.md): mode auto times verified kernels wherever they run on a GPU.
-MEASURE_DEFAULTS: dict[str, Any] = {"mode": "auto", "cache": "cold", "compile": True, "compile_severity": "info",
-                                    "seconds": 1.0, "precision": 0.005, "flops": None, "bytes": None,
-                                    "time": "wall"}
-_MEASURE_SPELLINGS = {"compile-severity": "compile_severity", "compileSeverity": "compile_severity"}
-# The sandbox of processes that run checked code (docs/verification.md): on by default; `env` names variables passed
-# through besides the allowlist, `writable` folders besides the private one and the compile caches.
-SANDBOX_DEFAULTS: dict[str, Any] = {"enabled": True, "env": [], "writable": [], "network": False}
+
+
+@dataclass(frozen=True)
+class LLMSettings:
+    """The `llm` table: the LLM behind the fix and optimize code actions (docs/code-actions.md): where, which model,
+    the *name* of the variable holding its key (never the key), and the budget of one request."""
+
+    endpoint: str = ""  # any OpenAI-compatible endpoint
+    model: str = ""
+    api_key_env: str = "OPENAI_API_KEY"
+    temperature: float = 0.2
+    candidates: int = 2  # per round
+    rounds: int = 2
+    max_tokens: int = 60000
+    max_seconds: int = 600
+
+
+@dataclass(frozen=True)
+class MeasureSettings:
+    """The `measure` table: timing against PyTorch on a GPU (docs/performance-method.md); mode auto times verified
+    kernels wherever they run on a GPU."""
+
+    mode: str = "auto"  # auto or off
+    cache: str = "cold"  # cold: L2 flushed before every timed call; hot: not
+    compile: bool = True  # also time torch.compile of the reference
+    compile_severity: str = "info"  # of KL401: info or warning
+    seconds: float = 1.0  # interleaved timing budget per file
+    precision: float = 0.005  # stop sooner once every interval is this tight; 0: never
+    flops: float | str | None = None  # declared work: a number, or a function of the reference module
+    bytes: float | str | None = None
+    time: str = "wall"  # wall (back to back, host launch included) or gpu
 
 
 @dataclass(frozen=True)
 class SandboxSettings:
-    """The `sandbox` table as a value (run/sandbox.py turns it into the job's SandboxOptions)."""
+    """The `sandbox` table: the sandbox of processes that run checked code (docs/verification.md), on by default
+    (run/sandbox.py turns it into the job's SandboxOptions)."""
 
     enabled: bool = True
     env: tuple[str, ...] = ()  # variables passed through besides the allowlist
@@ -126,19 +146,16 @@ class Settings:
     verification: bool = True  # run the numeric verifier after compiling
     isolated_rerun: bool = True  # after a file passes, re-run it where it cannot see the checker (evidence.py)
     seed: int = 0
-    # The LLM behind the "fix" and "optimize" code actions: any OpenAI-compatible endpoint. Only the *name* of
-    # the environment variable holding the API key is configured, never the key.
-    llm: dict[str, str] = field(default_factory=lambda: dict(LLM_DEFAULTS))
-    # Timing against PyTorch on a GPU, and where that GPU is: a command that starts `kernel-lsp worker` (split as a
-    # shell splits words), e.g. ["ssh", "gpu-box", "kernel-lsp", "worker"]; empty: this machine.
-    measure: dict[str, Any] = field(default_factory=lambda: dict(MEASURE_DEFAULTS))
+    llm: LLMSettings = field(default_factory=LLMSettings)
+    measure: MeasureSettings = field(default_factory=MeasureSettings)
+    # Where the GPU is: a command that starts `kernel-lsp worker` (split as a shell splits words), e.g.
+    # ["ssh", "gpu-box", "kernel-lsp", "worker"]; empty: this machine.
     runner: list[str] = field(default_factory=list)
     # More runner commands, one worker each (files go to whichever is free): each a string or a list of arguments.
     runners: list[list[str]] = field(default_factory=list)
     # The local GPUs to use, one long-lived worker each: "all" (every visible GPU) or a list of indices.
     gpus: Any = "all"
-    sandbox: dict[str, Any] = field(default_factory=lambda: {k: (list(v) if isinstance(v, list) else v)
-                                                             for k, v in SANDBOX_DEFAULTS.items()})
+    sandbox: SandboxSettings = field(default_factory=SandboxSettings)
     # Where jobs run (docs/scale-out.md): "local", or "ray" (a Ray cluster at `ray_address`, "host:port" of its head or
     # "auto"; empty: a local cluster started for the run). A job whose Ray worker or node is lost runs again, at most
     # `retries` times.
@@ -162,7 +179,7 @@ class Settings:
         if not (isinstance(self.workers, int) and 1 <= self.workers <= 64):
             raise ConfigError(f"workers: expected an integer from 1 to 64, got {self.workers!r}")
         # A key pasted where a URL or a variable's name belongs is refused, and the message masks it (ConfigError).
-        endpoint, key_env = self.llm.get("endpoint", ""), self.llm.get("api_key_env", "")
+        endpoint, key_env = self.llm.endpoint, self.llm.api_key_env
         pasted = isinstance(endpoint, str) and looks_like_secret(endpoint)
         if pasted or not isinstance(endpoint, str) or not re.fullmatch(r"(https?://\S+)?", endpoint):
             raise ConfigError(f"llm.endpoint: expected an http(s) URL, got {endpoint!r}" + _KEY_HINT * pasted)
@@ -170,7 +187,7 @@ class Settings:
         if pasted or not isinstance(key_env, str) or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", key_env):
             raise ConfigError("llm.api-key-env: expected the name of an environment variable, such as "
                               f"OPENAI_API_KEY, got {key_env!r}" + _KEY_HINT * pasted)
-        if not isinstance(self.llm.get("model", ""), str):
+        if not isinstance(self.llm.model, str):
             raise ConfigError("llm.model: expected a model name")
         _validate_llm_budget(self.llm)
         _validate_measure(self.measure)
@@ -223,36 +240,50 @@ class Settings:
         return ExecutorSettings(
             self.executor, self.ray_address, self.device, self.workers, self.retries,
             tuple(tuple(_split_command("runner", c) if isinstance(c, str) else c) for c in runners),
-            self.gpus if isinstance(self.gpus, str) else tuple(self.gpus), self.sandbox_settings(),
-            (self.llm["api_key_env"],), os.environ.get("KERNEL_LSP_WARM", "1") != "0")
-
-    def sandbox_settings(self) -> SandboxSettings:
-        sb = self.sandbox
-        return SandboxSettings(bool(sb["enabled"]), tuple(sb["env"]), tuple(sb["writable"]), bool(sb["network"]))
+            self.gpus if isinstance(self.gpus, str) else tuple(self.gpus), self.sandbox, (self.llm.api_key_env,),
+            os.environ.get("KERNEL_LSP_WARM", "1") != "0")
 
     def fingerprint(self) -> dict[str, Any]:
         """The settings that change a check's result, for the cache key."""
         return {"targets": sorted(self.targets), "verification": self.verification, "seed": self.seed,
                 "isolated_rerun": self.isolated_rerun,
-                "device": self.device, "measure": self.measure, "runner": self.runner or bool(self.runners),
-                "sandbox": {k: self.sandbox[k] for k in ("enabled", "network")}}
+                "device": self.device, "measure": dataclasses.asdict(self.measure),
+                "runner": self.runner or bool(self.runners),
+                "sandbox": {"enabled": self.sandbox.enabled, "network": self.sandbox.network}}
 
 
 _FIELDS = {f.name: f for f in dataclasses.fields(Settings)}
-_ALIASES = {"cache-dir": "cache_dir"}
-_LLM_EDITOR_SPELLING = {"endpoint": "endpoint", "model": "model", "api_key_env": "apiKeyEnv",
-                        "max_tokens": "maxTokens", "max_seconds": "maxSeconds"}
-_MEASURE_EDITOR_SPELLING = {"compile_severity": "compileSeverity"}
+
+
+def field_name(key: str) -> str:
+    """The field a key names, however it is spelled: kebab-case (pyproject.toml: `api-key-env`), camelCase (the
+    editor: `apiKeyEnv`) or snake_case (`api_key_env`). The one spelling rule of every table."""
+    return re.sub(r"(?<=[a-z0-9])([A-Z])", lambda m: "_" + m.group(1).lower(), key).replace("-", "_")
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(word.capitalize() for word in rest)
+
+
+def _spelled(table: type) -> str:
+    """The keys of a table as pyproject.toml spells them, for messages: "endpoint, model, api-key-env, ..."."""
+    return ", ".join(f.name.replace("_", "-") for f in dataclasses.fields(table))
 
 
 def settings_manifest() -> dict[str, Any]:
     """The settings the server accepts, with their defaults, as kernel_lsp/schemas/settings.json records them for
-    the editor extension's tests (`python -m kernel_lsp.config` prints it). The `llm` keys in the editor's spelling."""
+    the editor extension's tests (`python -m kernel_lsp.config` prints it). The `llm` and `measure` keys in the
+    editor's spelling."""
     defaults = Settings()
+
+    def plain(value: Any) -> Any:
+        return list(value) if isinstance(value, tuple) else value
     top = {name: getattr(defaults, name) for name in _FIELDS if name not in ("llm", "measure", "sandbox")}
-    llm = {_LLM_EDITOR_SPELLING.get(k, k): v for k, v in defaults.llm.items()}
-    measure = {_MEASURE_EDITOR_SPELLING.get(k, k): v for k, v in defaults.measure.items()}
-    return {"settings": top, "llm": llm, "measure": measure, "sandbox": dict(defaults.sandbox)}
+    llm = {_camel(k): v for k, v in dataclasses.asdict(defaults.llm).items()}
+    measure = {_camel(k): v for k, v in dataclasses.asdict(defaults.measure).items()}
+    return {"settings": top, "llm": llm, "measure": measure,
+            "sandbox": {k: plain(v) for k, v in dataclasses.asdict(defaults.sandbox).items()}}
 
 
 def _validate_references(references: Any) -> None:
@@ -260,7 +291,7 @@ def _validate_references(references: Any) -> None:
         raise ConfigError("references: expected a table of glob = \"reference path\"")
     for glob, target in references.items():
         name = f"references.{glob}" if re.fullmatch(r"[\w-]+", glob) else f"references.{json.dumps(glob)}"
-        if glob.replace("-", "_") in _FIELDS or glob in _ALIASES:
+        if field_name(glob) in _FIELDS:
             # The sample's trap: TOML puts every key after the [tool.kernel-lsp.references] header into that table.
             raise ConfigError(f"{name}: {glob} is a setting, not a glob; the lines after the "
                               "[tool.kernel-lsp.references] header belong to that table: move it above the header")
@@ -269,39 +300,37 @@ def _validate_references(references: Any) -> None:
                               f"{type(target).__name__} {target!r}")
 
 
-def _validate_llm_budget(llm: dict[str, Any]) -> None:
-    t = llm.get("temperature")
+def _validate_llm_budget(llm: LLMSettings) -> None:
+    t = llm.temperature
     if isinstance(t, bool) or not isinstance(t, (int, float)) or not 0 <= t <= 2:
         raise ConfigError(f"llm.temperature: expected a number from 0 to 2, got {t!r}")
-    for key, spelled, low, high in (("candidates", "candidates", 1, 16), ("rounds", "rounds", 1, 10),
-                                    ("max_tokens", "max-tokens", 1000, 10_000_000),
-                                    ("max_seconds", "max-seconds", 10, 86_400)):
-        v = llm.get(key)
+    for key, low, high in (("candidates", 1, 16), ("rounds", 1, 10), ("max_tokens", 1000, 10_000_000),
+                           ("max_seconds", 10, 86_400)):
+        v = getattr(llm, key)
         if isinstance(v, bool) or not isinstance(v, int) or not low <= v <= high:
-            raise ConfigError(f"llm.{spelled}: expected an integer from {low} to {high}, got {v!r}")
+            raise ConfigError(f"llm.{key.replace('_', '-')}: expected an integer from {low} to {high}, got {v!r}")
 
 
-def _validate_measure(m: dict[str, Any]) -> None:
-    if m.get("mode") not in ("auto", "off"):
-        raise ConfigError(f"measure.mode: expected auto or off, got {m.get('mode')!r}")
-    if m.get("time") not in ("wall", "gpu"):
-        raise ConfigError(f"measure.time: expected wall (back to back, host launch included) or gpu, "
-                          f"got {m.get('time')!r}")
-    if m.get("cache") not in ("cold", "hot"):
-        raise ConfigError(f"measure.cache: expected cold or hot, got {m.get('cache')!r}")
-    if not isinstance(m.get("compile"), bool):
-        raise ConfigError(f"measure.compile: expected true or false, got {m.get('compile')!r}")
-    if m.get("compile_severity") not in ("info", "warning"):
-        raise ConfigError(f"measure.compile-severity: expected info or warning, got {m.get('compile_severity')!r}")
-    seconds = m.get("seconds")
+def _validate_measure(m: MeasureSettings) -> None:
+    if m.mode not in ("auto", "off"):
+        raise ConfigError(f"measure.mode: expected auto or off, got {m.mode!r}")
+    if m.time not in ("wall", "gpu"):
+        raise ConfigError(f"measure.time: expected wall (back to back, host launch included) or gpu, got {m.time!r}")
+    if m.cache not in ("cold", "hot"):
+        raise ConfigError(f"measure.cache: expected cold or hot, got {m.cache!r}")
+    if not isinstance(m.compile, bool):
+        raise ConfigError(f"measure.compile: expected true or false, got {m.compile!r}")
+    if m.compile_severity not in ("info", "warning"):
+        raise ConfigError(f"measure.compile-severity: expected info or warning, got {m.compile_severity!r}")
+    seconds = m.seconds
     if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not 0 < seconds <= 60:
         raise ConfigError(f"measure.seconds: expected a number of seconds from 0 to 60, got {seconds!r}")
-    precision = m.get("precision")
+    precision = m.precision
     if isinstance(precision, bool) or not isinstance(precision, (int, float)) or not 0 <= precision < 1:
         raise ConfigError(f"measure.precision: expected a fraction from 0 (never stop early) to below 1, "
                           f"got {precision!r}")
     for key in ("flops", "bytes"):
-        v = m.get(key)
+        v = getattr(m, key)
         if v is None or (isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0):
             continue
         if not (isinstance(v, str) and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*|[0-9.eE+]+", v)):
@@ -317,18 +346,25 @@ def _split_command(key: str, value: str) -> list[str]:
         raise ConfigError(f"{key}: {e}") from None
 
 
-def _validate_sandbox(sb: dict[str, Any]) -> None:
+def _validate_sandbox(sb: SandboxSettings) -> None:
     for key in ("enabled", "network"):
-        if not isinstance(sb.get(key), bool):
-            raise ConfigError(f"sandbox.{key}: expected true or false, got {sb.get(key)!r}")
-    if not isinstance(sb.get("env"), list) or not all(isinstance(v, str) and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", v)
-                                                       for v in sb["env"]):
-        raise ConfigError(f"sandbox.env: expected a list of variable names, got {sb.get('env')!r}")
-    if not isinstance(sb.get("writable"), list) or not all(isinstance(v, str) and v for v in sb["writable"]):
-        raise ConfigError(f"sandbox.writable: expected a list of folders, got {sb.get('writable')!r}")
+        if not isinstance(getattr(sb, key), bool):
+            raise ConfigError(f"sandbox.{key}: expected true or false, got {getattr(sb, key)!r}")
+    if not isinstance(sb.env, tuple) or not all(isinstance(v, str) and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", v)
+                                                for v in sb.env):
+        raise ConfigError(f"sandbox.env: expected a list of variable names, got {_shown(sb.env)!r}")
+    if not isinstance(sb.writable, tuple) or not all(isinstance(v, str) and v for v in sb.writable):
+        raise ConfigError(f"sandbox.writable: expected a list of folders, got {_shown(sb.writable)!r}")
 
 
-def _coerce(key: str, value: Any, current: Any = None) -> Any:
+def _shown(value: Any) -> Any:
+    """A value as the user wrote it (a list the converter made a tuple is a list again)."""
+    return list(value) if isinstance(value, tuple) else value
+
+
+def _coerce(key: str, value: Any) -> Any:
+    """A top-level value in the shapes the flags and the editor also give it: a comma-separated string of targets
+    or GPUs, a command line as one string."""
     if key == "targets" and isinstance(value, str):
         return [t.strip() for t in value.split(",") if t.strip()]
     if key == "runner" and isinstance(value, str):
@@ -340,57 +376,49 @@ def _coerce(key: str, value: Any, current: Any = None) -> Any:
             return [int(g) for g in value.split(",") if g.strip()]
         except ValueError:
             raise ConfigError(f"gpus: expected \"all\" or GPU indices such as 0,2, got {value!r}") from None
-    if key == "measure":
-        if not isinstance(value, dict):
-            raise ConfigError("measure: expected a table with mode, cache, compile, compile-severity, seconds, "
-                              "flops and bytes")
-        measure = dict(current if isinstance(current, dict) else MEASURE_DEFAULTS)
-        for k, v in value.items():
-            name = _MEASURE_SPELLINGS.get(k, k)
-            if name not in MEASURE_DEFAULTS:
-                raise ConfigError(f"measure: unknown key {k!r} (expected mode, cache, compile, compile-severity, "
-                                  "seconds, precision, flops, bytes, time)")
-            if v is not None:
-                measure[name] = v
-        return measure
-    if key == "sandbox":
-        if isinstance(value, bool):  # `sandbox = false`
-            value = {"enabled": value}
-        if not isinstance(value, dict):
-            raise ConfigError("sandbox: expected true, false or a table with enabled, env, writable and network")
-        sandbox = dict(current if isinstance(current, dict) else SANDBOX_DEFAULTS)
-        for k, v in value.items():
-            if k not in SANDBOX_DEFAULTS:
-                raise ConfigError(f"sandbox: unknown key {k!r} (expected enabled, env, writable, network)")
-            if v is not None:
-                sandbox[k] = v
-        return sandbox
-    if key == "llm":
-        if not isinstance(value, dict):
-            raise ConfigError("llm: expected a table with endpoint, model and api-key-env")
-        llm = dict(current if isinstance(current, dict) else LLM_DEFAULTS)
-        for k, v in value.items():
-            if k not in _LLM_KEYS:
-                raise ConfigError(f"llm: unknown key {k!r} (expected endpoint, model, api-key-env, temperature, "
-                                  "candidates, rounds, max-tokens, max-seconds)")
-            if v is not None:
-                llm[_LLM_KEYS[k]] = v
-        return llm
     return value
 
 
-def apply_overrides(settings: Settings, overrides: dict[str, Any]) -> Settings:
-    """Return a copy of `settings` with `overrides` applied; unknown keys raise ConfigError. A table (`llm`,
-    `measure`) is merged key by key into the one `settings` has, so overriding one key keeps the others."""
-    values = dataclasses.asdict(settings)
+def _table(name: str, table: type, value: Any) -> dict[str, Any]:
+    """The value given for the table `name` (llm, measure, sandbox), as a dict of its keys."""
+    if table is SandboxSettings and isinstance(value, bool):  # `sandbox = false`
+        return {"enabled": value}
+    if not isinstance(value, dict):
+        shorthand = "true, false or " if table is SandboxSettings else ""
+        raise ConfigError(f"{name}: expected {shorthand}a table with {_spelled(table)}")
+    return value
+
+
+def _merged(current: Any, overrides: dict[str, Any], where: str = "") -> Any:
+    """`current` (Settings or one of its tables) with `overrides` applied, key by key; a table within is merged the
+    same way into the one `current` has. Keys in any spelling (field_name); a None value keeps what `current` has;
+    a list given for a tuple field becomes a tuple; an unknown key is a ConfigError naming it."""
+    fields = {f.name: f for f in dataclasses.fields(current)}
+    changes: dict[str, Any] = {}
     for raw_key, value in overrides.items():
-        key = _ALIASES.get(raw_key, raw_key.replace("-", "_"))
-        if key not in _FIELDS:
-            raise ConfigError(f"unknown setting {raw_key!r}")
+        name = field_name(raw_key)
+        if name not in fields:
+            raise ConfigError(f"{where}: unknown key {raw_key!r} (expected {_spelled(type(current))})" if where
+                              else f"unknown setting {raw_key!r}")
         if value is None:
             continue
-        values[key] = _coerce(key, value, values[key])
-    return Settings(**values).validate()
+        now = getattr(current, name)
+        if dataclasses.is_dataclass(now):
+            changes[name] = _merged(now, _table(name, type(now), value), name)
+        elif where:
+            changes[name] = tuple(value) if isinstance(now, tuple) and isinstance(value, list) else value
+        else:
+            changes[name] = _coerce(name, value)
+    return dataclasses.replace(current, **changes)
+
+
+def apply_overrides(settings: Settings, overrides: dict[str, Any]) -> Settings:
+    """The one converter from plain data to Settings: `settings` with `overrides` (a [tool.kernel-lsp] table, the
+    editor's `kernelLsp` settings, the CLI's flags) applied and validated. A key may be spelled in kebab-case,
+    camelCase or snake_case (field_name); an unknown key, or a bad value, raises ConfigError naming it. A table
+    (`llm`, `measure`, `sandbox`) is merged key by key into the one `settings` has, so overriding one key keeps the
+    others."""
+    return _merged(settings, overrides).validate()
 
 
 def is_project_root(directory: Path) -> bool:
@@ -442,7 +470,7 @@ def _line_of_key(text: str, message: str) -> int:
     table, key = ("tool.kernel-lsp", parts[0]) if len(parts) == 1 else (f"tool.kernel-lsp.{parts[0]}", parts[1])
     if key.startswith('"'):
         key = json.loads(key)
-    spellings = {key, key.replace("_", "-"), key.replace("-", "_")}
+    spellings = {key, key.replace("_", "-"), key.replace("-", "_"), _camel(key.replace("-", "_"))}
     lines = text.splitlines()
     current = None
     for i, line in enumerate(lines):

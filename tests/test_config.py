@@ -15,11 +15,11 @@ CLIENT_ONLY = {"interpreter", "trace.server"}  # settings of the extension itsel
 def test_llm_settings_accept_the_editor_and_pyproject_spellings():
     s = apply_overrides(Settings(), {"llm": {"endpoint": "http://127.0.0.1:8000/v1", "model": "m", "apiKeyEnv": "K",
                                              "maxTokens": 5000, "max-seconds": 60}})
-    assert {k: s.llm[k] for k in ("endpoint", "model", "api_key_env", "max_tokens", "max_seconds")} == \
+    assert {k: getattr(s.llm, k) for k in ("endpoint", "model", "api_key_env", "max_tokens", "max_seconds")} == \
         {"endpoint": "http://127.0.0.1:8000/v1", "model": "m", "api_key_env": "K", "max_tokens": 5000, "max_seconds": 60}
     s = apply_overrides(Settings(), {"llm": {"api-key-env": "MY_KEY"}})
-    assert s.llm["api_key_env"] == "MY_KEY" and s.llm["endpoint"] == ""
-    assert Settings().llm["api_key_env"] == "OPENAI_API_KEY"
+    assert s.llm.api_key_env == "MY_KEY" and s.llm.endpoint == ""
+    assert Settings().llm.api_key_env == "OPENAI_API_KEY"
 
 
 @pytest.mark.parametrize("llm, key", [
@@ -67,7 +67,7 @@ def test_the_vscode_extensions_settings_payload_is_accepted_with_the_same_defaul
                 assert v == manifest[key][sub], f"{key}.{sub}: extension default {v!r}, server's {manifest[key][sub]!r}"
         else:
             assert value == manifest["settings"][key], f"{key}: extension default {value!r}, server's differs"
-    assert s.llm["api_key_env"] == Settings().llm["api_key_env"]
+    assert s.llm.api_key_env == Settings().llm.api_key_env
 
 
 def test_the_settings_manifest_file_is_current():
@@ -81,7 +81,7 @@ def test_the_settings_manifest_file_is_current():
                                            (True, False)])
 def test_measure_precision_is_a_fraction_below_one(precision, ok):
     if ok:
-        assert apply_overrides(Settings(), {"measure": {"precision": precision}}).measure["precision"] == precision
+        assert apply_overrides(Settings(), {"measure": {"precision": precision}}).measure.precision == precision
     else:
         with pytest.raises(ConfigError, match="measure.precision"):
             apply_overrides(Settings(), {"measure": {"precision": precision}})
@@ -145,3 +145,93 @@ def test_a_key_pasted_into_the_llm_settings_is_refused_and_never_printed(tmp_pat
     (tmp_path / "pyproject.toml").unlink()
     proc = run_cli("check", "k.py", "--target", KEY, cwd=tmp_path, timeout=120)  # a usage error masks it too
     assert proc.returncode == 2 and KEY not in proc.stderr and "sk-pro***" in proc.stderr, proc.stderr
+
+
+# The converter: one function from plain data (pyproject, the editor, flags) to nested settings dataclasses ----------
+
+TABLES = {"llm": "LLMSettings", "measure": "MeasureSettings", "sandbox": "SandboxSettings"}
+
+
+def _spellings(name: str) -> set[str]:
+    head, *rest = name.split("_")
+    return {name, name.replace("_", "-"), head + "".join(w.capitalize() for w in rest)}
+
+
+def test_converter_the_tables_are_typed_values():
+    import dataclasses
+
+    import kernel_lsp.config as config
+    s = Settings()
+    for name, cls in TABLES.items():
+        table = getattr(s, name)
+        assert type(table) is getattr(config, cls) and dataclasses.is_dataclass(table)
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            setattr(table, dataclasses.fields(table)[0].name, None)
+
+
+@pytest.mark.parametrize("table", list(TABLES))
+def test_converter_every_key_of_a_table_in_every_spelling(table):
+    """kebab-case (pyproject), camelCase (the editor) and snake_case name the same key of every table: one rule where
+    there were per-table lists of spellings (`apiKeyEnv` beside `api-key-env`, `compileSeverity`...)."""
+    import dataclasses
+    examples = {"endpoint": "http://127.0.0.1:8000/v1", "model": "m", "api_key_env": "K", "temperature": 1.5,
+                "candidates": 3, "rounds": 4, "max_tokens": 5000, "max_seconds": 60, "mode": "off", "cache": "hot",
+                "compile": False, "compile_severity": "warning", "seconds": 2.5, "precision": 0.01, "flops": "work",
+                "bytes": 1e9, "time": "gpu", "enabled": False, "env": ["HF_HOME"], "writable": ["/data"],
+                "network": True}
+    for f in dataclasses.fields(getattr(Settings(), table)):
+        for key in _spellings(f.name):
+            got = getattr(getattr(apply_overrides(Settings(), {table: {key: examples[f.name]}}), table), f.name)
+            want = examples[f.name]
+            assert got == (tuple(want) if isinstance(want, list) else want), (table, key)
+
+
+def test_converter_top_level_keys_in_every_spelling():
+    for key, value, field in (("cache-dir", "c", "cache_dir"), ("cache_dir", "c", "cache_dir"),
+                              ("cacheDir", "c", "cache_dir"), ("isolated-rerun", False, "isolated_rerun"),
+                              ("rayAddress", "auto", "ray_address"), ("ray_address", "auto", "ray_address")):
+        assert getattr(apply_overrides(Settings(), {key: value}), field) == value, key
+
+
+@pytest.mark.parametrize("overrides, says", [
+    ({"verifcation": False}, "unknown setting 'verifcation'"),
+    ({"llm": {"top_p": 0.9}}, "llm: unknown key 'top_p' (expected endpoint, model, api-key-env, temperature, "
+                               "candidates, rounds, max-tokens, max-seconds)"),
+    ({"measure": {"warmup": 3}}, "measure: unknown key 'warmup' (expected mode, cache, compile, compile-severity, "
+                                  "seconds, precision, flops, bytes, time)"),
+    ({"sandbox": {"gpu": True}}, "sandbox: unknown key 'gpu' (expected enabled, env, writable, network)"),
+    ({"measure": "fast"}, "measure: expected a table with mode, cache"),
+    ({"sandbox": "on"}, "sandbox: expected true, false or a table with enabled, env, writable, network"),
+    ({"sandbox": {"env": "HF_HOME"}}, "sandbox.env: expected a list of variable names, got 'HF_HOME'"),
+    ({"sandbox": {"env": ["1X"]}}, "sandbox.env: expected a list of variable names, got \\['1X'\\]"),
+])
+def test_converter_an_unknown_key_or_a_bad_value_is_a_config_error_naming_it(overrides, says):
+    with pytest.raises(ConfigError, match=says.replace("(", "\\(").replace(")", "\\)")):
+        apply_overrides(Settings(), overrides)
+
+
+def test_converter_a_table_is_merged_key_by_key_and_none_keeps_the_value():
+    s = apply_overrides(Settings(), {"llm": {"model": "m", "rounds": 3}, "measure": {"mode": "off"}})
+    s = apply_overrides(s, {"llm": {"endpoint": "http://h/v1", "model": None}, "measure": {"seconds": 2.0},
+                            "timeout": None})
+    assert (s.llm.model, s.llm.rounds, s.llm.endpoint) == ("m", 3, "http://h/v1")
+    assert (s.measure.mode, s.measure.seconds, s.timeout) == ("off", 2.0, 60.0)
+    assert apply_overrides(Settings(), {"sandbox": False}).sandbox.enabled is False  # `sandbox = false`
+
+
+def test_converter_the_cache_fingerprint_keeps_its_shape():
+    """The cache key reads the tables as the dicts they were: a cached report stays found across the change."""
+    fingerprint = Settings().fingerprint()
+    assert fingerprint["measure"] == {"mode": "auto", "cache": "cold", "compile": True, "compile_severity": "info",
+                                      "seconds": 1.0, "precision": 0.005, "flops": None, "bytes": None,
+                                      "time": "wall"}
+    assert fingerprint["sandbox"] == {"enabled": True, "network": False}
+
+
+def test_converter_a_bad_camel_case_key_in_pyproject_points_at_its_line(tmp_path):
+    from kernel_lsp.config import load_pyproject
+    config = tmp_path / "pyproject.toml"
+    config.write_text('[tool.kernel-lsp]\ntimeout = 60\n\n[tool.kernel-lsp.llm]\nmodel = "m"\nmaxTokens = 5\n')
+    with pytest.raises(ConfigError, match="llm.max-tokens") as e:
+        load_pyproject(config)
+    assert e.value.line == 5

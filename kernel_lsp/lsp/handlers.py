@@ -177,7 +177,7 @@ def code_action(ls: KernelLanguageServer, params: types.CodeActionParams):
     doc = ls.scheduler.docs.get(params.text_document.uri)
     if doc is None:
         return None
-    llm, timed = bool(ls.settings.llm.get("endpoint")), ls.settings.timing_unavailable() is None
+    llm, timed = bool(ls.settings.llm.endpoint), ls.settings.timing_unavailable() is None
     return proposal_actions(doc, params, llm, timed) + code_actions(doc, params)
 
 

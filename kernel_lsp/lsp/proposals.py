@@ -73,7 +73,7 @@ class Proposals:
                 types.MessageType.Info, f"kernel-lsp: {mode} of {doc.path.name} is already running; joined it"))
             await asyncio.shield(self.running[key].future)
             return
-        if mode in ("fix", "optimize") and not ls.settings.llm.get("endpoint"):
+        if mode in ("fix", "optimize") and not ls.settings.llm.endpoint:
             ls.window_show_message(types.ShowMessageParams(
                 types.MessageType.Warning, "kernel-lsp: no LLM endpoint is configured; set [tool.kernel-lsp.llm] "
                 "endpoint and model, or the kernelLsp.llm settings (docs/code-actions.md)"))

@@ -82,9 +82,9 @@ class Proposer:
         self.contract = contract.freeze_file(req.path, req.text, req.reference, req.root, req.settings.references)
         self.started = time.monotonic()
         llm = req.settings.llm
-        self.budget = Budget(llm["max_tokens"], llm["max_seconds"])
-        self.rounds = req.rounds or (llm["rounds"] if req.mode != "tune" else 2)
-        self.per_round = req.candidates or (llm["candidates"] if req.mode != "tune" else tune.MAX_CONFIGS)
+        self.budget = Budget(llm.max_tokens, llm.max_seconds)
+        self.rounds = req.rounds or (llm.rounds if req.mode != "tune" else 2)
+        self.per_round = req.candidates or (llm.candidates if req.mode != "tune" else tune.MAX_CONFIGS)
         self.workers = req.executor.capacity if req.executor is not None else req.settings.workers
 
     # Running checks -----------------------------------------------------------------------------------------
@@ -97,9 +97,9 @@ class Proposer:
         self._checkpoint()
         # Candidates are compared with each other and raced against the current kernel: torch.compile's time would
         # only cost seconds per candidate here (the final file's check measures it again).
-        overrides: dict = {"measure": {**self.req.settings.measure, "mode": "auto" if measure else "off",
+        overrides: dict = {"measure": {"mode": "auto" if measure else "off",
                                        "compile": False if text != self.req.text else
-                                       self.req.settings.measure["compile"]}}
+                                       self.req.settings.measure.compile}}
         if compile_only:
             overrides.update(verification=False, device="cpu")
         if not rerun:
@@ -216,7 +216,7 @@ class Proposer:
 
     def _llm(self) -> LLM:
         llm = self.req.settings.llm
-        return LLM(llm["endpoint"], llm["model"], llm["api_key_env"], llm["temperature"])
+        return LLM(llm.endpoint, llm.model, llm.api_key_env, llm.temperature)
 
     def fix(self, baseline: FileReport, proposal: Proposal) -> None:
         req = self.req
