@@ -40,7 +40,6 @@ from ..checker.problem.loader import DeviceFault, is_device_fault
 from .child import PARENT_ENV, WORKDIR_ENV, choose_device, die_with_parent
 from ..player.isolate import kill_descendants
 from .sandbox import child_env, enter
-from .tamper import finding_for
 from .protocol import (CancelJob, EventWriter, JobEnd, JobEvent, ProtocolError, RunJob, WorkerReady, decode,
                        encode)
 
@@ -59,6 +58,10 @@ class StreamSink(EventWriter):
         with self.lock:
             self._stream.write(encode(JobEvent(self.job_id, event_to_dict(event))))
             self._stream.flush()
+
+
+# What tamper.py watches in this module besides its own list: the sink every finding of a job leaves through.
+WATCHED_HERE = [(StreamSink, ["emit"])]
 
 
 def place_files(job: CheckJob, files: dict[str, str]) -> str:
@@ -123,7 +126,7 @@ def serve(device: str = "auto", sandbox: SandboxOptions | None = None) -> int:
     confined = enter(sandbox, workdir)
     lap("sandbox")
     from .tamper import Snapshot, TimerCheck
-    pristine = Snapshot()
+    pristine = Snapshot(*WATCHED_HERE)
     timer = TimerCheck() if device == "cuda" else None
     lock = threading.Lock()
 
@@ -178,6 +181,7 @@ def run_one(message: RunJob, device: str, send, lock, protocol, current, pipelin
         path = job.path
         if message.files:
             root = place_files(job, message.files)
+        from .tamper import finding_for
         sink = StreamSink(protocol, lock, job_id, root, path)
         job.device = device
         sink.emit(Device(device))

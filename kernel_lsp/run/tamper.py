@@ -7,28 +7,50 @@ next file, which it could make pass or look fast. `Snapshot` records what those 
 `changed()` after each job lists the ones that are no longer the same objects, and the worker then retires
 (serve.py), so the next job starts in a fresh process. The list is what a verdict or a timing rests on, not every
 attribute (torch.compile itself sets some of those as it warms up).
+
+kernel-lsp's own modules and classes are listed as the imported objects, and named from them (`where`): a module
+that moves or a class that is renamed changes its entry with it, instead of leaving a dotted string that resolves to
+nothing and silently watches nothing. Importing this module imports the checker (and torch): worker side only.
 """
 
 from __future__ import annotations
 
+import types
+
+from .. import jobs
+from ..checker import pipeline
+from ..checker.verify import rules, verifier
 from ..player import tamper as base
+from . import protocol
+
+
+def where(obj: types.ModuleType | type) -> str:
+    """The dotted name the player's resolver finds `obj` by (player/tamper.py `_resolve`): a module's name, or a
+    class's module and qualified name (`__main__.StreamSink` for serve.py run as `python -m`)."""
+    return obj.__name__ if isinstance(obj, types.ModuleType) else f"{obj.__module__}.{obj.__qualname__}"
+
 
 # The player's list (what a kernel's call could bend), and kernel-lsp's own channel and judges in this process: a
 # reference that drops the findings on their way out, or passes every comparison, replaces one of these.
-WATCHED = {**base.WATCHED,
-           "kernel_lsp.checker.verify.rules": ["judge", "judge_random", "same"],
-           "kernel_lsp.checker.verify.verifier": ["judge", "judge_random", "same"]}
-CLASSES = {**base.CLASSES,
-           "kernel_lsp.jobs.Sink": ["stage", "finding", "preview", "kernel", "stat"],
-           "kernel_lsp.run.protocol.EventWriter": ["emit"],
-           "kernel_lsp.run.serve.StreamSink": ["emit"],
-           "kernel_lsp.checker.pipeline.Reporter": ["add", "preview"],
-           "kernel_lsp.checker.pipeline.StageTracker": ["emit"]}
+OWN_FUNCTIONS: list[tuple[types.ModuleType, list[str]]] = [
+    (rules, ["judge", "judge_random", "same"]),
+    (verifier, ["judge", "judge_random", "same"]),
+]
+OWN_CLASSES: list[tuple[type, list[str]]] = [
+    (jobs.Sink, ["stage", "finding", "preview", "kernel", "stat"]),
+    (protocol.EventWriter, ["emit"]),
+    (pipeline.Reporter, ["add", "preview"]),
+    (pipeline.StageTracker, ["emit"]),
+]
+WATCHED = {**base.WATCHED, **{where(module): names for module, names in OWN_FUNCTIONS}}
+CLASSES = {**base.CLASSES, **{where(cls): names for cls, names in OWN_CLASSES}}
 
 
 class Snapshot(base.Snapshot):
-    def __init__(self) -> None:
-        super().__init__(WATCHED, CLASSES)
+    def __init__(self, *more: tuple[type, list[str]]) -> None:
+        """`more`: (class, method names) of the caller's own module, which cannot be imported here: serve.py's
+        StreamSink (serve.py imports this module, and runs as `python -m`, so its module is `__main__`)."""
+        super().__init__(WATCHED, {**CLASSES, **{where(cls): names for cls, names in more}})
 
 
 def finding_for(replaced: list[str], path: str, anchor, who: str = "the checked code"):
