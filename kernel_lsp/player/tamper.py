@@ -51,14 +51,18 @@ def _resolve(dotted: str):
 
 
 def current(watched: dict, classes: dict) -> dict[str, int]:
+    """The identity of every watched object. A class's method is read from the first class of its method resolution
+    order whose namespace holds it (torch.Tensor's methods live on torch._C.TensorBase), without binding it: one
+    replaced on the class or on a base shows."""
     out = {}
     for where, names in {**watched, **classes}.items():
         obj = _resolve(where)
         if obj is None:
             continue
-        space = vars(obj)
+        spaces = [vars(k) for k in obj.__mro__] if where in classes and isinstance(obj, type) else [vars(obj)]
         for name in names:
-            if name in space:
+            space = next((sp for sp in spaces if name in sp), None)
+            if space is not None:
                 out[f"{where}.{name}"] = id(space[name])
             elif where in watched and hasattr(obj, name):
                 out[f"{where}.{name}"] = id(getattr(obj, name))

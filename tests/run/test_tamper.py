@@ -41,8 +41,7 @@ def _unresolved(watched: dict, classes: dict) -> list[str]:
 
 
 def _unrecorded(watched: dict, classes: dict) -> list[str]:
-    """The listed names a snapshot does not record, so that replacing them goes unseen (player/tamper.py `current`
-    records a class's method only from the class's own namespace)."""
+    """The listed names a snapshot does not record, so that replacing them would go unseen."""
     for place in {**watched, **classes}:
         _imported(place)
     recorded = player_tamper.current(watched, classes)
@@ -61,10 +60,6 @@ def test_tamper_every_name_the_player_watches_resolves():
     assert _unresolved(player_tamper.WATCHED, player_tamper.CLASSES) == []
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "player/tamper.current() reads a class's methods from its own __dict__ only: torch.Tensor's listed methods live "
-    "on torch._C.TensorBase (torch 2.x) and JITFunction.__getitem__ on KernelInterface, so those entries record "
-    "nothing and their replacement goes unseen; to be fixed in player/tamper.py"))
 def test_tamper_every_name_the_player_watches_is_recorded():
     assert _unrecorded(player_tamper.WATCHED, player_tamper.CLASSES) == []
 
@@ -117,3 +112,14 @@ def test_tamper_where_names_modules_and_classes(obj, name):
     from kernel_lsp.run.protocol import EventWriter
     from kernel_lsp.run.tamper import where
     assert where(rules if obj == "module" else EventWriter) == name
+
+
+def test_tamper_a_tensor_method_replaced_on_the_class_shows(monkeypatch):
+    """torch.Tensor's methods live on a base class (torch._C.TensorBase, which cannot be changed): one replaced on
+    torch.Tensor itself is a changed entry."""
+    import torch
+    snapshot = player_tamper.Snapshot()
+    assert snapshot.changed() == []
+    monkeypatch.setattr(torch.Tensor, "clone", lambda self, *args, **kwargs: self)
+    monkeypatch.setattr(torch.Tensor, "__eq__", lambda self, other: True)
+    assert {"torch.Tensor.clone", "torch.Tensor.__eq__"} <= set(snapshot.changed())
