@@ -261,6 +261,32 @@ def kill_descendants(keep: set[int] | frozenset[int] = frozenset(), timeout: flo
 # A fork server ----------------------------------------------------------------------------------------------
 
 
+def reaped() -> list[tuple[int, int]]:
+    """(pid, status) of every child that has ended, without waiting: its exit code, or minus the signal that killed
+    it."""
+    out = []
+    while True:
+        try:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            break
+        if pid == 0:
+            break
+        out.append((pid, -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)))
+    return out
+
+
+def redirect_stdio(path: str) -> None:
+    """Standard input from /dev/null, standard output and error appended to `path` (a forked child's own file)."""
+    err = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.dup2(err, 1)
+    os.dup2(err, 2)
+    os.close(err)
+    os.close(null)
+
+
 def send_line(message: dict) -> None:
     """One JSON line on fd 1, written whole."""
     import json
@@ -303,15 +329,8 @@ def fork_server(ready: dict, child: "Callable[[dict], None]", keep: frozenset[in
                     os._exit(1)
                 children[pid] = request.get("id")
                 send_line({"type": "Forked", "id": request.get("id"), "pid": pid})
-        while True:
-            try:
-                pid, status = os.waitpid(-1, os.WNOHANG)
-            except ChildProcessError:
-                break
-            if pid == 0:
-                break
+        for pid, code in reaped():
             if pid in children:
-                code = -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
                 send_line({"type": "Exited", "id": children.pop(pid), "returncode": code})
         orphans = [p for p in children_of(me) if p not in children and p not in keep]
         if orphans:

@@ -30,10 +30,8 @@ Requests (each answered by one message; `Player` below):
 from __future__ import annotations
 
 import contextlib
-import importlib.util
 import linecache
 import os
-import re
 import signal
 import socket
 import sys
@@ -45,6 +43,7 @@ if HERE not in sys.path:
     sys.path.insert(0, HERE)
 import isolate  # noqa: E402  (the files beside this one)
 import wire  # noqa: E402
+from sourcefile import exec_file, split_lines  # noqa: E402,F401  (split_lines: the player's rule, tests read it here)
 
 PR_SET_PDEATHSIG = 1
 INTERPRETED = os.environ.get("TRITON_INTERPRET") == "1"
@@ -537,36 +536,13 @@ def writers_of(y, stores: list):
     return torch.from_numpy(lines).reshape(tuple(y.shape))
 
 
-_LINE_RE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")
-
-
-def split_lines(text: str) -> list[str]:
-    """A source's lines with their endings, as Python's tokenizer reads them: ended by `\r\n`, `\r` or `\n` only (the
-    rule of kernel_lsp.model.split_lines, which this file cannot import)."""
-    return _LINE_RE.findall(text)
-
-
 def load_module(path: str, source: str | None, name: str | None = None):
     """Import a file under its own name (as `import name` would from its folder), or the editor's unsaved text
-    instead of the file's bytes, with linecache primed so that Triton, which reads kernel source through `inspect`,
-    sees the same text."""
-    folder = os.path.dirname(os.path.abspath(path))
-    if folder not in sys.path:
-        sys.path.insert(0, folder)
+    instead of the file's bytes (sourcefile.py)."""
     name = name or os.path.splitext(os.path.basename(path))[0]
     while name in sys.modules:
         name += "_"
-    spec = importlib.util.spec_from_file_location(name, path)
-    if spec is None or spec.loader is None:
-        raise ImportError(f"cannot import {path}")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    if source is None:
-        spec.loader.exec_module(module)
-    else:
-        linecache.cache[spec.origin] = (len(source), None, split_lines(source), spec.origin)
-        exec(compile(source, spec.origin, "exec"), module.__dict__)
-    return module
+    return exec_file(path, name, source, os.path.dirname(os.path.abspath(path)))
 
 
 def op_echo(player: Player, req: dict) -> dict:
@@ -620,13 +596,7 @@ def child(conn: socket.socket, request: dict, folder: str, device: str) -> None:
             ctypes.CDLL(None).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
         except (OSError, AttributeError):
             pass
-        err = os.open(os.path.join(folder, "stderr"), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-        null = os.open(os.devnull, os.O_RDONLY)
-        os.dup2(null, 0)
-        os.dup2(err, 1)
-        os.dup2(err, 2)
-        os.close(err)
-        os.close(null)
+        isolate.redirect_stdio(os.path.join(folder, "stderr"))
         env = {str(k): str(v) for k, v in (request.get("env") or {}).items()}
         work, tmp = os.path.join(folder, "work"), os.path.join(folder, "tmp")
         os.makedirs(work, exist_ok=True)
@@ -753,16 +723,9 @@ def serve() -> int:
             elif fd in by_fd and events & (select.POLLRDHUP | select.POLLHUP | select.POLLERR):
                 with contextlib.suppress(ProcessLookupError, PermissionError):
                     os.killpg(by_fd[fd], signal.SIGKILL)  # the checker is done with it (or gone)
-        while True:
-            try:
-                pid, status = os.waitpid(-1, os.WNOHANG)
-            except ChildProcessError:
-                break
-            if pid == 0:
-                break
+        for pid, code in isolate.reaped():
             if pid in players:
                 conn, folder = players.pop(pid)
-                code = -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
                 with contextlib.suppress(OSError, wire.WireError):
                     conn.setblocking(False)
                     wire.send(conn, {"exited": code, "stderr": _tail(os.path.join(folder, "stderr"))})

@@ -26,6 +26,8 @@ from __future__ import annotations
 
 import ast
 
+from ..source.discover import dotted_name
+
 BLOCKED_MODULES = {"subprocess", "socket", "multiprocessing", "threading", "ctypes", "http", "urllib", "requests",
                    "importlib", "shutil", "pickle", "marshal", "signal", "pty", "asyncio", "concurrent", "tempfile",
                    "_thread", "_posixsubprocess", "_socket", "posix", "mmap", "gc", "inspect", "faulthandler"}
@@ -62,16 +64,6 @@ def stray_characters(source: str) -> list[str]:
     return found
 
 
-def _dotted(node: ast.AST) -> str:
-    parts = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if isinstance(node, ast.Name):
-        parts.append(node.id)
-    return ".".join(reversed(parts))
-
-
 def _aliases(tree: ast.Module) -> dict[str, str]:
     """Local name -> the module or module member it stands for, from every import of the file."""
     out = {}
@@ -87,7 +79,7 @@ def _aliases(tree: ast.Module) -> dict[str, str]:
 
 def _resolved(node: ast.AST, aliases: dict[str, str]) -> str:
     """`o.posix_spawn` with `import os as o` -> `os.posix_spawn`; `np.save` -> `numpy.save`."""
-    name = _dotted(node)
+    name = dotted_name(node)
     head, _, rest = name.partition(".")
     if head in aliases:
         return aliases[head] + ("." + rest if rest else "")
@@ -139,7 +131,7 @@ def violations(source: str) -> set[str]:
             targets = node.targets if isinstance(node, (ast.Assign, ast.Delete)) else [node.target]
             for t in targets:
                 if isinstance(t, ast.Attribute):
-                    name = _dotted(t)
+                    name = dotted_name(t)
                     root = name.split(".")[0]
                     if root in PATCHED_ROOTS or root in modules:
                         found.add(f"assigns {_resolved(t, aliases)} (monkey-patching)")
@@ -147,10 +139,10 @@ def violations(source: str) -> set[str]:
                     base = t.value
                     if _resolved(base, aliases) in ("os.environ", "os.environb"):
                         found.add("writes os.environ")
-                    elif isinstance(base, ast.Call) and _dotted(base.func) == "vars":
+                    elif isinstance(base, ast.Call) and dotted_name(base.func) == "vars":
                         found.add("assigns into vars(...) (monkey-patching)")
                     elif isinstance(base, ast.Attribute) and base.attr == "__dict__":
-                        found.add(f"assigns into {_dotted(base)} (monkey-patching)")
+                        found.add(f"assigns into {dotted_name(base)} (monkey-patching)")
     return found
 
 

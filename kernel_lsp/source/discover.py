@@ -23,10 +23,8 @@ class Discovery:
     syntax_error: SyntaxError | None = None
 
 
-def _decorator_name(node: ast.expr) -> str:
-    """`triton.jit` -> "triton.jit"; `triton.autotune(...)` -> "triton.autotune"."""
-    if isinstance(node, ast.Call):
-        node = node.func
+def dotted_name(node: ast.AST) -> str:
+    """`triton.language.load` -> "triton.language.load"; "" for what is not a chain of names."""
     parts = []
     while isinstance(node, ast.Attribute):
         parts.append(node.attr)
@@ -34,6 +32,11 @@ def _decorator_name(node: ast.expr) -> str:
     if isinstance(node, ast.Name):
         parts.append(node.id)
     return ".".join(reversed(parts))
+
+
+def _decorator_name(node: ast.expr) -> str:
+    """`triton.jit` -> "triton.jit"; `triton.autotune(...)` -> "triton.autotune"."""
+    return dotted_name(node.func if isinstance(node, ast.Call) else node)
 
 
 def _triton_aliases(tree: ast.Module) -> tuple[set[str], set[str]]:

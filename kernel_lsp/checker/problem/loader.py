@@ -12,7 +12,6 @@ import contextlib
 import copy
 import functools
 import importlib.util
-import linecache
 import os
 import sys
 import traceback
@@ -23,6 +22,7 @@ from typing import Any, Callable
 
 from ...jobs import LinkSpec
 from ...model import split_lines
+from ...player.sourcefile import exec_file
 
 _counter = 0
 
@@ -115,21 +115,7 @@ def import_path(path: str, tag: str, source: str | None = None) -> types.ModuleT
     """
     global _counter
     _counter += 1
-    name = f"_kernel_lsp_{tag}_{_counter}"
-    directory = str(Path(path).resolve().parent)
-    if directory not in sys.path:
-        sys.path.insert(0, directory)
-    spec = importlib.util.spec_from_file_location(name, path)
-    if spec is None or spec.loader is None:
-        raise ImportError(f"cannot import {path}")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    if source is None:
-        spec.loader.exec_module(module)
-    else:
-        linecache.cache[spec.origin] = (len(source), None, split_lines(source, keepends=True), spec.origin)
-        exec(compile(source, spec.origin, "exec"), module.__dict__)
-    return module
+    return exec_file(path, f"_kernel_lsp_{tag}_{_counter}", source, str(Path(path).resolve().parent))
 
 
 def reference_source(source: str, implementation_names: set[str], roots: set[str]) -> str:

@@ -1,6 +1,5 @@
 """Extra runs that explain a finding, made only when one is needed. Worker only.
 
-- `returning_line`: the line of the user's file that returned a result no kernel computed (KL205 goes there).
 - `reference_spread`: without a float64 truth, how far the reference's output moves when its inputs move by one
   ulp (the budget that stands in for PyTorch's own error, compare.py).
 - `only_input`: a layout transform applied to one input, to find whose layout a failing variant depends on.
@@ -11,7 +10,6 @@
 from __future__ import annotations
 
 import inspect
-import os
 from typing import Callable
 
 from .compare import UNIT_ROUNDOFF, flatten_outputs, unravel
@@ -24,37 +22,6 @@ def no_grad_call(fn, inputs):
     import torch
     with torch.no_grad():
         return fn(*inputs)
-
-
-def returning_line(impl, inputs: list, path: str) -> int | None:
-    """The 0-based line of `path` where its outermost frame returned, found by running `impl` once more under a
-    trace (called only when it launched nothing, so the run is cheap)."""
-    import sys
-    target, entry, found, names = os.path.realpath(path), [], [], {}
-
-    def local(frame, event, arg):
-        if event == "return" and frame is entry[0]:
-            found.append(frame.f_lineno - 1)
-        return local
-
-    def call(frame, event, arg):
-        name = frame.f_code.co_filename
-        if name not in names:
-            names[name] = os.path.realpath(name) == target
-        if names[name] and not entry:
-            entry.append(frame)
-            return local
-        return None
-
-    old = sys.gettrace()
-    sys.settrace(call)
-    try:
-        no_grad_call(impl, inputs)
-    except Exception as e:
-        raise_device_fault(e)
-    finally:
-        sys.settrace(old)
-    return found[0] if found else None
 
 
 def reference_spread(ref, inputs: list, r_flat: list, updated: list[int], call: Callable = no_grad_call,
