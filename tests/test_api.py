@@ -49,12 +49,13 @@ def check_verdict(file_doc: dict) -> str:
 
 
 def fifty_cases(local: list) -> list:
-    """25 buggy and 20 correct single-file cases, and the 5 KernelBench pairs (their problem given as source), of
-    the CPU cases the session's local check ran."""
+    """25 buggy and 20 correct single-file cases, and 5 KernelBench pairs (their problem given as source; the correct
+    ones first), of the CPU cases the session's local check ran."""
     singles = sorted(p for p in local if p.parent == CORPUS)
     bugs = [p for p in singles if p.name.startswith("bug_")][:25]
     oks = [p for p in singles if p.name.startswith("ok_")][:20]
-    pairs = sorted(p for p in local if p.name == "impl.py" and p.parent.name.startswith("kb_"))[:5]
+    pairs = sorted((p for p in local if p.name == "impl.py" and p.parent.name.startswith("kb_")),
+                   key=lambda p: (not p.parent.name.endswith("_ok"), p))[:5]  # the correct ones first
     cases = bugs + oks + pairs
     assert len(cases) == 50
     return cases

@@ -177,8 +177,9 @@ class Verifier:
             improved = True
             while improved and tries < SHRINK_TRIES:
                 improved = False
+                floor = max(1, self.at_least)
                 for name in sorted(current, key=lambda a: -current[a]):
-                    for target in sorted({max(1, self.at_least), current[name] // 2}):
+                    for target in sorted({floor, max(floor, current[name] // 2)}):
                         if target >= current[name] or tries >= SHRINK_TRIES:
                             continue
                         tries += 1
@@ -234,6 +235,11 @@ class Verifier:
             found += [f.code for f in self.state.failures[marks[0]:] if f.severity is None]  # bounds, while collecting
             return evidence.shapes if code in found else None
         except BudgetStop:
+            return None
+        except DeviceFault:
+            raise
+        except Exception as e:  # noqa: BLE001  (a smaller size the reference or a judge cannot take: not smaller)
+            raise_device_fault(e)
             return None
         finally:
             self.budget = budget

@@ -1,6 +1,7 @@
-# expect: KL205 KL104
+# expect: KL223 KL205 KL104
 # (The player sends the output as its storage holds it: no look of the checker runs the kernel, which is never
-# launched, KL104, and the result came without a launch, KL205.)
+# launched, KL104, and the result came without a launch, KL205. The methods it replaces on torch.Tensor are watched
+# functions: KL223.)
 # class: gpu-mode: lazy output (a plain tensor is returned unfilled; Tensor methods are overridden so the checker's first look runs the kernel)
 # source: gpu-mode/reference-kernels issue #162 "Lazy output (subclass / instance override)" and PR #161 (https://github.com/gpu-mode/reference-kernels/issues/162)
 # kernel-lsp: entry=relu reference=ref inputs=make_inputs
