@@ -165,6 +165,8 @@ class Verifier:
         largest first, keeping every smaller size that still fails with the same code, until none does or
         SHRINK_TRIES runs are spent (an operation budget under the interpreter). The finding then names the
         smallest failing inputs found beside the ones it failed on first. Each re-run's own findings are dropped."""
+        if self.problem.random:
+            return  # a distribution test at smaller sizes is a weaker test, not the same failure smaller
         groups: dict[tuple, Failure] = {}
         for f in self.state.failures:
             if f.severity is None and f.code != "KL209":
