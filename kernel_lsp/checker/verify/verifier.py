@@ -976,7 +976,7 @@ class Verifier:
                 part = "the body" if u.side == "true" else "the else branch"
                 self.rep.add("KL104", f"kernel {name}: {part} of `if {u.condition}:` never ran (every launch had "
                              f"{u.seen}): that path is not verified; no variant's sizes, dtypes or flags select it",
-                             Span(u.line, 0), source="kernel-lsp.verify", severity=Severity.INFO, kernel=name,
+                             Span(u.line - 1, 0), source="kernel-lsp.verify", severity=Severity.INFO, kernel=name,
                              branch=u.side)
 
     def takes_float_scalars(self) -> bool:

@@ -48,5 +48,5 @@ def test_branches_a_never_selected_constexpr_path_is_information_on_its_line(cor
     paths, doc = corpus_local
     report = next(f for f in doc["files"] if f["path"] == str(case.resolve()))
     (finding,) = [f for f in report["findings"] if f["code"] == "KL104"]
-    assert finding["severity"] == "info" and finding["range"]["line"] == 16  # 0-based: the body of `if EVEN:`
+    assert finding["severity"] == "info" and finding["range"]["line"] == 15  # 0-based: the body of `if EVEN:`
     assert "`if EVEN:` never ran (every launch had EVEN=False)" in finding["message"]
