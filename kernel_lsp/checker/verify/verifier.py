@@ -155,10 +155,10 @@ class Verifier:
         if self.before_report is not None:
             self.before_report()  # the compile stage, when it runs after the variants (pipeline.py)
         if not self.unrepeatable:
-            self.shrink_failures(measure)
+            self.shrink_failures()
         self.report(seconds)
 
-    def shrink_failures(self, measure) -> None:
+    def shrink_failures(self) -> None:
         """Each cause's first failure, shrunk as property-based testing shrinks a failing example: its variant (the
         same values, layout, mode and seed) re-run with one size at a time (a size knob, or every input dimension of
         one size together where sizes are read from the inputs, shapes.py) set to its floor, else halved, the
@@ -223,7 +223,7 @@ class Verifier:
 
     def fails_at(self, v: Variant, code: str) -> str | None:
         """The inputs' shapes where variant `v` fails with `code`, else None (nothing it finds is kept)."""
-        marks = len(self.state.failures), len(self.state.rows), len(self.skipped), len(self.ran)
+        marks = len(self.state.failures), len(self.state.rows), len(self.skipped)
         self.probing = True
         budget = self.budget
         if self.interpreted and self.first_ops > 0:
@@ -247,7 +247,6 @@ class Verifier:
             self.budget = budget
             self.probing = False
             del self.state.failures[marks[0]:], self.state.rows[marks[1]:], self.skipped[marks[2]:]
-            del self.ran[marks[3]:]
 
     def run_variants(self, measure) -> float:
         """Every variant, each failure previewed as it is found; returns the seconds they took."""
