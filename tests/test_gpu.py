@@ -34,6 +34,7 @@ GPU_CASES = ["ok_add_fp32.py", "ok_softmax_fp32.py", "ok_matmul_fp16.py", "ok_ro
              "kb_layernorm_ignores_affine/impl.py", "bug_int4_quantize_fast_division.py",
              # a path only inference callers take (no autograd), a model's state kept from its first call's size
              "bug_gelu_inference_path_tanh.py", "kb_grid_kept_from_first_call/impl.py",
+             "kb_grid_kept_from_a_small_first_call/impl.py",
              "kb_quantize_channel_scales_half_up/impl.py", "kb_quantize_channel_scales_ok/impl.py"]
 
 

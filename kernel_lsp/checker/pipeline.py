@@ -316,28 +316,55 @@ def _run_stages(job: CheckJob, w: Sink, rep: Reporter, player: Player, torch, in
         return
     captured = len(recorder.launches)
     verifier = None
-    if job.verify:
-        from .verify.verifier import verify_problem
-        verifier = verify_problem(problem, player, rep, job, captured_output,
-                                  (lambda: compile_stage(rep, player, targets, captured_specs)) if verify_first
-                                  else None)
-    report_unexercised(rep, job, recorder, captured, interpreted)
-    if verifier is not None and gathers_evidence(job, rep):
-        from .verify.evidence.isolated import run_evidence
-        # Where the verifier said the interpreter cannot compute a kernel faithfully, neither can the player. The
-        # TF32 advice (KL210 too) says nothing of the kind: an implementation could provoke it at will.
-        values = not any(f.code == "KL210" and f.data.get("values_judged") is False for f in rep.sent)
-        run_evidence(problem, job, rep, connect, "cpu" if interpreted else "cuda",
-                     dict(verifier.base) if interpreted else {}, values,
-                     dict(verifier.sizes.base) if interpreted and getattr(verifier, "sizes", None) else {})
+    from .verify.evidence.isolated import EarlyPlayer, run_evidence
+    # On a GPU the evidence runs' player starts while the verifier runs (under the interpreter its fork is cheap and
+    # the two cores are the verifier's).
+    early = EarlyPlayer(job, connect, "cuda") if job.verify and not interpreted and wants_evidence(job) else None
+    try:
+        if job.verify:
+            from .verify.verifier import verify_problem
+            verifier = verify_problem(problem, player, rep, job, captured_output,
+                                      (lambda: compile_stage(rep, player, targets, captured_specs)) if verify_first
+                                      else None)
+        report_unexercised(rep, job, recorder, captured, interpreted)
+        if verifier is not None:
+            say_verified(w, job, rep, interpreted)
+        if verifier is not None and gathers_evidence(job, rep):
+            # Where the verifier said the interpreter cannot compute a kernel faithfully, neither can the player. The
+            # TF32 advice (KL210 too) says nothing of the kind: an implementation could provoke it at will.
+            values = not any(f.code == "KL210" and f.data.get("values_judged") is False for f in rep.sent)
+            run_evidence(problem, job, rep, connect, "cpu" if interpreted else "cuda",
+                         dict(verifier.base) if interpreted else {}, values,
+                         dict(verifier.sizes.base) if interpreted and getattr(verifier, "sizes", None) else {},
+                         early)
+    finally:
+        if early is not None:
+            early.discard()  # no evidence runs (a failed verification): its player ends before anything is timed
     if job.measure.enabled:
         measure_stage(problem, player, rep, job, interpreted)
+
+
+def say_verified(w: Sink, job: CheckJob, rep: Reporter, interpreted: bool) -> None:
+    """The verification's verdict as its own stage, the first verdict a front end can show (the language server's
+    status), before the evidence runs and the timing: whether any variant failed (those findings went out as
+    previews when found; the final report carries them with every variant), and what follows."""
+    failed = sum(1 for f in rep.sent if f.severity <= Severity.WARNING)
+    follows = [name for name, on in (("the evidence runs", gathers_evidence(job, rep)),
+                                     ("the timing", job.measure.enabled and not interpreted)) if on]
+    verdict = f"{failed} finding(s) of warning or error" if failed else "no variant found a wrong result"
+    then = f"; {' and '.join(follows)} follow{'s' if follows == ['the timing'] else ''}" if follows else ""
+    w.stage("verified", verdict + then)
+
+
+def wants_evidence(job: CheckJob) -> bool:
+    """The job asks for the evidence runs (they follow a verification that passes: gathers_evidence)."""
+    return job.rerun.enabled and job.measure.against is None
 
 
 def gathers_evidence(job: CheckJob, rep: Reporter) -> bool:
     """The evidence runs follow a verification that passed: no error and no warning so far (any warning fails the
     file already, and one such as KL210 says the verifier could not run the kernel, so neither could they)."""
-    if not job.rerun.enabled or job.measure.against is not None:
+    if not wants_evidence(job):
         return False
     return not any(f.severity <= Severity.WARNING for f in rep.sent)
 

@@ -122,6 +122,12 @@ def test_save_that_arrives_before_its_change_is_verified_once_the_change_lands(w
     done = client.wait(lambda m: m.get("method") == "kernelLsp/status" and m["params"].get("state") == "idle"
                        and m["params"].get("version") == 2, timeout=120)
     assert done["params"]["verified"] and not done["params"]["cancelled"]
+    # The verification's verdict is a status of its own, before the evidence runs that follow it.
+    states = [m["params"] for m in client.messages if m.get("method") == "kernelLsp/status"
+              and m["params"].get("version") == 2]
+    order = [p["state"] for p in states]
+    assert "verified" in order and order.index("verified") < order.index("evidence") < order.index("idle"), order
+    assert states[order.index("verified")]["detail"] == "no variant found a wrong result; the evidence runs follow"
     client.proc.stdin.close()
     client.proc.wait(timeout=20)
 

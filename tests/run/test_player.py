@@ -35,13 +35,26 @@ def _spy(warm: bool, monkeypatch) -> dict:
             while not executor.pool.ready():
                 assert time.monotonic() < deadline, "the warm worker never became ready"
                 time.sleep(0.05)
-        report = check_file(CheckRequest(FIXTURES / "player" / "spy.py", Settings(timeout=120), ROOT,
+        # The CPU interpreter's path (the zygote forks interpreter jobs only); the GPU's is the CLI test below.
+        report = check_file(CheckRequest(FIXTURES / "player" / "spy.py", Settings(device="cpu", timeout=120), ROOT,
                                          executor=executor))
     assert report.stats["warm_workers"] == int(warm)
     assert SECRET not in json.dumps(report.to_dict())  # nothing of the key in the report either
     (finding,) = [f for f in report.findings if f.code == "KL105"]
     text = finding.message
+    return _spied(text)
+
+
+def _spied(text: str) -> dict:
     return json.loads(text[text.index("SPY") + 3: text.index("YPS")])
+
+
+def _holds_nothing(seen: dict) -> None:
+    assert seen["modules"] == [] and seen["env_names"] == [] and seen["frame_files"] == []
+    assert "kernel" not in seen["argv"] and "kernel" not in seen["cmdline"]
+    assert seen["float64"] == 0 and not seen["tmpdir_is_cwd"]
+    assert seen["secret_seen"] == [] and not seen["key_in_env"]
+    assert max(seen["pids"]) < 50, seen["pids"]  # its own namespace: the server, itself, nothing else
 
 
 @pytest.mark.parametrize("warm", [True, False], ids=["warm", "cold"])
@@ -49,12 +62,18 @@ def test_player_holds_nothing_of_the_checker_and_sees_no_secret(warm, monkeypatc
     """The issue's mechanisms, from a kernel file: no kernel-lsp module, argument, variable or frame; no float64
     tensor (no truth); TMPDIR is not the working folder; and only the player's own pid namespace in /proc, so the
     parent's key, though in the parent's own environment, is in no /proc/PID/environ the player can read."""
-    seen = _spy(warm, monkeypatch)
-    assert seen["modules"] == [] and seen["env_names"] == [] and seen["frame_files"] == []
-    assert "kernel" not in seen["argv"] and "kernel" not in seen["cmdline"]
-    assert seen["float64"] == 0 and not seen["tmpdir_is_cwd"]
-    assert seen["secret_seen"] == [] and not seen["key_in_env"]
-    assert max(seen["pids"]) < 50, seen["pids"]  # its own namespace: the server, itself, nothing else
+    _holds_nothing(_spy(warm, monkeypatch))
+
+
+@pytest.mark.gpu
+def test_player_on_a_gpu_holds_nothing_of_the_checker_and_sees_no_secret():
+    """The same from `kernel-lsp check --device cuda` (its long-lived GPU worker, the player beside it), the key in
+    the CLI's own environment."""
+    proc = run_cli("check", str(FIXTURES / "player" / "spy.py"), "--device", "cuda", "--no-cache", "--format",
+                   "json", env={"OPENAI_API_KEY": SECRET}, timeout=300)
+    assert SECRET not in proc.stdout + proc.stderr
+    (finding,) = [f for f in json.loads(proc.stdout)["files"][0]["findings"] if f["code"] == "KL105"]
+    _holds_nothing(_spied(finding["message"]))
 
 
 def test_player_a_secret_the_reference_raises_is_redacted(tmp_path):
@@ -151,7 +170,8 @@ def test_player_a_line_separator_in_a_comment_is_reported_on_the_right_line(tmp_
     source = (ROOT / "tests" / "corpus" / "bug_add_no_mask.py").read_text()
     marked = source.replace("import torch\n", "import torch  # a\u2028comment\x0cwith separators\n", 1)
     (tmp_path / "k.py").write_text(marked)
-    _, doc = check_json(tmp_path / "k.py", extra=("--no-cache",))
+    # On the CPU: the interpreter places KL208 on the load or store itself (a GPU run places it at the launch).
+    _, doc = check_json(tmp_path / "k.py", extra=("--no-cache", "--device", "cpu"))
     lines = marked.split("\n")
     for f in doc["files"][0]["findings"]:
         if f["code"] == "KL208":

@@ -216,12 +216,12 @@ class Problem:
                 setattr(self.input_module, k, v)
 
     def fresh_reference(self, init: list | None) -> Callable:
-        """A reference built afresh for these init inputs, as the problem's own is (after the seed), in eval mode; the
-        linked function itself for a problem without a model."""
+        """A reference built afresh for these init inputs, as the problem's own is (after the seed), in eval mode and on
+        the problem's device; the linked function itself for a problem without a model."""
         import torch
         torch.manual_seed(self.seed)
         ref = self.make_reference(init)
-        return ref.eval() if isinstance(ref, torch.nn.Module) else ref
+        return ref.eval().to(self.device) if isinstance(ref, torch.nn.Module) else ref
 
     def init(self, knobs: dict[str, int] | None = None, setting: dict | None = None) -> list | None:
         """The init inputs at these knobs with the setting's init entries applied (None: no init inputs)."""

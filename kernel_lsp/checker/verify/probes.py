@@ -34,13 +34,15 @@ def reference_spread(ref, inputs: list, r_flat: list, updated: list[int], call: 
     import torch
     out: list = [None] * len(r_flat)
     for k in range(2):
-        gen = torch.Generator().manual_seed(20_000 + k)
+        gens: dict = {}  # one generator per device, seeded alike: the signs are drawn where the inputs are
 
         def nudge(x):
             if not (isinstance(x, torch.Tensor) and x.is_floating_point()):
                 return x
             u = UNIT_ROUNDOFF.get(str(x.dtype), 2.0**-24)
-            sign = (torch.randint(0, 2, x.shape, generator=gen) * 2 - 1).to(x.device, torch.float64)
+            if x.device not in gens:
+                gens[x.device] = torch.Generator(device=x.device).manual_seed(20_000 + k)
+            sign = (torch.randint(0, 2, x.shape, generator=gens[x.device], device=x.device) * 2 - 1).to(torch.float64)
             return (x.double() * (1 + 2 * u * ulps * sign)).to(x.dtype)  # in float64: a float64 input moves too
         moved = [nudge(x) for x in clone_inputs(inputs)]
         try:

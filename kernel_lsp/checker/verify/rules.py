@@ -117,8 +117,8 @@ def same(a, b) -> bool:
 def describe_variant(kind: str, name: str, description: str, shapes: str | None) -> str:
     """Where a failure happened, after the problem itself: the sizes, the layout, or the values of the inputs."""
     if name == "same-module":
-        return (f"when the model built and first called at the base sizes is called at shape {shapes}: what it keeps "
-                "from its first call (a grid, a buffer, a descriptor) does not follow the size")
+        return (f"when {description} is called at shape {shapes}: what it keeps from its first call (a grid, a "
+                "buffer, a descriptor) does not follow the size")
     if kind == "size":
         return f"at shape {shapes}, which the reference accepts" if shapes else f"at {description}"
     if kind == "layout":

@@ -105,6 +105,7 @@ class Verifier:
         self.problem, self.player, self.rep, self.job = problem, player, rep, job
         self.ran: list[Variant] = []  # the variants run, in order
         self.ties_reference = None  # the ties variant's fresh model, its float state at powers of two
+        self.module_built_at: tuple[dict, dict] = ({}, {})  # the same-module variant's model: (knobs, setting) built at
         self.recorder = player.recorder
         self.interpreted = os.environ.get("TRITON_INTERPRET") == "1"
         # On a GPU the interpreter's bounds guard does not exist: guard bytes around every tensor catch stores.
@@ -337,12 +338,15 @@ class Verifier:
 
     def run_same_module(self, measure) -> None:
         """A model is built per size (KernelBench's models may take sizes at init), so each is called at one size:
-        here the model built and first called at the base sizes is called at another size its init does not change
-        (the largest size variant run), as a caller's module sees batches of several sizes. State a model works out
-        on its first call and keeps (a grid, a buffer, a descriptor) must follow the size."""
+        here one model is called at a second size its init does not change, as a caller's module sees batches of
+        several sizes: the model built and first called at the base sizes, at the largest size variant run when that
+        is larger; else (on a GPU the base sizes are the problem's own, the largest) the model built and first called
+        at the smallest size variant run, at the base sizes. State a model works out on its first call and keeps (a
+        grid, a buffer, a descriptor) must follow the size; a grid kept from a larger first call covers a smaller
+        one, so the second call is the larger."""
         p = self.problem
-        if self.job.link.kind != "kernelbench" or not self.base:
-            return  # a plain function is one object across the variants' sizes already
+        if self.job.link.kind != "kernelbench" or not p.size_knobs:
+            return  # a plain function is one object across the variants' sizes already (base {}: the own sizes)
 
         def init(knobs, setting):
             return p.init(knobs, {q: n for q, n in (setting or {}).items() if q[0] == "init"})
@@ -354,10 +358,17 @@ class Verifier:
             return
         if not sizes:
             return
-        v = max(sizes, key=lambda v: measure(v.knobs))
-        self.run_within_budget(Variant(SAME_MODULE, "size", v.seed, v.knobs, v.transform,
-                                       "the model built and first called at the base sizes, called at these",
-                                       v.setting))
+        largest = max(sizes, key=lambda v: measure(v.knobs))
+        if measure(largest.knobs) > measure(self.base):
+            self.module_built_at = (self.base, self.sizes.base)
+            self.run_within_budget(Variant(SAME_MODULE, "size", largest.seed, largest.knobs, largest.transform,
+                                           "the model built and first called at the base sizes", largest.setting))
+            return
+        smallest = min(sizes, key=lambda v: measure(v.knobs))
+        self.module_built_at = (smallest.knobs, smallest.setting)
+        at = ", ".join(f"{k} = {n}" for k, n in smallest.knobs.items())
+        self.run_within_budget(Variant(SAME_MODULE, "size", 23, self.base, None,
+                                       f"the model built and first called at smaller sizes ({at})", self.sizes.base))
 
     def run_own_rows(self, measure) -> None:
         """On the CPU, the problem's own row length (the last dimension of its largest input), the other sizes shrunk
@@ -604,7 +615,7 @@ class Verifier:
                     perturb(ref, v.seed, set(moved))
             elif v.name == SAME_MODULE:  # the reference at these sizes, the implementation as built for the base
                 ref, _ = p.callables(v.knobs, v.setting)
-                _, impl = p.callables(self.base, self.sizes.base)
+                _, impl = p.callables(*self.module_built_at)
             else:
                 ref, impl = p.callables(v.knobs, v.setting)
         except UserCodeError as e:

@@ -34,7 +34,7 @@ from ..plan.variants import shrink_knobs
 
 SOURCE = "kernel-lsp.rerun"
 CPU_BUDGET = 1 << 13  # input and output elements of A, B and C under the CPU interpreter
-GPU_BUDGET = 1 << 20  # on a GPU (the truth is computed on the CPU, in float64)
+GPU_BUDGET = 1 << 20  # on a GPU
 LARGE_MAX = 1 << 18  # the larger set, under the interpreter: elements at most
 LARGE_MAX_PROGRAMS = 2048  # and programs of the kernel's smallest block at most (the interpreter's cost)
 
@@ -135,18 +135,23 @@ def _cpu(inputs: list) -> list:
 
 def _truth(reference, inputs: list, seed: int) -> tuple[list, list, bool]:
     """(float64 truth, PyTorch's result in the task's dtype, whether the reference drew random numbers) of the
-    reference on clones of the inputs, with the seed the harness calls the implementation with. A reference that
-    draws random numbers draws other ones in float64: its own result is then the truth (the harness's seed gives
-    the implementation the same draws, on the CPU)."""
+    reference on clones of the inputs, with the seed the harness calls the implementation with, kept on the inputs'
+    device (a GPU's sets are drawn, computed and judged there). A reference that draws random numbers draws other
+    ones in float64: its own result is then the truth (the harness's seed gives the implementation the same draws,
+    on the CPU)."""
     import torch
     from ...problem.loader import float64_reference
     from ..compare import flatten_outputs
     from ..plan.variants import clone_inputs, upcast
+    cuda = any(isinstance(x, torch.Tensor) and x.is_cuda for x in inputs)
+
+    def states() -> list:  # the generators a reference may draw from: the CPU's, and the GPU's where the sets are
+        return [torch.random.get_rng_state()] + ([torch.cuda.get_rng_state()] if cuda else [])
     with torch.no_grad():
         torch.manual_seed(seed)
-        before = torch.random.get_rng_state()
+        before = states()
         r = flatten_outputs(reference(*clone_inputs(inputs)))
-        draws = not torch.equal(before, torch.random.get_rng_state())
+        draws = not all(torch.equal(a, b) for a, b in zip(before, states()))
         t = r
         if not draws:
             ref64 = float64_reference(reference)
@@ -155,37 +160,91 @@ def _truth(reference, inputs: list, seed: int) -> tuple[list, list, bool]:
                 t = flatten_outputs(ref64(*upcast(clone_inputs(inputs))))
             except Exception:
                 t = r  # a reference that cannot run in float64: its own result, as the verifier does
-    keep = lambda xs: [x.detach().cpu() for x in xs if isinstance(x, torch.Tensor)]  # noqa: E731
+    keep = lambda xs: [x.detach() for x in xs if isinstance(x, torch.Tensor)]  # noqa: E731
     return keep(t), keep(r), draws
 
 
+class EarlyPlayer:
+    """The evidence runs' fresh player, started and its module loaded in a thread while the verifier runs: on a GPU
+    the player's start (its CUDA context, the first exchange through device arenas) and the module's import take
+    about a second that a save's verdict would otherwise wait for. `take()` gives the player (or raises what starting
+    it raised); `discard()` ends it when no evidence runs follow."""
+
+    def __init__(self, job: CheckJob, connect, device: str):
+        import threading
+        self._player, self._error, self._taken = None, None, False
+        self._thread = threading.Thread(target=self._start, args=(job, connect, device), daemon=True,
+                                        name="evidence-player")
+        self._thread.start()
+
+    def _start(self, job: CheckJob, connect, device: str) -> None:
+        from ...player import Player
+        try:
+            self._player = Player(connect(device), device)
+            self._player.load(job.path, job.source_override, knob_files=_knob_files(job), mode="evidence")
+        except BaseException as e:  # handed to take(), in the thread that judges
+            self._error = e
+
+    def take(self):
+        self._thread.join()
+        self._taken = True
+        if self._error is not None:
+            if self._player is not None:
+                self._player.close()
+            raise self._error
+        return self._player
+
+    def discard(self) -> None:
+        if self._taken:
+            return
+        self._thread.join()
+        self._taken = True
+        if self._player is not None:
+            self._player.close()
+
+
+def _knob_files(job: CheckJob) -> list[str]:
+    """The files whose module-level sizes the player sets (the reference's, the input factory's)."""
+    return sorted({os.path.realpath(job.link.reference), os.path.realpath(job.link.inputs_path or job.link.reference)})
+
+
 def run_evidence(problem, job: CheckJob, rep, connect, device: str, cpu_sizes: dict[str, int],
-                 values: bool = True, cpu_setting: dict | None = None) -> None:
+                 values: bool = True, cpu_setting: dict | None = None, early: EarlyPlayer | None = None) -> None:
     """Plan the sets, run them in a fresh player and judge what comes back; every finding goes to `rep`. What keeps
-    the runs from being made (sizes that cannot be shrunk, a reference that rejects the sets) is KL222."""
+    the runs from being made (sizes that cannot be shrunk, a reference that rejects the sets) is KL222. `early`: the
+    player started while the verifier ran (EarlyPlayer), else one is started here."""
     from ...player import Player, PlayerLost
     rep.w.stage("evidence", "fresh inputs, buffers refilled in place, launches skipped and watched")
     try:
         plan = prepare(job, problem, device, cpu_sizes, cpu_setting or {})
     except TooLarge as e:  # nothing of them was checked: a warning, so that a check that passes says so
+        if early is not None:
+            early.discard()
         rep.add("KL222", f"the evidence runs were not made: {e}; launches, caches and larger sizes are not checked",
                 source=SOURCE, severity=Severity.WARNING)
         return
     except Exception as e:
+        if early is not None:
+            early.discard()
         text = str(e).splitlines()[0][:300] if str(e) else ""
         rep.add("KL222", f"the evidence runs could not be prepared: {type(e).__name__}: {text}", source=SOURCE)
         return
     where = "where it is called afresh (the evidence runs)"
     player = None
+    rep.w.stage("evidence", "the runs, in a fresh player")
     try:
-        player = Player(connect(device), device)
-        player.load(job.path, job.source_override, knob_files=plan["knob_files"], mode="evidence")
+        if early is not None:
+            player = early.take()
+        else:
+            player = Player(connect(device), device)
+            player.load(job.path, job.source_override, knob_files=_knob_files(job), mode="evidence")
         impl = player.build(job.link.kind, "ModelNew" if job.link.kind == "kernelbench" else job.link.entry,
                             job.seed, plan["init"], plan["knobs"])
         runs = player.evidence(impl, plan["sets"], [list(r) for r in REFILLS], REFILL_BUDGET_S, job.seed,
                                plan["knobs"])
         found = judged(runs, plan["truth"], plan["random"] or not values)
         if not found and not plan["random"] and values:
+            rep.w.stage("evidence", "outputs held across calls, and a soak of many calls")
             found = held_outputs(player, impl, plan) or soak(player, impl, plan, device)
     except PlayerLost as e:
         rep.add("KL220", f"the implementation does not complete {where}: {e}" + (f": {e.stderr}" if e.stderr else ""),
@@ -308,7 +367,8 @@ def prepare(job: CheckJob, problem, device: str, cpu_sizes: dict[str, int], cpu_
         small = {k: min(n, cpu_sizes.get(k, n)) for k, n in small.items()}
     setting = dict(cpu_setting or {}) if not knobs and not on_gpu else {}
     seed = job.seed
-    draw = lambda s, k: _cpu(problem.make_inputs(s, k, setting))  # noqa: E731
+    where = (lambda xs: xs) if on_gpu else _cpu  # a GPU's sets stay there: drawn, sent and judged on the device
+    draw = lambda s, k: where(problem.make_inputs(s, k, setting))  # noqa: E731
     if not knobs and not on_gpu and _elements(draw(seed + 101, {})) > 8 * budget:
         raise TooLarge(f"the problem's own inputs ({problem.elements({})} elements) have no size knob to shrink "
                        "them for the CPU interpreter, and the sizes read from them could not be shrunk enough; a check "
@@ -343,10 +403,9 @@ def prepare(job: CheckJob, problem, device: str, cpu_sizes: dict[str, int], cpu_
     # device, but the truth is drawn here, on the CPU: a player on a GPU draws from CUDA's generator, other
     # numbers. There only the launches are judged, as for a random reference.
     drew = any(v[2] for v in truth.values())
-    files = {os.path.realpath(job.link.reference), os.path.realpath(job.link.inputs_path or job.link.reference)}
     return {"sets": {**sets}, "truth": {name: v[:2] for name, v in truth.items()},
             "random": bool(problem.random) or (on_gpu and drew), "knobs": small, "init": list(init or []),
-            "knob_files": sorted(files), "elements": problem.elements(small)}
+            "elements": problem.elements(small)}
 
 
 def _large_knobs(job: CheckJob, problem, knobs: dict[str, int], small: dict[str, int],
@@ -469,7 +528,8 @@ def _gross(outputs: list, truth: list, reference: list) -> str:
     from ..compare import compare_tensor
     if len(outputs) != len(truth):
         return f"{len(outputs)} outputs where the reference has {len(truth)}"
-    for j, (y, t, r) in enumerate(zip(_cpu(outputs), truth, reference)):  # judged where the truth is: the CPU
+    for j, (y, t, r) in enumerate(zip(outputs, truth, reference)):
+        y = y.to(t.device)  # judged where the truth is
         name = "output" if len(outputs) == 1 else f"output {j}"
         if tuple(y.shape) != tuple(t.shape):
             return f"{name} has shape {tuple(y.shape)}, the truth {tuple(t.shape)}"
