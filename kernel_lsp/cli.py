@@ -16,7 +16,7 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Callable
+from typing import Callable, NoReturn
 
 from . import __version__
 from .cache import Cache
@@ -25,7 +25,7 @@ from .config import (ConfigError, Settings, apply_overrides, find_git_root, find
 from .device import DEVICES, gpu_present
 from .model import FileReport, Severity
 from .render.report import ReportError
-from .run.executor import check_gpus, executor_for
+from .run.executor import Executor, check_gpus, executor_for
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 # Seconds a file's check may go on after its executor was lost (each ends within its executor's poll, unless it is
@@ -218,28 +218,9 @@ class Progress:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    from concurrent.futures import FIRST_COMPLETED, wait
-
-    from .check import CheckRequest, check_file
-    from .render.json_ import render_json
-    from .render.sarif import render_sarif
-    from .render.text import coverage, file_lines, summary_lines, timing_lines
-    from .source.lint import fallback
-
-    missing = [p for p in args.paths if not Path(p).exists()]
-    if missing:
-        link = f" (a symbolic link to {os.readlink(missing[0])})" if Path(missing[0]).is_symlink() else ""
-        raise UsageError(f"path does not exist: {missing[0]}{link}")
-    _conflicting_flags(args)
-    _check_reference_option(args.reference)
-    output = _output_path(args.output)
-    settings, root = _settings_for(args)
-    reference = Path(args.reference) if args.reference else None
-
-    def is_fallback(path: Path, text: str) -> bool:
-        return bool(fallback(path.resolve(), text, reference, root, settings.references))
-
-    files = iter_python_files([Path(p) for p in args.paths], is_fallback)
+    """Check the named paths and report their findings; the exit code as this module's docstring says."""
+    output, settings, root, reference = _check_setup(args)
+    files = _files_to_check(args, settings, root, reference)
     cache = Cache(None if args.no_cache else settings.cache_path(root))
     if not files:
         sys.stderr.write(f"kernel-lsp: no Triton kernel file in {', '.join(args.paths)}: nothing was checked\n")
@@ -251,14 +232,67 @@ def cmd_check(args: argparse.Namespace) -> int:
     executor = executor_for(settings, workers=args.jobs)  # its workers start on first use
     stream = args.format == "text" and not output  # findings printed as each file is done
     interrupted = threading.Event()  # set on Ctrl-C: a job that starts after it is cancelled at once
+    one = _file_checker(args, settings, root, reference, cache, executor, interrupted)
+    reports = _check_files(files, one, executor, interrupted, out, stream)
+    _write_results(args, reports, _check_stats(reports, start), root, stream, output, out)
+    code = _exit_code(args, reports)
+    if executor.lost:
+        _leave_lost(executor, reports, code)
+    return code
+
+
+def _check_setup(args: argparse.Namespace) -> tuple[Path | None, Settings, Path, Path | None]:
+    """Everything `check` can refuse before any work: a path that does not exist, flags that disagree, a --reference
+    or -o path that cannot serve, and the settings. Returns the -o path, the settings, the project's root and the
+    --reference path."""
+    missing = [p for p in args.paths if not Path(p).exists()]
+    if missing:
+        link = f" (a symbolic link to {os.readlink(missing[0])})" if Path(missing[0]).is_symlink() else ""
+        raise UsageError(f"path does not exist: {missing[0]}{link}")
+    _conflicting_flags(args)
+    _check_reference_option(args.reference)
+    output = _output_path(args.output)
+    settings, root = _settings_for(args)
+    reference = Path(args.reference) if args.reference else None
+    return output, settings, root, reference
+
+
+def _files_to_check(args: argparse.Namespace, settings: Settings, root: Path, reference: Path | None) -> list[Path]:
+    """The .py files of the named paths that iter_python_files keeps, a file that links a reference (through
+    --reference or the settings' references) but defines no kernel being kept as a PyTorch fallback."""
+    from .source.lint import fallback
+
+    def is_fallback(path: Path, text: str) -> bool:
+        return bool(fallback(path.resolve(), text, reference, root, settings.references))
+
+    return iter_python_files([Path(p) for p in args.paths], is_fallback)
+
+
+def _file_checker(args: argparse.Namespace, settings: Settings, root: Path, reference: Path | None, cache: Cache,
+                  executor: Executor, cancel: threading.Event) -> Callable[[Path], FileReport]:
+    """The check of one file, as a thread of the pool runs it; a job that starts after `cancel` is set is cancelled
+    at once."""
+    from .check import CheckRequest, check_file
 
     def one(path: Path) -> FileReport:
         # A dangling symbolic link is reported under its own name, not its missing target's.
         where = path.resolve() if path.exists() else path.absolute()
         req = CheckRequest(where, settings, root, reference, cache=cache, executor=executor,
-                           cancel=interrupted,
+                           cancel=cancel,
                            timeout_source="--timeout" if args.timeout else "`timeout` in [tool.kernel-lsp]")
         return check_file(req)
+
+    return one
+
+
+def _check_files(files: list[Path], one: Callable[[Path], FileReport], executor: Executor,
+                 interrupted: threading.Event, out, stream: bool) -> list[FileReport]:
+    """Check every file, one file per worker (per GPU) at a time, with progress on stderr and, when `stream`, each
+    file's findings on `out` as it is done. Returns the reports in the order of `files`. A file still running once
+    the executor was lost for LOST_GRACE_S is checked again in this thread; Ctrl-C ends the process."""
+    from concurrent.futures import FIRST_COMPLETED, wait
+
+    from .render.text import file_lines
 
     progress = Progress(len(files))
     pool = ThreadPoolExecutor(max_workers=executor.capacity)  # one file per worker (per GPU) at a time
@@ -288,60 +322,87 @@ def cmd_check(args: argparse.Namespace) -> int:
                         path = pending.pop(fut)
                         finished_file(path, one(path))
     except KeyboardInterrupt:
-        # Stop now, not after the workers' timeouts: kill every job, then leave. Whatever the clean-up below
-        # waits on, the process is gone within 5 s.
-        watchdog = threading.Timer(5.0, os._exit, (EXIT_INTERRUPTED,))
-        watchdog.daemon = True
-        watchdog.start()
-        interrupted.set()  # every running job is killed within its executor's poll
-        progress.clear()
-        executor.close()
-        pool.shutdown(wait=False, cancel_futures=True)
-        sys.stderr.write("kernel-lsp: interrupted\n")
-        sys.stderr.flush()
-        out.flush()
-        # Leave without joining the pool's threads: one still waiting on a job it started as Ctrl-C came would
-        # hold the exit for that job's whole timeout.
-        os._exit(EXIT_INTERRUPTED)
+        _leave_interrupted(interrupted, progress, executor, pool, out)
     finally:
         progress.clear()
-    pool.shutdown(wait=not executor.lost)  # a thread held inside Ray is left behind (see the end)
+    pool.shutdown(wait=not executor.lost)  # a thread held inside Ray is left behind (see _leave_lost)
     executor.close()
-    reports = [done[f] for f in files]
-    stats = {"files": len(reports), "cache_hits": sum(1 for r in reports if r.cached),
-             "workers_spawned": sum(r.stats.get("workers", 0) for r in reports),
-             "warm_workers": sum(r.stats.get("warm_workers", 0) for r in reports),
-             "compiles": sum(r.stats.get("compiles", 0) for r in reports),
-             "seconds": round(time.monotonic() - start, 3), **coverage(reports)}
+    return [done[f] for f in files]
+
+
+def _leave_interrupted(interrupted: threading.Event, progress: Progress, executor: Executor,
+                       pool: ThreadPoolExecutor, out) -> NoReturn:
+    """Stop now, not after the workers' timeouts: kill every job, then leave with EXIT_INTERRUPTED. Whatever the
+    clean-up waits on, the process is gone within 5 s."""
+    watchdog = threading.Timer(5.0, os._exit, (EXIT_INTERRUPTED,))
+    watchdog.daemon = True
+    watchdog.start()
+    interrupted.set()  # every running job is killed within its executor's poll
+    progress.clear()
+    executor.close()
+    pool.shutdown(wait=False, cancel_futures=True)
+    sys.stderr.write("kernel-lsp: interrupted\n")
+    sys.stderr.flush()
+    out.flush()
+    # Leave without joining the pool's threads: one still waiting on a job it started as Ctrl-C came would
+    # hold the exit for that job's whole timeout.
+    os._exit(EXIT_INTERRUPTED)
+
+
+def _check_stats(reports: list[FileReport], start: float) -> dict:
+    """The run's statistics (JSON output's `stats`): files, cache hits, workers, compiles, seconds since `start`
+    and the kernels' coverage."""
+    from .render.text import coverage
+    return {"files": len(reports), "cache_hits": sum(1 for r in reports if r.cached),
+            "workers_spawned": sum(r.stats.get("workers", 0) for r in reports),
+            "warm_workers": sum(r.stats.get("warm_workers", 0) for r in reports),
+            "compiles": sum(r.stats.get("compiles", 0) for r in reports),
+            "seconds": round(time.monotonic() - start, 3), **coverage(reports)}
+
+
+def _write_results(args: argparse.Namespace, reports: list[FileReport], stats: dict, root: Path, stream: bool,
+                   output: Path | None, out) -> None:
+    """The timings on stderr (--timings), the HTML report (--report), and the report in the format asked for, to
+    the -o file or to `out`."""
     if args.timings:
+        from .render.text import timing_lines
         sys.stderr.write("\n".join(line for r in reports for line in timing_lines(r, os.getcwd())) + "\n")
     if args.report:
         from .render.report import write_report
         write_report(reports, Path(args.report), str(root))
-    if args.format == "json":
-        text = render_json(reports, stats)
-    elif args.format == "sarif":
-        text = render_sarif(reports, str(root))
-    elif stream:
-        text = "\n".join(summary_lines(reports)) + "\n"  # the findings went out as each file was done
-    else:
-        text = "\n".join([line for r in reports for line in file_lines(r, os.getcwd())] + summary_lines(reports)) + "\n"
+    text = _report_text(args, reports, stats, root, stream)
     if output:
         write_atomically(output, text)
     else:
         out.write(text)
         out.flush()
-    code = _exit_code(args, reports)
-    if executor.lost:
-        unchecked = sum(1 for r in reports if any(f.code == "KL303" and executor.lost in f.message
-                                                   for f in r.findings))
-        sys.stderr.write(f"kernel-lsp: {executor.lost}: {unchecked} file(s) not finished (KL303)\n")
-        sys.stderr.flush()
-        sys.stdout.flush()
-        # Leave now: Ray's exit handlers (and a thread still inside Ray) would wait on the lost head for a minute,
-        # and then Ray would end the process with status 1 itself.
-        os._exit(code)
-    return code
+
+
+def _report_text(args: argparse.Namespace, reports: list[FileReport], stats: dict, root: Path, stream: bool) -> str:
+    """The report as JSON, SARIF or text; streamed text holds only the summary, its findings having gone out as each
+    file was done."""
+    from .render.json_ import render_json
+    from .render.sarif import render_sarif
+    from .render.text import file_lines, summary_lines
+    if args.format == "json":
+        return render_json(reports, stats)
+    if args.format == "sarif":
+        return render_sarif(reports, str(root))
+    if stream:
+        return "\n".join(summary_lines(reports)) + "\n"
+    return "\n".join([line for r in reports for line in file_lines(r, os.getcwd())] + summary_lines(reports)) + "\n"
+
+
+def _leave_lost(executor: Executor, reports: list[FileReport], code: int) -> NoReturn:
+    """Say on stderr how many files the lost executor left unfinished (KL303), and end the process with `code` at
+    once: Ray's exit handlers (and a thread still inside Ray) would wait on the lost head for a minute, and then Ray
+    would end the process with status 1 itself."""
+    unchecked = sum(1 for r in reports if any(f.code == "KL303" and executor.lost in f.message
+                                               for f in r.findings))
+    sys.stderr.write(f"kernel-lsp: {executor.lost}: {unchecked} file(s) not finished (KL303)\n")
+    sys.stderr.flush()
+    sys.stdout.flush()
+    os._exit(code)
 
 
 def _exit_code(args: argparse.Namespace, reports: list[FileReport]) -> int:
