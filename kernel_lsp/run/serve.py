@@ -30,7 +30,7 @@ import tempfile
 import threading
 import traceback
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, Callable
 
 from .. import __version__
 from ..codes import severity_of
@@ -79,52 +79,17 @@ def place_files(job: CheckJob, files: dict[str, str]) -> str:
 
 
 def serve(device: str = "auto", sandbox: SandboxOptions | None = None) -> int:
-    protocol = os.fdopen(os.dup(1), "w", encoding="utf-8", buffering=1)
-    os.dup2(2, 1)  # the user's prints go to stderr, never into the protocol
-    sys.stdout = sys.stderr
+    """Start up (warm imports, then the sandbox), say WorkerReady, and run the jobs the parent sends until its end of
+    stdin closes (0) or a job leaves the process unfit for another (3)."""
+    protocol = _private_stdout()
     parent = os.environ.get(PARENT_ENV)
     die_with_parent(int(parent) if parent and parent.isdigit() else None)
-    import time
-    clock = time.monotonic()
     startup: dict[str, float] = {}
-
-    def lap(name: str) -> None:
-        nonlocal clock
-        now = time.monotonic()
-        startup[name] = round(now - clock, 3)
-        clock = now
-
+    lap = _stopwatch(startup)
     device = choose_device(device)
-    gpu = ""
-    import torch  # noqa: F401  (warm: imported once for every job)
-    lap("import torch")
-    import triton  # noqa: F401
-    from ..checker import pipeline
-    lap("import triton and kernel-lsp")
-    from ..checker.problem.loader import warm_meta_device
-    warm_meta_device()
-    lap("meta device")
-    if device == "cuda":
-        torch.cuda.init()
-        gpu = torch.cuda.get_device_name()
-        lap("CUDA init")
-    # Confined from here on (sandbox.py): every job's code runs in this process. Its environment is scrubbed
-    # again (a runner's shell may have passed more than ours would), it works in a private folder, and it kills
-    # whatever a job leaves running once the job ends.
-    sandbox = sandbox or SandboxOptions()
-    given = os.environ.get(WORKDIR_ENV)  # the parent's folder for this worker, which the parent removes
-    given = given if given and os.path.isdir(given) else None
-    workdir = tempfile.mkdtemp(prefix="w", dir=given) if given else tempfile.mkdtemp(prefix="kernel-lsp-worker-")
-    env = child_env(sandbox, dict(os.environ))
-    os.environ.clear()
-    os.environ.update(env)
-    # The players' fork server (run/players.py), started before this process confines itself: each job's player is
-    # forked there and confines itself; the implementation never runs in this process.
+    gpu, pipeline = _warm_up(device, lap)
+    confined = _confine(device, sandbox or SandboxOptions(), lap)
     from . import players
-    players.install(players.PlayerServer(device, env, parent=given))
-    lap("player server")
-    confined = enter(sandbox, workdir)
-    lap("sandbox")
     from .tamper import Snapshot, TimerCheck
     pristine = Snapshot(*WATCHED_HERE)
     timer = TimerCheck() if device == "cuda" else None
@@ -137,21 +102,7 @@ def serve(device: str = "auto", sandbox: SandboxOptions | None = None) -> int:
 
     jobs: queue.Queue = queue.Queue()
     current: dict[str, Any] = {"id": None}
-
-    def read_stdin() -> None:
-        for line in sys.stdin:
-            try:
-                message = decode(line)
-            except ProtocolError:
-                continue
-            if isinstance(message, CancelJob):
-                if message.id == current["id"] and current["id"] is not None:
-                    _thread.interrupt_main()
-            elif isinstance(message, RunJob):
-                jobs.put(message)
-        jobs.put(None)  # EOF: the parent is gone
-
-    threading.Thread(target=read_stdin, name="kernel-lsp-worker-stdin", daemon=True).start()
+    threading.Thread(target=_read_stdin, args=(jobs, current), name="kernel-lsp-worker-stdin", daemon=True).start()
     send(WorkerReady(os.getpid(), device, gpu, startup, version=__version__, sandbox=confined))
     while True:
         try:
@@ -166,6 +117,87 @@ def serve(device: str = "auto", sandbox: SandboxOptions | None = None) -> int:
                 return 3  # the CUDA context cannot be trusted after a fault: the parent starts a fresh worker
         except KeyboardInterrupt:
             continue  # a cancel that arrived between jobs
+
+
+def _private_stdout() -> IO[str]:
+    """The protocol's stream: a private duplicate of stdout, with fd 1 and sys.stdout pointed at stderr, so that the
+    user's prints never go into the protocol."""
+    protocol = os.fdopen(os.dup(1), "w", encoding="utf-8", buffering=1)
+    os.dup2(2, 1)  # the user's prints go to stderr, never into the protocol
+    sys.stdout = sys.stderr
+    return protocol
+
+
+def _stopwatch(laps: dict[str, float]) -> Callable[[str], None]:
+    """A function that records in `laps`, under the name it is given, the seconds since its last call (or since
+    this one)."""
+    import time
+    clock = time.monotonic()
+
+    def lap(name: str) -> None:
+        nonlocal clock
+        now = time.monotonic()
+        laps[name] = round(now - clock, 3)
+        clock = now
+
+    return lap
+
+
+def _warm_up(device: str, lap: Callable[[str], None]) -> tuple[str, Any]:
+    """Import torch, Triton and the checker's pipeline once for every job, warm the meta device, and on CUDA
+    initialise the context. Returns the GPU's name ("" on the CPU) and the pipeline module."""
+    gpu = ""
+    import torch  # noqa: F401  (warm: imported once for every job)
+    lap("import torch")
+    import triton  # noqa: F401
+    from ..checker import pipeline
+    lap("import triton and kernel-lsp")
+    from ..checker.problem.loader import warm_meta_device
+    warm_meta_device()
+    lap("meta device")
+    if device == "cuda":
+        torch.cuda.init()
+        gpu = torch.cuda.get_device_name()
+        lap("CUDA init")
+    return gpu, pipeline
+
+
+def _confine(device: str, sandbox: SandboxOptions, lap: Callable[[str], None]) -> str:
+    """Confine this process (sandbox.py), after starting the players' fork server; returns `enter`'s one-line
+    account of the confinement, for WorkerReady."""
+    # Every job's code runs in this process. Its environment is scrubbed again (a runner's shell may have passed
+    # more than ours would), it works in a private folder, and it kills whatever a job leaves running once the job
+    # ends.
+    given = os.environ.get(WORKDIR_ENV)  # the parent's folder for this worker, which the parent removes
+    given = given if given and os.path.isdir(given) else None
+    workdir = tempfile.mkdtemp(prefix="w", dir=given) if given else tempfile.mkdtemp(prefix="kernel-lsp-worker-")
+    env = child_env(sandbox, dict(os.environ))
+    os.environ.clear()
+    os.environ.update(env)
+    # The players' fork server (run/players.py), started before this process confines itself: each job's player is
+    # forked there and confines itself; the implementation never runs in this process.
+    from . import players
+    players.install(players.PlayerServer(device, env, parent=given))
+    lap("player server")
+    confined = enter(sandbox, workdir)
+    lap("sandbox")
+    return confined
+
+
+def _read_stdin(jobs: queue.Queue, current: dict[str, Any]) -> None:
+    """Queue each RunJob the parent sends, interrupt the main thread on a CancelJob for the job it is running, and
+    queue None at EOF (the parent is gone)."""
+    for line in sys.stdin:
+        try:
+            message = decode(line)
+        except ProtocolError:
+            continue
+        if isinstance(message, CancelJob):
+            if message.id == current["id"] and current["id"] is not None:
+                _thread.interrupt_main()
+        elif isinstance(message, RunJob):
+            jobs.put(message)
+    jobs.put(None)  # EOF: the parent is gone
 
 
 def run_one(message: RunJob, device: str, send, lock, protocol, current, pipeline, pristine=None,
