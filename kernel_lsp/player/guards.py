@@ -94,6 +94,8 @@ class MemoryGuard:
         return self._threads.get(threading.get_ident(), (self.kernel, self.ranges))
 
     def install(self) -> bool:
+        """Wrap the interpreter's masked loads, stores and atomics, and the methods pointers derive through; False,
+        with nothing wrapped, where the interpreter or its masked load or store is missing."""
         try:
             import triton.runtime.interpreter as interp
             builder = interp.interpreter_builder
@@ -102,81 +104,91 @@ class MemoryGuard:
         if not all(hasattr(builder, n) for n in ("create_masked_load", "create_masked_store")):
             return False
         import numpy as np
-        guard = self
-
-        def wrap(name, kind, ptr_index, mask_index):
-            original = getattr(builder, name)
-            guard._saved.append((builder, name, original))
-
-            def guarded(*args, **kwargs):
-                args = list(args)
-                ptrs = args[ptr_index]
-                mask = args[mask_index] if mask_index is not None and mask_index < len(args) else None
-                new_mask = guard._check(kind, ptrs, mask, np)
-                if new_mask is not None:
-                    if mask is None:
-                        return None if kind != "load" else original(*args, **kwargs)
-                    args[mask_index] = type(mask)(new_mask, mask.dtype)
-                if kind == "store" and guard.track_stores:
-                    m = args[mask_index].data if mask_index is not None else None
-                    addrs = ptrs.data if m is None else ptrs.data[np.broadcast_to(m, ptrs.data.shape)]
-                    guard.stores.append((guard._line(), np.array(addrs, copy=True).reshape(-1)))
-                return original(*args, **kwargs)
-
-            setattr(builder, name, guarded)
-
-        def carry(name):
-            """Pointer results of `name` derive from the same tensor as its pointer operands (when they agree)."""
-            original = getattr(builder, name)
-            guard._saved.append((builder, name, original))
-
-            def carried(*args, **kwargs):
-                out = original(*args, **kwargs)
-                base = guard._base_of(args)
-                cond = getattr(args[0], "data", None) if name == "create_select" and len(args) == 3 else None
-                if base is None and cond is not None and cond.size and (cond.all() or not cond.any()):
-                    base = guard._base_of([args[1] if cond.reshape(-1)[0] else args[2]])  # every lane picks one
-                _tag(out if isinstance(out, tuple) else (out,), base)
-                return out
-
-            setattr(builder, name, carried)
-
         for name in _POINTER_OPS:
             if hasattr(builder, name):
-                carry(name)
-        convert = getattr(interp, "_implicit_cvt", None)
-        if convert is not None:
-            guard._saved.append((interp, "_implicit_cvt", convert))
-
-            def converted(arg):
-                """A tensor argument's pointer derives from that tensor, not from whatever else starts at its address
-                (a view and its parent passed together)."""
-                out = convert(arg)
-                h = getattr(out, "handle", None)
-                if hasattr(arg, "data_ptr") and hasattr(arg, "stride") and _is_pointer(h):
-                    extent = _extent(arg)
-                    _tag([h], next((r for r in guard._launch()[1] if r[:2] == extent), None))
-                return out
-
-            interp._implicit_cvt = converted
-        described = getattr(interp, "TensorDescHandle", None)
-        if described is not None and hasattr(described, "materialize_pointers"):
-            materialize = described.materialize_pointers
-            guard._saved.append((described, "materialize_pointers", materialize))
-
-            def materialized(desc, *args, **kwargs):
-                """A TMA descriptor's tile of pointers derives from the tensor the descriptor describes."""
-                ptrs, mask = materialize(desc, *args, **kwargs)
-                _tag([ptrs], guard._base_of([desc.base]))
-                return ptrs, mask
-
-            described.materialize_pointers = materialized
-        wrap("create_masked_load", "load", 0, 1)
-        wrap("create_masked_store", "store", 0, 2)
+                self._carry(builder, name)
+        self._trace_arguments(interp)
+        self._trace_descriptors(interp)
+        self._guard(builder, "create_masked_load", "load", 0, 1, np)
+        self._guard(builder, "create_masked_store", "store", 0, 2, np)
         if hasattr(builder, "create_atomic_rmw"):
-            wrap("create_atomic_rmw", "atomic", 1, 3)
+            self._guard(builder, "create_atomic_rmw", "atomic", 1, 3, np)
         self.available = True
         return True
+
+    def _guard(self, builder, name: str, kind: str, ptr_index: int, mask_index: int | None, np) -> None:
+        """Wrap the builder's memory method `name`: lanes out of bounds are reported and masked off (where the call
+        has no mask, a load runs as it is and a store or atomic is dropped), and with `track_stores` each store's
+        addresses are recorded with its line."""
+        original = getattr(builder, name)
+        self._saved.append((builder, name, original))
+
+        def guarded(*args, **kwargs):
+            args = list(args)
+            ptrs = args[ptr_index]
+            mask = args[mask_index] if mask_index is not None and mask_index < len(args) else None
+            new_mask = self._check(kind, ptrs, mask, np)
+            if new_mask is not None:
+                if mask is None:
+                    return None if kind != "load" else original(*args, **kwargs)
+                args[mask_index] = type(mask)(new_mask, mask.dtype)
+            if kind == "store" and self.track_stores:
+                m = args[mask_index].data if mask_index is not None else None
+                addrs = ptrs.data if m is None else ptrs.data[np.broadcast_to(m, ptrs.data.shape)]
+                self.stores.append((self._line(), np.array(addrs, copy=True).reshape(-1)))
+            return original(*args, **kwargs)
+
+        setattr(builder, name, guarded)
+
+    def _carry(self, builder, name: str) -> None:
+        """Pointer results of `name` derive from the same tensor as its pointer operands (when they agree)."""
+        original = getattr(builder, name)
+        self._saved.append((builder, name, original))
+
+        def carried(*args, **kwargs):
+            out = original(*args, **kwargs)
+            base = self._base_of(args)
+            cond = getattr(args[0], "data", None) if name == "create_select" and len(args) == 3 else None
+            if base is None and cond is not None and cond.size and (cond.all() or not cond.any()):
+                base = self._base_of([args[1] if cond.reshape(-1)[0] else args[2]])  # every lane picks one
+            _tag(out if isinstance(out, tuple) else (out,), base)
+            return out
+
+        setattr(builder, name, carried)
+
+    def _trace_arguments(self, interp) -> None:
+        """A tensor argument's pointer derives from that tensor, not from whatever else starts at its address (a view
+        and its parent passed together); nothing where the interpreter has no `_implicit_cvt`."""
+        convert = getattr(interp, "_implicit_cvt", None)
+        if convert is None:
+            return
+        self._saved.append((interp, "_implicit_cvt", convert))
+
+        def converted(arg):
+            out = convert(arg)
+            h = getattr(out, "handle", None)
+            if hasattr(arg, "data_ptr") and hasattr(arg, "stride") and _is_pointer(h):
+                extent = _extent(arg)
+                _tag([h], next((r for r in self._launch()[1] if r[:2] == extent), None))
+            return out
+
+        interp._implicit_cvt = converted
+
+    def _trace_descriptors(self, interp) -> None:
+        """A TMA descriptor's tile of pointers derives from the tensor the descriptor describes; nothing where the
+        interpreter has no descriptors."""
+        described = getattr(interp, "TensorDescHandle", None)
+        if described is None or not hasattr(described, "materialize_pointers"):
+            return
+        materialize = described.materialize_pointers
+        self._saved.append((described, "materialize_pointers", materialize))
+
+        def materialized(desc, *args, **kwargs):
+            ptrs, mask = materialize(desc, *args, **kwargs)
+            _tag([ptrs], self._base_of([desc.base]))
+            return ptrs, mask
+
+        described.materialize_pointers = materialized
 
     def _base_of(self, args) -> tuple | None:
         """The launch tensor the pointer operands among `args` derive from: their traced base, or for a scalar pointer
