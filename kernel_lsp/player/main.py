@@ -190,11 +190,53 @@ class Player:
     # call ------------------------------------------------------------------------------------------------------
 
     def op_call(self, req: dict) -> dict:
+        """One call of a built model on the arguments sent, with the instruments the checker asks for; answers with
+        what the call returned or raised and what the instruments saw."""
         import guards
-        import torch
         model = self.models.get(req.get("model"))
         if model is None:
             return {"error": {"type": "RuntimeError", "text": "no such model"}}
+        args = self._call_args(req)
+        rec, guard = self.recorder, self.guard
+        gpu = guards.GuardRegions() if req.get("guard_regions") and self.device == "cuda" else None
+        if gpu is not None:
+            args = [gpu.wrap(x, f"input {i}") for i, x in enumerate(args)]
+        if rec is not None:
+            rec.forced = {k: int(v) for k, v in (req.get("forced") or {}).items()}
+            rec.dry = bool(req.get("dry"))
+            mark, count = len(rec.launches), rec.count
+        if guard is not None:
+            guard.stores.clear()
+            guard.track_stores = bool(req.get("track_stores")) and guard.available
+        ops0 = self._ops()
+        try:
+            out, error, stopped = self._run_call(req, model, args, gpu)
+        finally:
+            if guard is not None:
+                guard.track_stores = False
+            if rec is not None:
+                rec.dry = False
+        answer: dict = {"error": error, "stopped": stopped, "ops": self._ops() - ops0, "jit": list(self.jit)}
+        flat = wire.flatten(out) if error is None else []
+        if error is None and req.get("return_out", True):
+            answer["out"] = flat
+        elif error is None:
+            self.kept = flat  # sent only if the checker asks (`fetch`), after the call has returned
+        if error is None and req.get("hold"):
+            self.held = flat  # the very objects the call returned, as a caller that keeps them holds them
+        if req.get("return_args"):
+            answer["args"] = args
+        if rec is not None:
+            answer.update(self.launch_report(mark, count))
+        answer.update(self._call_evidence(req, flat, gpu))
+        if req.get("trace_return") and error is None:
+            answer["result_line"] = self.returning_line(model, req.get("trace_args") or [])
+        return answer
+
+    def _call_args(self, req: dict) -> list:
+        """The call's arguments: those sent, fresh copies of a stashed set (`copy_of`), or the stashed tensors of
+        `buffers` (stashed on the first call that sends them), refilled in place when `refill` asks."""
+        import torch
         args = list(req.get("args") or [])
         if req.get("copy_of") in self.stashed:  # fresh tensors holding a stashed set's values
             args = [x.clone() if isinstance(x, torch.Tensor) else x for x in self.stashed[req["copy_of"]]]
@@ -217,61 +259,48 @@ class Player:
                                 x.detach().numpy()[...] = value.detach().cpu().numpy()
                             else:
                                 x.data.copy_(value)
-        rec, guard = self.recorder, self.guard
-        gpu = guards.GuardRegions() if req.get("guard_regions") and self.device == "cuda" else None
-        if gpu is not None:
-            args = [gpu.wrap(x, f"input {i}") for i, x in enumerate(args)]
-        if rec is not None:
-            rec.forced = {k: int(v) for k, v in (req.get("forced") or {}).items()}
-            rec.dry = bool(req.get("dry"))
-            mark, count = len(rec.launches), rec.count
-        if guard is not None:
-            guard.stores.clear()
-            guard.track_stores = bool(req.get("track_stores")) and guard.available
-        ops0 = self._ops()
+        return args
+
+    def _run_call(self, req: dict, model, args: list, gpu) -> tuple:
+        """Call the model on `args` under the request's knobs, operation budget, poisoned allocations, seed, training
+        mode and grad mode. Returns its output, the error it raised (described) or None, and whether the budget was
+        spent."""
+        import guards
+        import torch
         budget = req.get("budget")
         poison = req.get("poison")
         out, error, stopped = None, None, False
-        try:
-            with self.knobs(req.get("knobs")), self._budget(budget) as spent:
-                try:
-                    with (guards.poisoned_allocations(float(poison), gpu) if poison is not None
-                          else contextlib.nullcontext()):
-                        if req.get("seed") is not None:
-                            torch.manual_seed(int(req["seed"]))
-                        training = bool(req.get("train")) and isinstance(model, torch.nn.Module)
+        with self.knobs(req.get("knobs")), self._budget(budget) as spent:
+            try:
+                with (guards.poisoned_allocations(float(poison), gpu) if poison is not None
+                      else contextlib.nullcontext()):
+                    if req.get("seed") is not None:
+                        torch.manual_seed(int(req["seed"]))
+                    training = bool(req.get("train")) and isinstance(model, torch.nn.Module)
+                    if training:
+                        model.train()
+                    try:
+                        with torch.set_grad_enabled(req.get("grad", True) is not False):
+                            out = model(*args)
+                    finally:
                         if training:
-                            model.train()
-                        try:
-                            with torch.set_grad_enabled(req.get("grad", True) is not False):
-                                out = model(*args)
-                        finally:
-                            if training:
-                                model.eval()
-                    if self.device == "cuda":
-                        torch.cuda.synchronize()
-                except BaseException as e:  # noqa: B036  (sys.exit in the call, a budget's stop: reported, not obeyed)
-                    error = self.describe(e)
-                    if type(e).__name__ == "OpBudgetExceeded":
-                        error["budget_raised"] = not spent()
-                stopped = spent()
-        finally:
-            if guard is not None:
-                guard.track_stores = False
-            if rec is not None:
-                rec.dry = False
-        answer: dict = {"error": error, "stopped": stopped, "ops": self._ops() - ops0, "jit": list(self.jit)}
-        flat = wire.flatten(out) if error is None else []
-        if error is None and req.get("return_out", True):
-            answer["out"] = flat
-        elif error is None:
-            self.kept = flat  # sent only if the checker asks (`fetch`), after the call has returned
-        if error is None and req.get("hold"):
-            self.held = flat  # the very objects the call returned, as a caller that keeps them holds them
-        if req.get("return_args"):
-            answer["args"] = args
-        if rec is not None:
-            answer.update(self.launch_report(mark, count))
+                            model.eval()
+                if self.device == "cuda":
+                    torch.cuda.synchronize()
+            except BaseException as e:  # noqa: B036  (sys.exit in the call, a budget's stop: reported, not obeyed)
+                error = self.describe(e)
+                if type(e).__name__ == "OpBudgetExceeded":
+                    error["budget_raised"] = not spent()
+            stopped = spent()
+        return out, error, stopped
+
+    def _call_evidence(self, req: dict, flat: list, gpu) -> dict:
+        """What the memory guard and the GPU guard regions saw during the call (then cleared): out-of-bounds
+        accesses, with `track_stores` which line wrote each element of the outputs `flat`, and guard bytes
+        breached."""
+        import torch
+        answer: dict = {}
+        guard = self.guard
         if guard is not None:
             answer["oob"] = [{"line": ev.line, "kind": ev.kind, "kernel": ev.kernel, "count": ev.count,
                               "detail": ev.detail} for ev in guard.events.values()]
@@ -283,8 +312,6 @@ class Player:
         if gpu is not None:
             answer["breaches"] = [b.__dict__ for b in gpu.breaches()]
             gpu.clear()
-        if req.get("trace_return") and error is None:
-            answer["result_line"] = self.returning_line(model, req.get("trace_args") or [])
         return answer
 
     @contextlib.contextmanager
