@@ -93,12 +93,9 @@ def compare_tensor(y, r, t, name: str = "output", unwritten=None, abs_terms=None
     """
     import torch
 
-    if not isinstance(y, torch.Tensor):
-        return Comparison(False, "KL202", f"{name} is a {type(y).__name__}, the reference returns a tensor")
-    if tuple(y.shape) != tuple(r.shape):
-        return Comparison(False, "KL202", f"{name} has shape {tuple(y.shape)}, the reference's has {tuple(r.shape)}")
-    if y.dtype != r.dtype:
-        return Comparison(False, "KL202", f"{name} has dtype {y.dtype}, the reference's is {r.dtype}")
+    mismatch = _form_mismatch(y, r, name)
+    if mismatch is not None:
+        return mismatch
     n = y.numel()
     if n == 0:
         return Comparison(True, numel=0)
@@ -108,31 +105,10 @@ def compare_tensor(y, r, t, name: str = "output", unwritten=None, abs_terms=None
     if unwritten is not None:
         unwritten = unwritten.to(y.device)
     if unwritten is not None and bool(unwritten.any()):
-        count = int(unwritten.sum())
-        first = unravel(int(unwritten.reshape(-1).nonzero()[0]), tuple(y.shape))
-        return Comparison(False, "KL203", f"{count} of {n} elements of {name} were never written "
-                          f"(first at index {first})", worst_index=first, bad_count=count, bad_fraction=count / n,
-                          numel=n)
+        return _never_written(unwritten, tuple(y.shape), name, n)
     exact = not (y.is_floating_point() or y.is_complex()) or "float8" in str(y.dtype)
-    if exact and "float8" in str(y.dtype):
-        # An fp8 output is a cast: it must match PyTorch's cast bit for bit (NaN matching NaN).
-        y, r = y.view(torch.uint8), r.view(torch.uint8)
     if exact:
-        diff = y.ne(r)
-        if "float8" not in str(y.dtype) and t is not r and isinstance(t, torch.Tensor) and t.dtype == y.dtype \
-                and tuple(t.shape) == tuple(y.shape):
-            # Where PyTorch's own result is off the float64 path's (a quotient a few ulps from a rounding tie: CUDA
-            # divides by a scalar through its reciprocal), either value is right; where they agree, theirs is exact.
-            diff &= y.ne(t.to(y.device))
-        if bool(diff.any()):
-            count = int(diff.sum())
-            i = int(diff.reshape(-1).nonzero()[0])
-            idx = unravel(i, tuple(y.shape))
-            return Comparison(False, "KL200", f"{count} of {n} elements of {name} differ (exact {y.dtype} required); "
-                              f"first at {idx}: got {y.reshape(-1)[i].item()}, expected {r.reshape(-1)[i].item()}",
-                              worst_index=idx, bad_count=count, bad_fraction=count / n, numel=n,
-                              worst_value=float(y.reshape(-1)[i].item()), worst_truth=float(r.reshape(-1)[i].item()))
-        return Comparison(True, numel=n)
+        return _compare_exact(y, r, t, name, n)
 
     # y and r stay in their own dtype (the arithmetic with t64 promotes to float64 without a float64 copy of
     # either); on a GPU at a problem's own size every pass over the tensor counts.
@@ -140,41 +116,10 @@ def compare_tensor(y, r, t, name: str = "output", unwritten=None, abs_terms=None
     if y.is_complex():
         y64, r64 = y64.double(), r64.double()  # as before: the real parts
     u = UNIT_ROUNDOFF.get(str(y.dtype), 2.0**-24)
-    nonfinite = None  # a KL201: the finite elements are still judged, and said when they are wrong too
-    if bool(torch.isfinite(y64 + t64 + r64).all()):
-        # No NaN or infinity anywhere (a NaN or infinity in any of the three makes the sum non-finite).
-        err = (y64 - t64).abs()
-        ref_err = (r64 - t64).abs()
-        tabs = t64.abs()
-    else:
-        fin_t = _nonfinite(y64, t64, r64, name, y.shape, n)
-        if isinstance(fin_t, Comparison):
-            # A wrong reduction axis makes some NaN and every finite element wrong: both are said.
-            nonfinite, fin_t = fin_t, torch.isfinite(t64) & torch.isfinite(y64) & torch.isfinite(r64)
-        err = torch.where(fin_t, (y64 - t64).abs(), 0.0)
-        ref_err = torch.nan_to_num(torch.where(fin_t, (r64 - t64).abs(), 0.0), nan=0.0, posinf=0.0)
-        tabs = torch.where(fin_t, t64.abs(), 0.0)
+    err, ref_err, tabs, nonfinite = _errors_against_truth(y64, t64, r64, name, y.shape, n)
     scale = float(tabs.max()) if n else 0.0
-    e_ref = float(ref_err.max())
-    local = None  # a per-element spread (the structured variant's rows are conditioned very differently)
-    if isinstance(spread, torch.Tensor) and tuple(spread.shape) == tuple(y.shape):
-        local = torch.nan_to_num(spread.detach().to(y.device).double().reshape(-1), nan=0.0, posinf=0.0)
-        budget = K_REF * torch.clamp(local, min=e_ref) + 2 * u * tabs + u * scale
-    else:
-        if spread is not None and not isinstance(spread, torch.Tensor):
-            e_ref = max(e_ref, spread)
-        budget = K_REF * e_ref + 2 * u * tabs + u * scale
-    moved = 0.0
-    if constants is not None and tuple(constants.shape) == tuple(y.shape):
-        d = torch.nan_to_num(constants.detach().to(y.device).double().reshape(-1).abs(), nan=0.0, posinf=0.0)
-        moved = float(d.max())
-        budget = budget + d
-    if abs_terms is not None and tuple(abs_terms.shape) == tuple(y.shape):
-        a = abs_terms.detach().double().reshape(-1).abs()
-        # A serial fp32 sum of n terms is typically off by sqrt(n) u times the sum of their absolute values
-        # (Higham's rule of thumb; the worst case is n u): 8 u A for short sums, 2 sqrt(n) u A for long ones.
-        k_accum = max(K_ACCUM, 2 * math.sqrt(max(1.0, terms)) if not correlated else terms)
-        budget = budget + k_accum * min(U_FP32, u) * torch.nan_to_num(a, nan=0.0, posinf=0.0)
+    budget, e_ref, local = _reference_budget(y, tabs, float(ref_err.max()), scale, u, spread)
+    budget, moved = _add_rounding_allowances(budget, y, u, constants, abs_terms, terms, correlated)
     # No budget is below half an ulp of the output dtype at the truth: 2u|t| above is one ulp of a normal number;
     # at a zero or subnormal truth (an all-zero output) that floor is half the smallest subnormal.
     real = y.real.dtype if y.is_complex() else y.dtype
@@ -187,32 +132,13 @@ def compare_tensor(y, r, t, name: str = "output", unwritten=None, abs_terms=None
                       worst_index=unravel(i, tuple(y.shape)), worst_value=y64[i].item(), worst_truth=t64[i].item(),
                       numel=n)
     if bool(bad.any()):
-        comp.ok = False
-        comp.code = "KL200"
-        comp.bad_count = int(bad.sum())
-        comp.bad_fraction = comp.bad_count / n
-        j = int(torch.where(bad, err, torch.zeros_like(err)).argmax())
-        comp.worst_index = unravel(j, tuple(y.shape))
-        comp.worst_value, comp.worst_truth = y64[j].item(), t64[j].item()
-        # The quoted element's own errors; the tensor-wide maxima only when another element holds them.
-        own_abs, own_rel = float(err[j]), float(rel[j])
+        j, own_abs, own_rel, elsewhere = _point_at_worst_bad(comp, bad, err, rel, y64, t64, i, tuple(y.shape))
         if local is not None:
             e_ref = max(e_ref, float(local[j]))  # the budget that element had
-        elsewhere = []
-        if i != j:
-            elsewhere.append(f"abs {_fmt(max_abs)} at [{', '.join(map(str, unravel(i, tuple(y.shape))))}]")
-        if comp.max_rel > own_rel * (1 + 1e-9):
-            k = int(rel.argmax())
-            elsewhere.append(f"rel {_fmt(comp.max_rel)} at [{', '.join(map(str, unravel(k, tuple(y.shape))))}]")
         d = _digits(comp.worst_value, comp.worst_truth)
         comp.message = (f"{name}[{', '.join(map(str, comp.worst_index))}] = {_fmt(comp.worst_value, d)}, truth "
                         f"{_fmt(comp.worst_truth, d)} (abs error {_fmt(own_abs)}, rel {_fmt(own_rel)}); "
-                        + (f"PyTorch's own {str(y.dtype).replace('torch.', '')} error is at most {_fmt(e_ref)}"
-                           + (f" (its float constants rounded to fp32 move the truth by up to {_fmt(moved)})"
-                              if moved else "") + "; "
-                           if spread is None else f"the reference moves by up to {_fmt(e_ref)} there when its inputs "
-                           "move by one ulp; " if local is not None else f"the reference moves by up to {_fmt(e_ref)} "
-                           "when its inputs move by one ulp; ")
+                        + _own_error_clause(y.dtype, e_ref, moved, spread, local)
                         + f"{comp.bad_count} of {n} elements ({100 * comp.bad_fraction:.3g}%) out of budget"
                         + (f"; largest errors elsewhere: {', '.join(elsewhere)}" if elsewhere else ""))
     if nonfinite is not None:
@@ -220,6 +146,146 @@ def compare_tensor(y, r, t, name: str = "output", unwritten=None, abs_terms=None
             nonfinite.message += f"; the finite elements are wrong too: {comp.message}"
         return nonfinite
     return comp
+
+
+def _form_mismatch(y, r, name: str) -> Comparison | None:
+    """A KL202 Comparison when the implementation's output is not a tensor of the reference's shape and dtype,
+    else None."""
+    import torch
+    if not isinstance(y, torch.Tensor):
+        return Comparison(False, "KL202", f"{name} is a {type(y).__name__}, the reference returns a tensor")
+    if tuple(y.shape) != tuple(r.shape):
+        return Comparison(False, "KL202", f"{name} has shape {tuple(y.shape)}, the reference's has {tuple(r.shape)}")
+    if y.dtype != r.dtype:
+        return Comparison(False, "KL202", f"{name} has dtype {y.dtype}, the reference's is {r.dtype}")
+    return None
+
+
+def _never_written(unwritten, shape: tuple[int, ...], name: str, n: int) -> Comparison:
+    """The KL203 Comparison for an output some of whose elements the implementation never wrote: how many, and
+    the first of them."""
+    count = int(unwritten.sum())
+    first = unravel(int(unwritten.reshape(-1).nonzero()[0]), shape)
+    return Comparison(False, "KL203", f"{count} of {n} elements of {name} were never written "
+                      f"(first at index {first})", worst_index=first, bad_count=count, bad_fraction=count / n,
+                      numel=n)
+
+
+def _compare_exact(y, r, t, name: str, n: int) -> Comparison:
+    """Judge an integer, boolean or fp8 output, which must equal PyTorch's element for element; an integer
+    element may also take the float64 path's value where PyTorch's own differs from it."""
+    import torch
+    if "float8" in str(y.dtype):
+        # An fp8 output is a cast: it must match PyTorch's cast bit for bit (NaN matching NaN).
+        y, r = y.view(torch.uint8), r.view(torch.uint8)
+    diff = y.ne(r)
+    if "float8" not in str(y.dtype) and t is not r and isinstance(t, torch.Tensor) and t.dtype == y.dtype \
+            and tuple(t.shape) == tuple(y.shape):
+        # Where PyTorch's own result is off the float64 path's (a quotient a few ulps from a rounding tie: CUDA
+        # divides by a scalar through its reciprocal), either value is right; where they agree, theirs is exact.
+        diff &= y.ne(t.to(y.device))
+    if bool(diff.any()):
+        count = int(diff.sum())
+        i = int(diff.reshape(-1).nonzero()[0])
+        idx = unravel(i, tuple(y.shape))
+        return Comparison(False, "KL200", f"{count} of {n} elements of {name} differ (exact {y.dtype} required); "
+                          f"first at {idx}: got {y.reshape(-1)[i].item()}, expected {r.reshape(-1)[i].item()}",
+                          worst_index=idx, bad_count=count, bad_fraction=count / n, numel=n,
+                          worst_value=float(y.reshape(-1)[i].item()), worst_truth=float(r.reshape(-1)[i].item()))
+    return Comparison(True, numel=n)
+
+
+def _errors_against_truth(y64, t64, r64, name: str, shape, n: int) -> tuple:
+    """The implementation's and PyTorch's absolute errors against the truth, and the truth's magnitudes, over the
+    elements judged by value, with the KL201 Comparison when NaN or infinities disagree (else None): a
+    non-finite element counts as no error here, and the finite elements are still judged."""
+    import torch
+    nonfinite = None  # a KL201: the finite elements are still judged, and said when they are wrong too
+    if bool(torch.isfinite(y64 + t64 + r64).all()):
+        # No NaN or infinity anywhere (a NaN or infinity in any of the three makes the sum non-finite).
+        err = (y64 - t64).abs()
+        ref_err = (r64 - t64).abs()
+        tabs = t64.abs()
+    else:
+        fin_t = _nonfinite(y64, t64, r64, name, shape, n)
+        if isinstance(fin_t, Comparison):
+            # A wrong reduction axis makes some NaN and every finite element wrong: both are said.
+            nonfinite, fin_t = fin_t, torch.isfinite(t64) & torch.isfinite(y64) & torch.isfinite(r64)
+        err = torch.where(fin_t, (y64 - t64).abs(), 0.0)
+        ref_err = torch.nan_to_num(torch.where(fin_t, (r64 - t64).abs(), 0.0), nan=0.0, posinf=0.0)
+        tabs = torch.where(fin_t, t64.abs(), 0.0)
+    return err, ref_err, tabs, nonfinite
+
+
+def _reference_budget(y, tabs, e_ref: float, scale: float, u: float, spread) -> tuple:
+    """Each element's budget from PyTorch's own error e_ref: three times it (or, given a per-element spread, that
+    element's own where it is larger), plus one ulp of the element and half an ulp at the tensor's scale. A scalar
+    spread raises e_ref to it. Returns the budget, e_ref and the per-element spread (None without one)."""
+    import torch
+    local = None  # a per-element spread (the structured variant's rows are conditioned very differently)
+    if isinstance(spread, torch.Tensor) and tuple(spread.shape) == tuple(y.shape):
+        local = torch.nan_to_num(spread.detach().to(y.device).double().reshape(-1), nan=0.0, posinf=0.0)
+        budget = K_REF * torch.clamp(local, min=e_ref) + 2 * u * tabs + u * scale
+    else:
+        if spread is not None and not isinstance(spread, torch.Tensor):
+            e_ref = max(e_ref, spread)
+        budget = K_REF * e_ref + 2 * u * tabs + u * scale
+    return budget, e_ref, local
+
+
+def _add_rounding_allowances(budget, y, u: float, constants, abs_terms, terms: float, correlated: bool) -> tuple:
+    """Add to the budget how far rounding the reference's float constants to fp32 moves each element, and the
+    accumulation floor k u A for sums taken in another order than PyTorch's. Returns the budget and the largest
+    move of the constants (0.0 without them)."""
+    import torch
+    moved = 0.0
+    if constants is not None and tuple(constants.shape) == tuple(y.shape):
+        d = torch.nan_to_num(constants.detach().to(y.device).double().reshape(-1).abs(), nan=0.0, posinf=0.0)
+        moved = float(d.max())
+        budget = budget + d
+    if abs_terms is not None and tuple(abs_terms.shape) == tuple(y.shape):
+        a = abs_terms.detach().double().reshape(-1).abs()
+        # A serial fp32 sum of n terms is typically off by sqrt(n) u times the sum of their absolute values
+        # (Higham's rule of thumb; the worst case is n u): 8 u A for short sums, 2 sqrt(n) u A for long ones.
+        k_accum = max(K_ACCUM, 2 * math.sqrt(max(1.0, terms)) if not correlated else terms)
+        budget = budget + k_accum * min(U_FP32, u) * torch.nan_to_num(a, nan=0.0, posinf=0.0)
+    return budget, moved
+
+
+def _point_at_worst_bad(comp: Comparison, bad, err, rel, y64, t64, i: int, shape: tuple[int, ...]) -> tuple:
+    """Mark the comparison failed (KL200) with its count of out-of-budget elements and point it at the one whose
+    error is largest. Returns that element's flat index, its own absolute and relative errors, and where the
+    tensor-wide largest errors are when another element holds them (i is the largest absolute error's index)."""
+    import torch
+    comp.ok = False
+    comp.code = "KL200"
+    comp.bad_count = int(bad.sum())
+    comp.bad_fraction = comp.bad_count / comp.numel
+    j = int(torch.where(bad, err, torch.zeros_like(err)).argmax())
+    comp.worst_index = unravel(j, shape)
+    comp.worst_value, comp.worst_truth = y64[j].item(), t64[j].item()
+    # The quoted element's own errors; the tensor-wide maxima only when another element holds them.
+    own_abs, own_rel = float(err[j]), float(rel[j])
+    elsewhere = []
+    if i != j:
+        elsewhere.append(f"abs {_fmt(comp.max_abs)} at [{', '.join(map(str, unravel(i, shape)))}]")
+    if comp.max_rel > own_rel * (1 + 1e-9):
+        k = int(rel.argmax())
+        elsewhere.append(f"rel {_fmt(comp.max_rel)} at [{', '.join(map(str, unravel(k, shape)))}]")
+    return j, own_abs, own_rel, elsewhere
+
+
+def _own_error_clause(dtype, e_ref: float, moved: float, spread, local) -> str:
+    """The yardstick the message quotes: PyTorch's own error in the output dtype (with how far rounding its float
+    constants to fp32 moves the truth), or, without a float64 truth, how far the reference moves when its inputs
+    move by one ulp, at the quoted element when that is known per element."""
+    if spread is None:
+        return (f"PyTorch's own {str(dtype).replace('torch.', '')} error is at most {_fmt(e_ref)}"
+                + (f" (its float constants rounded to fp32 move the truth by up to {_fmt(moved)})"
+                   if moved else "") + "; ")
+    if local is not None:
+        return f"the reference moves by up to {_fmt(e_ref)} there when its inputs move by one ulp; "
+    return f"the reference moves by up to {_fmt(e_ref)} when its inputs move by one ulp; "
 
 
 def _nonfinite(y64, t64, r64, name: str, shape, n: int):
