@@ -409,12 +409,31 @@ def load_problem(link: LinkSpec, impl_path: str, seed: int, source: str | None =
     callables; raises UserCodeError naming which side failed. Without a player, the reference side alone (the
     implementation's callables are None). A module of the reference side that is the implementation's own file is
     imported as `reference_source` of it: the implementation's code never runs in this process."""
-    import torch
+    ref, inputs_mod = _import_reference_side(link, impl_path, source, keep)
+    ref_path = link.reference
+    inputs_path = link.inputs_path or ref_path
+    if player is not None:
+        try:
+            player.load(impl_path, source, knob_files=sorted({os.path.realpath(inputs_path),
+                                                              os.path.realpath(ref_path)}))
+        except BaseException as e:
+            raise UserCodeError("the implementation failed to import", e, impl_path, IMPLEMENTATION) from e
+    implementation = _implementation_builder(link, impl_path, seed, player)
+    if link.kind == "kernelbench":
+        return _kernelbench_problem(ref, ref_path, seed, device, implementation)
+    return _linked_problem(link, ref, inputs_mod, seed, device, player, implementation)
 
+
+def _import_reference_side(link: LinkSpec, impl_path: str, source: str | None,
+                           keep: set[str]) -> tuple[types.ModuleType, types.ModuleType]:
+    """Import the reference's module and the input factory's (one module when they are one file); raises
+    UserCodeError naming the one that failed. A module that is the implementation's own file is imported as
+    `reference_source` of it, which keeps the reference's names and the ones in `keep`."""
     impl_real = os.path.realpath(impl_path)
     names = {link.entry, "ModelNew"} if link.kind == "kernelbench" else {link.entry}
-    roots = ({"Model", "get_inputs", "get_init_inputs"} if link.kind == "kernelbench"
-             else {link.reference_name, link.inputs_name}) | {"KERNEL_LSP_RANDOM", "kernel_lsp_check_sample"} | set(keep)
+    roots = (({"Model", "get_inputs", "get_init_inputs"} if link.kind == "kernelbench"
+              else {link.reference_name, link.inputs_name})
+             | {"KERNEL_LSP_RANDOM", "kernel_lsp_check_sample"} | set(keep))
     modules: dict[str, types.ModuleType] = {}
 
     def side(path: str, tag: str, text: str | None, what: str, who: str) -> types.ModuleType:
@@ -435,13 +454,13 @@ def load_problem(link: LinkSpec, impl_path: str, seed: int, source: str | None =
     ref = side(ref_path, "ref", link.reference_text, "reference", REFERENCE)
     inputs_path = link.inputs_path or ref_path
     inputs_mod = side(inputs_path, "inputs", link.inputs_text, "input factory", INPUTS)
-    if player is not None:
-        try:
-            player.load(impl_path, source, knob_files=sorted({os.path.realpath(inputs_path),
-                                                              os.path.realpath(ref_path)}))
-        except BaseException as e:
-            raise UserCodeError("the implementation failed to import", e, impl_path, IMPLEMENTATION) from e
+    return ref, inputs_mod
 
+
+def _implementation_builder(link: LinkSpec, impl_path: str, seed: int, player) -> Callable:
+    """The function that builds the implementation's callable in the player, for the given init inputs and size
+    knobs, or another version of it from its text; it gives None without a player and raises UserCodeError
+    saying what could not be built."""
     def implementation(init: list | None, knobs: dict | None, other: str | None = None):
         if player is None:
             return None
@@ -456,35 +475,48 @@ def load_problem(link: LinkSpec, impl_path: str, seed: int, source: str | None =
                                     IMPLEMENTATION) from e
             raise UserCodeError("ModelNew could not be built" if link.kind == "kernelbench" else
                                 "the implementation could not be built", e, impl_path, IMPLEMENTATION) from e
+    return implementation
 
+
+def _kernelbench_problem(ref: types.ModuleType, ref_path: str, seed: int, device: str,
+                         implementation: Callable) -> Problem:
+    """The Problem of a KernelBench pair: Model and ModelNew each built right after the same seed, from
+    get_init_inputs. It is built once here, so a broken model is reported as a load failure."""
+    import torch
     trains: dict[str, bool] = {}
-    if link.kind == "kernelbench":
-        def build(knobs: dict[str, int], init: list | None) -> tuple[Callable, Callable]:
-            try:
-                init = list(ref.get_init_inputs()) if init is None else init
-                torch.manual_seed(seed)
-                ref_model = ref.Model(*init)
-            except BaseException as e:
-                err = UserCodeError("the reference Model could not be built", e, ref_path, REFERENCE)
-                err.args = (str(err) + _arity_note(ref, init, e, ref_path),)
-                raise err from e
-            if isinstance(ref_model, torch.nn.Module):
-                # Whether the problem leaves its normalizations in training mode (PyTorch's default) or sets them to
-                # eval itself, as built: the verifier tries training mode only in the first case.
-                trains["norms"] = trains.get("norms", False) or any(m.training for m in _norms(ref_model))
-                ref_model.eval().to(device)
-            return ref_model, implementation(init, knobs)
 
-        def build_other(text: str) -> Callable:
-            return implementation(list(ref.get_init_inputs()), None, text)
+    def build(knobs: dict[str, int], init: list | None) -> tuple[Callable, Callable]:
+        try:
+            init = list(ref.get_init_inputs()) if init is None else init
+            torch.manual_seed(seed)
+            ref_model = ref.Model(*init)
+        except BaseException as e:
+            err = UserCodeError("the reference Model could not be built", e, ref_path, REFERENCE)
+            err.args = (str(err) + _arity_note(ref, init, e, ref_path),)
+            raise err from e
+        if isinstance(ref_model, torch.nn.Module):
+            # Whether the problem leaves its normalizations in training mode (PyTorch's default) or sets them to
+            # eval itself, as built: the verifier tries training mode only in the first case.
+            trains["norms"] = trains.get("norms", False) or any(m.training for m in _norms(ref_model))
+            ref_model.eval().to(device)
+        return ref_model, implementation(init, knobs)
 
-        problem = Problem(build, ref.get_inputs, ref, _size_knobs(ref, ref.get_inputs, ref.get_init_inputs),
-                          lambda init: ref.Model(*(ref.get_init_inputs() if init is None else init)), device,
-                          init_inputs=ref.get_init_inputs, build_other=build_other, seed=seed,
-                          **_random_contract(ref))
-        problem.callables()  # build once now, so a broken model is reported as a load failure
-        problem.trains = trains.get("norms", False)
-        return problem
+    def build_other(text: str) -> Callable:
+        return implementation(list(ref.get_init_inputs()), None, text)
+
+    problem = Problem(build, ref.get_inputs, ref, _size_knobs(ref, ref.get_inputs, ref.get_init_inputs),
+                      lambda init: ref.Model(*(ref.get_init_inputs() if init is None else init)), device,
+                      init_inputs=ref.get_init_inputs, build_other=build_other, seed=seed,
+                      **_random_contract(ref))
+    problem.callables()  # build once now, so a broken model is reported as a load failure
+    problem.trains = trains.get("norms", False)
+    return problem
+
+
+def _linked_problem(link: LinkSpec, ref: types.ModuleType, inputs_mod: types.ModuleType, seed: int, device: str,
+                    player, implementation: Callable) -> Problem:
+    """The Problem of a linked pair: the reference and input factory found by their linked names (UserCodeError
+    when one is missing). With a player, its callables are built once here."""
     named = {}
     for who, module, name in ((REFERENCE, ref, link.reference_name), (INPUTS, inputs_mod, link.inputs_name)):
         try:
