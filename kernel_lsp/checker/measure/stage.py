@@ -319,99 +319,28 @@ def measure_problem(problem, player, rep, job: CheckJob, clock=None, ceilings=No
         r, truth, abs_terms = _judged_against(problem, ref, pristine)
         clock = SplitClock(clock or CudaClock(opts.cache))
         k = _copies(pristine, 2 + int(opts.compile) + int(opts.against is not None))
-        inputs = {name: [clone_inputs(pristine) for _ in range(k)] for name in ("triton", "eager")}
-        remote = RemoteSide(player, impl, inputs.pop("triton"), opts.cache)  # the player holds them from here
-        sides = {"triton": remote.calls, "eager": [lambda c=c: ref(*c) for c in inputs["eager"]]}
-        if opts.against is not None and problem.build_other is not None:
-            current = problem.build_other(opts.against)
-            inputs["current"] = [clone_inputs(pristine) for _ in range(k)]
-            sides["current"] = RemoteSide(player, current, inputs["current"], opts.cache).calls
-        compile_info: tuple[float, bool] | None = None
-        if opts.compile:
-            inputs["torch.compile"] = [clone_inputs(pristine) for _ in range(k)]
-            try:
-                compiled, seconds, cached = compiled_reference(
-                    ref, _reference_key(job, {}), inputs["torch.compile"][0], clock.local, opts.warm_lock,
-                    lambda: rep.w.stage("measure", "waiting for the compile warmer"))
-                sides["torch.compile"] = [lambda c=c: compiled(*c) for c in inputs["torch.compile"]]
-                compile_info = (seconds, cached)
-            except Exception as e:
-                rep.add("KL407", f"torch.compile of the reference failed ({type(e).__name__}: "
-                        f"{str(e).splitlines()[0][:200] if str(e) else ''}); compared with eager only", where,
-                        source=SOURCE)
-        problem_text = None
+        sides, remote = _sides_to_time(problem, player, opts, ref, impl, pristine, k)
+        compile_info = _add_compiled_side(sides, rep, job, ref, pristine, k, clock, where) if opts.compile else None
         with _gpu_lease(rep, job, torch) as lease_note:
-            rep.w.stage("measure", "an empty launch")
-            empty = time_sides({"empty": empty_launch()}, clock.local, min_rounds=20, max_rounds=50,
-                               budget_s=0.05)["empty"]
-            overhead = median([h - e for h, e in zip(empty.host_us, empty.event_us)])
-            tail_overhead = median(empty.tail_us) if empty.tail_us else 0.0
+            empty, overhead, tail_overhead = _time_empty_launch(rep, clock)
             rep.w.stage("measure", f"{', '.join(sides)} interleaved ({clock.cache} L2, {k} input copies)")
-            disturbed: list = []
-            back: dict = {}
-            try:
-                for attempt in range(2):  # once more when another process used the GPU meanwhile
-                    mine = {os.getpid(), *player.host_pids()}  # the player times its side: not a neighbour
-                    watch = neighbours.start(lease_note.get("uuid"), mine)
-                    samples = time_sides(sides, clock, budget_s=opts.budget_s, precision=opts.precision)
-                    rep.w.stage("measure", "each side back to back (host launch included)")
-                    back = time_back_to_back(sides, clock)
-                    disturbed = neighbours.disturbers(watch, mine)
-                    if not disturbed:
-                        break
-                    rep.w.stage("measure", "timing again: another process used the GPU ("
-                                + "; ".join(n.describe() for n in disturbed) + ")")
-            except Exception as e:
-                if is_device_fault(e):
-                    raise
-                samples, problem_text = None, (f"the implementation raised during the timed calls: "
-                                               f"{type(e).__name__}: {e}")
+            samples, back, disturbed, problem_text = _time_sides_undisturbed(rep, player, sides, clock, opts,
+                                                                             lease_note)
             flush_us = clock.flush_us() if samples is not None else 0.0
-            graphs_needed = samples is not None and torch.cuda.is_available()
-            graphs: dict[str, list[float] | None] = {}
-            if graphs_needed and median(samples["triton"].event_us) < GRAPH_BELOW_US:
-                rep.w.stage("measure", "CUDA graph replay")
-                graphs = {name: clock.graph(fns[0]) for name, fns in sides.items()}
-        times, timers = {}, set()
-        for name, s in (samples or {}).items():
-            times[name], timer = honest_times(s, overhead, tail_overhead)
-            if name in back and back[name].events_under_report(flush_us):
-                timer = "host clock"  # the events saw far less than the host: another stream, or a patched timer
-                times[name] = [max(h - overhead, e) for h, e in zip(s.host_us, s.event_us)]
-            timers.add(timer)
+            graphs = _graph_replays(rep, clock, sides, samples)
+        times, timers = _honest_side_times(samples, back, overhead, tail_overhead, flush_us)
         # The timed outputs, once warmed up, must still be right.
-        if samples is None or problem.random:
-            pass
-        else:
-            last = remote.ask("output", copy=samples["triton"].copy[-1])
-            if _same_inputs(last["args"], pristine):
-                problem_text = _outputs_ok(last["out"], truth, r, abs_terms)
-            else:
-                problem_text = _outputs_ok(impl(*clone_inputs(pristine)), truth, r, abs_terms)
-        if samples is not None and not problem.random and problem_text is None:
-            problem_text = _refilled_ok(problem, ref, remote, samples["triton"].copy[-1], pristine)
+        if samples is not None and not problem.random:
+            problem_text = _timed_output_wrong(problem, ref, impl, remote, samples["triton"].copy[-1], pristine,
+                                               truth, r, abs_terms)
         if problem_text is not None:
-            rep.add("KL405", f"the output of the timed calls is wrong once warmed up: {problem_text[:600]}", where,
-                    source=SOURCE)
-            for qual in launched:
-                rep.w.kernel(qual.rsplit(".", 1)[-1], KernelFacts(
-                    performance_note="not measured: the output of the timed calls is wrong (KL405)"))
+            _report_wrong_timed_output(rep, problem_text, where, launched)
             return None
         impl_median = median(times["triton"])  # GPU time: the roofline and the impossible-speed rule use it
         # The verdicts' time: back to back (what a loop that calls the side pays), unless measure.time says gpu or
         # the host clock replaced the events (escaped work: back-to-back events would not see it either).
         verdict = opts.time if "host clock" not in timers else "gpu"
-        wall = {name: (back[name].loop_us(), back[name].loop_groups()) if name in back else ([], []) for name in sides}
-        timings = [_timing(name, times[name], samples[name].copy, wall[name][0], wall[name][1],
-                           back[name].issue_us if name in back else None, verdict, graphs.get(name))
-                   for name in sides]
-        if compile_info is not None:
-            t = next(t for t in timings if t.side == "torch.compile")
-            t.compile_seconds, t.cached_compile = round(compile_info[0], 3), compile_info[1]
-        chosen = {name: wall[name] if verdict == "wall" and wall[name][0] else (times[name], samples[name].copy)
-                  for name in sides}
-        speedups = [_speedup(name, chosen[name][0], chosen[name][1], chosen["triton"][0], chosen["triton"][1])
-                    for name in sides if name != "triton"]
+        timings, speedups = _side_timings(sides, times, samples, back, graphs, verdict, compile_info)
         impl_timing = timings[0]
         provenance = Provenance(_gpu_name(), _sm_clock_mhz(), _driver(), torch.__version__,
                                 _triton_version(), clock.cache, bool(graphs),
@@ -426,32 +355,183 @@ def measure_problem(problem, player, rep, job: CheckJob, clock=None, ceilings=No
         if ceilings is None:
             from .ceilings import load_or_measure
             ceilings, _ = load_or_measure()
-        module = problem.input_module
-        nbytes = resolve_declared(opts.bytes, module)
-        flops = resolve_declared(opts.flops, module)
-        bytes_source = "declared" if nbytes is not None else "inputs and outputs"
-        flops_source = "declared" if flops is not None else "counted"
-        if nbytes is None:
-            nbytes = minimal_bytes(pristine, r, ref)
-        if flops is None:
-            flops = count_flops(ref, clone_inputs(pristine))
-            flops_source = "counted" if flops else "none"
-        dtype = _first_float_dtype(tensors_of(pristine) + tensors_of(r))
+        nbytes, bytes_source, flops, flops_source, dtype = _reference_work(opts, problem.input_module, ref,
+                                                                           pristine, r)
         m.device = ceilings
         m.roofline = roofline(int(nbytes), bytes_source, flops, flops_source, impl_median, dtype, ceilings)
         reason = (impossible(m.roofline, impl_timing.gpu_high_us or impl_timing.high_us, dtype, ceilings, clock.cache)
                   if m.roofline else None)
         m.summary = perf_rules.summary(m)
-        evidence = {"provenance": m.provenance.to_dict(), "summary": m.summary,
-                    "sides": [s.to_dict() for s in m.sides], "speedups": [s.to_dict() for s in m.speedups]}
-        for f in perf_rules.judge(m, reason, opts.compile_severity):
-            rep.add(f.code, f.message, where, source=SOURCE,
-                    severity={"warning": Severity.WARNING, "info": Severity.INFO}.get(f.severity or ""), **evidence)
-        for qual in launched:
-            rep.w.kernel(qual.rsplit(".", 1)[-1], KernelFacts(measurement=m))
+        _report_measurement(rep, m, reason, opts.compile_severity, where, launched)
         return m
     finally:
         torch.set_grad_enabled(previous_grad)
+
+
+def _sides_to_time(problem, player, opts, ref, impl, pristine: list, k: int) -> tuple[dict, RemoteSide]:
+    """The sides to time, each k calls on copies of the inputs of their own: the implementation (its copies held
+    by the player), PyTorch eager, and the other version of the implementation when measure.against names one.
+    Returns them and the implementation's RemoteSide."""
+    inputs = {name: [clone_inputs(pristine) for _ in range(k)] for name in ("triton", "eager")}
+    remote = RemoteSide(player, impl, inputs.pop("triton"), opts.cache)  # the player holds them from here
+    sides = {"triton": remote.calls, "eager": [lambda c=c: ref(*c) for c in inputs["eager"]]}
+    if opts.against is not None and problem.build_other is not None:
+        current = problem.build_other(opts.against)
+        inputs["current"] = [clone_inputs(pristine) for _ in range(k)]
+        sides["current"] = RemoteSide(player, current, inputs["current"], opts.cache).calls
+    return sides, remote
+
+
+def _add_compiled_side(sides: dict, rep, job: CheckJob, ref, pristine: list, k: int, clock,
+                       where) -> tuple[float, bool] | None:
+    """Add torch.compile of the reference to the sides, on k copies of the inputs of its own, and return its first
+    call's seconds and whether the compile was cached; when the compile fails, say so (KL407) and return None."""
+    opts = job.measure
+    inputs = [clone_inputs(pristine) for _ in range(k)]
+    try:
+        compiled, seconds, cached = compiled_reference(
+            ref, _reference_key(job, {}), inputs[0], clock.local, opts.warm_lock,
+            lambda: rep.w.stage("measure", "waiting for the compile warmer"))
+        sides["torch.compile"] = [lambda c=c: compiled(*c) for c in inputs]
+        return (seconds, cached)
+    except Exception as e:
+        rep.add("KL407", f"torch.compile of the reference failed ({type(e).__name__}: "
+                f"{str(e).splitlines()[0][:200] if str(e) else ''}); compared with eager only", where,
+                source=SOURCE)
+        return None
+
+
+def _time_empty_launch(rep, clock) -> tuple:
+    """Time an empty Triton launch: the floor any call pays. Returns its timing, the median host-minus-events gap
+    of a call that launches nothing, and the median of its tail."""
+    rep.w.stage("measure", "an empty launch")
+    empty = time_sides({"empty": empty_launch()}, clock.local, min_rounds=20, max_rounds=50,
+                       budget_s=0.05)["empty"]
+    overhead = median([h - e for h, e in zip(empty.host_us, empty.event_us)])
+    tail_overhead = median(empty.tail_us) if empty.tail_us else 0.0
+    return empty, overhead, tail_overhead
+
+
+def _time_sides_undisturbed(rep, player, sides: dict, clock, opts, lease_note: dict) -> tuple:
+    """Time the sides interleaved, then each back to back, and once more when another process used the GPU
+    meanwhile. Returns the interleaved samples, the back-to-back timings, the processes that used the GPU, and
+    None; when the implementation raises during the timed calls, None for the samples and what it raised instead
+    (a device fault propagates)."""
+    disturbed: list = []
+    back: dict = {}
+    try:
+        for attempt in range(2):  # once more when another process used the GPU meanwhile
+            mine = {os.getpid(), *player.host_pids()}  # the player times its side: not a neighbour
+            watch = neighbours.start(lease_note.get("uuid"), mine)
+            samples = time_sides(sides, clock, budget_s=opts.budget_s, precision=opts.precision)
+            rep.w.stage("measure", "each side back to back (host launch included)")
+            back = time_back_to_back(sides, clock)
+            disturbed = neighbours.disturbers(watch, mine)
+            if not disturbed:
+                break
+            rep.w.stage("measure", "timing again: another process used the GPU ("
+                        + "; ".join(n.describe() for n in disturbed) + ")")
+    except Exception as e:
+        if is_device_fault(e):
+            raise
+        return None, back, disturbed, (f"the implementation raised during the timed calls: "
+                                       f"{type(e).__name__}: {e}")
+    return samples, back, disturbed, None
+
+
+def _graph_replays(rep, clock, sides: dict, samples) -> dict[str, list[float] | None]:
+    """Each side's CUDA-graph replay times when the implementation's call is short enough to be launch-bound (on a
+    GPU, after timings that succeeded); otherwise none."""
+    import torch
+    graphs_needed = samples is not None and torch.cuda.is_available()
+    graphs: dict[str, list[float] | None] = {}
+    if graphs_needed and median(samples["triton"].event_us) < GRAPH_BELOW_US:
+        rep.w.stage("measure", "CUDA graph replay")
+        graphs = {name: clock.graph(fns[0]) for name, fns in sides.items()}
+    return graphs
+
+
+def _honest_side_times(samples, back: dict, overhead: float, tail_overhead: float, flush_us: float) -> tuple:
+    """Each side's times with the empty launch's overhead taken off, and the timers they come from: the host clock
+    replaces the events for a side whose events saw far less than the host did back to back."""
+    times, timers = {}, set()
+    for name, s in (samples or {}).items():
+        times[name], timer = honest_times(s, overhead, tail_overhead)
+        if name in back and back[name].events_under_report(flush_us):
+            timer = "host clock"  # the events saw far less than the host: another stream, or a patched timer
+            times[name] = [max(h - overhead, e) for h, e in zip(s.host_us, s.event_us)]
+        timers.add(timer)
+    return times, timers
+
+
+def _timed_output_wrong(problem, ref, impl, remote: RemoteSide, copy: int, pristine: list, truth, r,
+                        abs_terms) -> str | None:
+    """What is wrong with the implementation's output once warmed up, None when nothing is: its last timed output
+    (or, where the timed calls changed their inputs, a call on fresh ones) against the truth, then its output on
+    refilled inputs."""
+    last = remote.ask("output", copy=copy)
+    if _same_inputs(last["args"], pristine):
+        problem_text = _outputs_ok(last["out"], truth, r, abs_terms)
+    else:
+        problem_text = _outputs_ok(impl(*clone_inputs(pristine)), truth, r, abs_terms)
+    if problem_text is None:
+        problem_text = _refilled_ok(problem, ref, remote, copy, pristine)
+    return problem_text
+
+
+def _report_wrong_timed_output(rep, problem_text: str, where, launched: list[str]) -> None:
+    """Say that the timed calls' output is wrong (KL405), and that each launched kernel is not measured."""
+    rep.add("KL405", f"the output of the timed calls is wrong once warmed up: {problem_text[:600]}", where,
+            source=SOURCE)
+    for qual in launched:
+        rep.w.kernel(qual.rsplit(".", 1)[-1], KernelFacts(
+            performance_note="not measured: the output of the timed calls is wrong (KL405)"))
+
+
+def _side_timings(sides: dict, times: dict, samples: dict, back: dict, graphs: dict, verdict: str,
+                  compile_info: tuple[float, bool] | None) -> tuple[list[SideTiming], list[Speedup]]:
+    """Each side's timing (GPU and back-to-back times, the verdict's time, graph replays, torch.compile's first
+    call), and the implementation's speedup over each other side on the verdict's time."""
+    wall = {name: (back[name].loop_us(), back[name].loop_groups()) if name in back else ([], []) for name in sides}
+    timings = [_timing(name, times[name], samples[name].copy, wall[name][0], wall[name][1],
+                       back[name].issue_us if name in back else None, verdict, graphs.get(name))
+               for name in sides]
+    if compile_info is not None:
+        t = next(t for t in timings if t.side == "torch.compile")
+        t.compile_seconds, t.cached_compile = round(compile_info[0], 3), compile_info[1]
+    chosen = {name: wall[name] if verdict == "wall" and wall[name][0] else (times[name], samples[name].copy)
+              for name in sides}
+    speedups = [_speedup(name, chosen[name][0], chosen[name][1], chosen["triton"][0], chosen["triton"][1])
+                for name in sides if name != "triton"]
+    return timings, speedups
+
+
+def _reference_work(opts, module, ref, pristine: list, r) -> tuple:
+    """The reference's bytes and FLOPs, declared (measure.bytes, measure.flops) or else counted from its inputs,
+    outputs and operations, each with where it comes from, and the first float dtype among them."""
+    nbytes = resolve_declared(opts.bytes, module)
+    flops = resolve_declared(opts.flops, module)
+    bytes_source = "declared" if nbytes is not None else "inputs and outputs"
+    flops_source = "declared" if flops is not None else "counted"
+    if nbytes is None:
+        nbytes = minimal_bytes(pristine, r, ref)
+    if flops is None:
+        flops = count_flops(ref, clone_inputs(pristine))
+        flops_source = "counted" if flops else "none"
+    dtype = _first_float_dtype(tensors_of(pristine) + tensors_of(r))
+    return nbytes, bytes_source, flops, flops_source, dtype
+
+
+def _report_measurement(rep, m: Measurement, reason, compile_severity, where, launched: list[str]) -> None:
+    """Emit the performance findings (perf_rules.judge), each with the measurement as evidence, and the
+    measurement as each launched kernel's facts."""
+    evidence = {"provenance": m.provenance.to_dict(), "summary": m.summary,
+                "sides": [s.to_dict() for s in m.sides], "speedups": [s.to_dict() for s in m.speedups]}
+    for f in perf_rules.judge(m, reason, compile_severity):
+        rep.add(f.code, f.message, where, source=SOURCE,
+                severity={"warning": Severity.WARNING, "info": Severity.INFO}.get(f.severity or ""), **evidence)
+    for qual in launched:
+        rep.w.kernel(qual.rsplit(".", 1)[-1], KernelFacts(measurement=m))
 
 
 @contextlib.contextmanager
