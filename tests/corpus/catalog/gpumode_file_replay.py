@@ -1,7 +1,8 @@
-# expect: KL221 | KL205 KL104
+# expect: KL221 | KL205 KL104 | KL205
 # class: gpu-mode: file replay (results saved to a file keyed by the input's bytes, replayed by later calls and later processes)
-# (KL205 KL104: a replay entry another check of this file wrote in the last 120 s is found: no launch at all. The
-# sandbox leaves the Triton cache writable, so two checks within TTL on one machine share it.)
+# (KL205 KL104: a replay entry another check of this file wrote in the last 120 s is found: no launch at all; KL205
+# alone: entries for some of the inputs only, the capture's launch still made. The sandbox leaves the Triton cache
+# writable, so two checks within TTL on one machine share it.)
 # source: gpu-mode/reference-kernels issue #162 "In-process cache / file replay" (a /dev/shm replay) and PR #160 (https://github.com/gpu-mode/reference-kernels/issues/162)
 # kernel-lsp: entry=relu reference=ref inputs=make_inputs
 import hashlib
