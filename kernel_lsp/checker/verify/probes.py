@@ -25,12 +25,13 @@ def no_grad_call(fn, inputs):
 
 
 def reference_spread(ref, inputs: list, r_flat: list, updated: list[int], call: Callable = no_grad_call,
-                     elementwise: bool = False, ulps: float = 1.0) -> list:
+                     elementwise: bool = False, ulps: float = 1.0, signs: bool = False) -> list:
     """Per output, how far the reference moves when every float input moves by one ulp (random signs, two
     draws). A backward-stable kernel's result is the exact result of inputs that close, so a kernel that only
     rounds differently stays inside; None where it could not be measured. `elementwise`: per element (a tensor of
     the output's shape) instead of the output's largest move. `ulps`: the move, in ulps (an fp32 sum of n terms is
-    the exact sum of its terms moved by about sqrt(n) ulps: Higham, ch. 4)."""
+    the exact sum of its terms moved by about sqrt(n) ulps: Higham, ch. 4). `signs`: the outputs are defined up to the
+    sign of each vector (signs.py), the moved result's signs brought to the result's first."""
     import torch
     out: list = [None] * len(r_flat)
     for k in range(2):
@@ -47,6 +48,9 @@ def reference_spread(ref, inputs: list, r_flat: list, updated: list[int], call: 
         moved = [nudge(x) for x in clone_inputs(inputs)]
         try:
             r2 = flatten_outputs(call(ref, moved)) + [moved[i] for i in updated]
+            if signs:
+                from .signs import aligned
+                r2 = aligned(r2, r_flat)
         except Exception as e:
             raise_device_fault(e)
             return out

@@ -33,6 +33,7 @@ from ..player import CallResult
 from ..problem.loader import IMPLEMENTATION, DeviceFault, UserCodeError, deepest_line, raise_device_fault, resizes_out
 from ..compile.positions import api_note, readable
 from .probes import constant_rounding, no_grad_call, only_input, reference_repeat, reference_spread, rng_state
+from .signs import aligned, sign_free_calls
 from .rules import (Evidence, RuleFinding, describe_variant, draw_sentinel, fingerprint, informative, judge,
                     judge_random, same, sketch)
 from .plan.shapes import describe_init, int_floor, size_plan
@@ -105,6 +106,7 @@ class Verifier:
         self.problem, self.player, self.rep, self.job = problem, player, rep, job
         self.ran: list[Variant] = []  # the variants run, in order
         self.ties_reference = None  # the ties variant's fresh model, its float state at powers of two
+        self.sign_free: list[str] | None = None  # the sign-free decompositions the reference calls (signs.py)
         self.module_built_at: tuple[dict, dict] = ({}, {})  # the same-module variant's model: (knobs, setting) built at
         self.recorder = player.recorder
         self.interpreted = os.environ.get("TRITON_INTERPRET") == "1"
@@ -704,6 +706,9 @@ class Verifier:
         # as without a float64 truth, how far it moves when its inputs move by one ulp stands in for it.
         floats = [o for o in r_flat if isinstance(o, torch.Tensor) and o.is_floating_point()]
         own_truth = bool(floats) and all(o.dtype == torch.float64 for o in floats)
+        if self.sign_free is None:  # asked once: the same code at every size
+            self.sign_free = [] if p.random else sign_free_calls(ref, inputs)
+        signs = bool(self.sign_free)
         if v.name == "structured":
             # Rows conditioned very differently (a constant row's normalization is ill-conditioned, an ordinary one is
             # not): each element's budget is its own move when the inputs move by as much as a kernel's fp32 row
@@ -711,14 +716,14 @@ class Verifier:
             row = max((x.shape[-1] for x in inputs if isinstance(x, torch.Tensor) and x.is_floating_point()
                        and x.dim()), default=1)
             spread = reference_spread(ref, inputs, r_flat, updated, call, elementwise=True,
-                                      ulps=max(1.0, math.sqrt(row)))
+                                      ulps=max(1.0, math.sqrt(row)), signs=signs)
             # One structure per row: an element's budget is its row's largest move (random signs can cancel at one
             # element, x + r moved by +e and -e, where a kernel's own rounding does not).
             spread = [s.amax(dim=-1, keepdim=True).expand_as(s) if isinstance(s, torch.Tensor) and s.dim() else s
                       for s in spread]
         else:
-            spread = (reference_spread(ref, inputs, r_flat, updated, call) if truth_dtype != "float64" or own_truth
-                      else None)
+            spread = (reference_spread(ref, inputs, r_flat, updated, call, signs=signs)
+                      if truth_dtype != "float64" or own_truth else None)
         t_flat = flatten_outputs(truth) + [truth_inputs[i] for i in updated]
         # The allowance for float constants is for kernels that receive them as fp32 scalars, and only for them.
         constants = (constant_rounding(self.problem.float64(ref), upcast(clone_inputs(inputs)), t_flat, updated,
@@ -811,6 +816,9 @@ class Verifier:
         # capture did not): values are not judged on this variant.
         ran = {launch.spec.qualname for launch in self.recorder.launches[self.launch_mark:]}
         untrusted = bool(ran & set(self.untrusted_kernels()))
+        if self.sign_free:  # outputs defined up to sign (signs.py): both sides judged with the truth's signs
+            y1_flat, r_flat = aligned(y1_flat, t_flat), aligned(r_flat, t_flat)
+            y2_flat = aligned(y2_flat, t_flat, keep=self.sentinel)
         sample_message = None
         if p.random and p.sample_check is not None and len(y1_flat) == len(r_flat):
             sample_message = p.sample_check(inputs, y1_flat[0] if len(y1_flat) == 1 else y1_flat)

@@ -31,6 +31,7 @@ from ....jobs import CheckJob
 from ....model import Severity
 from ...problem.loader import _is_triton_decorator
 from ..plan.variants import shrink_knobs
+from ..signs import aligned, sign_free_calls
 
 SOURCE = "kernel-lsp.rerun"
 CPU_BUDGET = 1 << 13  # input and output elements of A, B and C under the CPU interpreter
@@ -242,7 +243,7 @@ def run_evidence(problem, job: CheckJob, rep, connect, device: str, cpu_sizes: d
                             job.seed, plan["init"], plan["knobs"])
         runs = player.evidence(impl, plan["sets"], [list(r) for r in REFILLS], REFILL_BUDGET_S, job.seed,
                                plan["knobs"])
-        found = judged(runs, plan["truth"], plan["random"] or not values)
+        found = judged(runs, plan["truth"], plan["random"] or not values, plan["signs"])
         if not found and not plan["random"] and values:
             rep.w.stage("evidence", "outputs held across calls, and a soak of many calls")
             found = held_outputs(player, impl, plan) or soak(player, impl, plan, device)
@@ -284,7 +285,7 @@ def held_outputs(player, impl, plan: dict) -> list[tuple[str, str, dict]]:
             return [("KL209", "the implementation raises when it is called again while the caller keeps an earlier "
                      f"call's output: {_said(r.error)}", {})]
     held = [y for y in player.fetch(held=True) if isinstance(y, torch.Tensor)]
-    bad = _gross(held, *plan["truth"]["A"])
+    bad = _gross(held, *plan["truth"]["A"], signs=plan["signs"])
     if not bad:
         return []
     return [("KL206", "the output of a call changed when the implementation was called again: a caller that keeps "
@@ -343,7 +344,7 @@ def soak(player, impl, plan: dict, device: str, rng=None) -> list[tuple[str, str
         if last or i == 1 or rng.random() < judged_share:
             import torch
             out = [y for y in player.fetch() if isinstance(y, torch.Tensor)]  # as the evidence runs keep them
-            bad = _gross(out, *plan["truth"][name])
+            bad = _gross(out, *plan["truth"][name], signs=plan["signs"])
             if bad:
                 return [("KL206", f"wrong on a later call made afresh {how}, after more calls than the verifier "
                          "makes: a result remembered across calls, or one that goes wrong after a number of calls?",
@@ -403,9 +404,13 @@ def prepare(job: CheckJob, problem, device: str, cpu_sizes: dict[str, int], cpu_
     # device, but the truth is drawn here, on the CPU: a player on a GPU draws from CUDA's generator, other
     # numbers. There only the launches are judged, as for a random reference.
     drew = any(v[2] for v in truth.values())
+    # Outputs defined up to sign (signs.py): PyTorch's own result is brought to the truth's signs here, once.
+    signs = not problem.random and bool(sign_free_calls(reference, sets["A"]))
+    if signs:
+        truth = {name: (t, aligned(r, t), *rest) for name, (t, r, *rest) in truth.items()}
     return {"sets": {**sets}, "truth": {name: v[:2] for name, v in truth.items()},
             "random": bool(problem.random) or (on_gpu and drew), "knobs": small, "init": list(init or []),
-            "elements": problem.elements(small)}
+            "elements": problem.elements(small), "signs": signs}
 
 
 def _large_knobs(job: CheckJob, problem, knobs: dict[str, int], small: dict[str, int],
@@ -443,9 +448,10 @@ class TooLarge(Exception):
 # Judging ---------------------------------------------------------------------------------------------------
 
 
-def judged(runs: dict, truth: dict, random: bool) -> list[tuple[str, str, dict]]:
+def judged(runs: dict, truth: dict, random: bool, signs: bool = False) -> list[tuple[str, str, dict]]:
     """The findings of the runs, as (code, message, data); pure, so it is tested on made-up runs. With `random`
-    (a random reference, or values the interpreter cannot compute faithfully) only launches are judged."""
+    (a random reference, or values the interpreter cannot compute faithfully) only launches are judged; with `signs`
+    the outputs are defined up to the sign of each vector (signs.py)."""
     out: list[tuple[str, str, dict]] = []
     plain = runs.get("plain") or {}
     where = "where it is called afresh (the evidence runs)"
@@ -458,7 +464,7 @@ def judged(runs: dict, truth: dict, random: bool) -> list[tuple[str, str, dict]]
         return [("KL220", f"the implementation returns {len(plain.get('outputs', []))} tensors {where}, the "
                  f"reference {len(t_a)}", {})]
     if not random:
-        bad = _gross(plain["outputs"], t_a, r_a)
+        bad = _gross(plain["outputs"], t_a, r_a, signs)
         if bad:
             return [("KL220", f"the implementation computes a different result {where}: {bad}", {})]
     watched = runs.get("watched") or {}
@@ -499,7 +505,7 @@ def judged(runs: dict, truth: dict, random: bool) -> list[tuple[str, str, dict]]
                 # A few elements changed may break what a correct kernel may assume of its inputs (sorted, paired,
                 # summing to one): only an output that is the earlier call's, bit for bit, is a cache here.
                 continue
-            bad = _gross(run["outputs"], *truth[values])
+            bad = _gross(run["outputs"], *truth[values], signs=signs)
             if bad:
                 # Where the sparse change lands is random per run: the message names no element, so that it is the
                 # same on every run.
@@ -515,19 +521,23 @@ def judged(runs: dict, truth: dict, random: bool) -> list[tuple[str, str, dict]]
                 out.append(("KL209", f"the implementation raises at a larger size ({n} output elements): "
                                      f"{large['error']}", {}))
             else:
-                bad = _gross(large["outputs"], *truth["large"])
+                bad = _gross(large["outputs"], *truth["large"], signs=signs)
                 if bad:
                     out.append(("KL200", f"wrong at a larger size ({n} output elements), beyond the sizes the "
                                          f"verifier ran: {bad} (a launcher that caps its grid?)", {}))
     return out
 
 
-def _gross(outputs: list, truth: list, reference: list) -> str:
-    """'' when every output is within what rounding explains; else the first gross error, described."""
+def _gross(outputs: list, truth: list, reference: list, signs: bool = False) -> str:
+    """'' when every output is within what rounding explains; else the first gross error, described. `signs`: the
+    outputs are defined up to the sign of each vector, brought to the truth's first (signs.py)."""
     import torch
     from ..compare import compare_tensor
     if len(outputs) != len(truth):
         return f"{len(outputs)} outputs where the reference has {len(truth)}"
+    if signs:
+        outputs = aligned([y.to(t.device) if isinstance(y, torch.Tensor) else y for y, t in zip(outputs, truth)],
+                          truth)
     for j, (y, t, r) in enumerate(zip(outputs, truth, reference)):
         y = y.to(t.device)  # judged where the truth is
         name = "output" if len(outputs) == 1 else f"output {j}"
