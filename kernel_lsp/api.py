@@ -53,15 +53,8 @@ from .codes import severity_of
 from .config import ConfigError, Settings, apply_overrides
 from .model import FileReport, Finding, Severity, Span, Speedup
 from .run.executor import Executor, executor_for
+from .verdict import CHEAT_CODES, NOT_COMPILED, error_of, file_verdict, waiting
 
-# Codes that say the item could not be judged, not that the implementation is wrong, and whose fault it is. (A
-# broken link, KL002, is the implementation's: no ModelNew.)
-ERROR_CODES = {"KL006": "caller", "KL003": "reference", "KL303": "infrastructure", "KL900": "infrastructure"}
-# Codes that say the implementation games the check rather than computing the result: a PyTorch fallback, a cached
-# or checker-aware result, work done outside the kernels, tampering, impossible or warmed-up-only speed.
-CHEAT_CODES = {"KL205", "KL206", "KL220", "KL221", "KL223", "KL403", "KL405"}
-# Codes that say the implementation did not get as far as running compiled kernels.
-NOT_COMPILED = {"KL001", "KL005", "KL100", "KL101", "KL103"}
 # Options an item may not set: they decide the executor, which the whole batch shares.
 SHARED_OPTIONS = {"device", "runner", "workers", "executor", "ray_address", "ray-address", "cache_dir", "cache-dir"}
 
@@ -325,41 +318,12 @@ def _result(index: int, report: FileReport, seconds: float) -> Result:
                   error=error_of(report) if verdict == "error" else None,
                   compiled=bool(compiles) and all(c.ok for c in compiles) and not codes & NOT_COMPILED,
                   correct=verdict == "verified", cheat_detected=bool(codes & CHEAT_CODES),
-                  timed_out=any(f.code == "KL301" and not _waiting(f) for f in report.findings),
+                  timed_out=any(f.code == "KL301" and not waiting(f) for f in report.findings),
                   speedup=eager.ratio if eager else None, speedup_low=eager.low if eager else None,
                   speedup_high=eager.high if eager else None)
 
 
-def verdict_of(report: FileReport) -> str:
-    """The item's verdict from its report (the module's docstring says what each means)."""
-    if error_of(report) is not None:
-        return "error"
-    problems = [f for f in report.findings if f.severity <= Severity.WARNING]
-    if problems:
-        return "failed"
-    kernels = [k for k in report.kernels.values() if not k.helper]
-    if kernels and all(k.verification is not None for k in kernels):
-        return "verified"
-    return "unverified"
-
-
-def error_of(report: FileReport) -> str | None:
-    """Whose fault it is that the report judges nothing ("caller", "reference", "infrastructure"), or None."""
-    problems = [f for f in report.findings if f.severity <= Severity.WARNING]
-    kinds = [ERROR_CODES[f.code] for f in problems if f.code in ERROR_CODES]
-    kinds += ["reference" for f in problems if f.code == "KL002" and f.data.get("reference") == "caller"]
-    kinds += ["infrastructure" for f in problems if f.code == "KL301" and _waiting(f)]
-    for kind in ("infrastructure", "caller", "reference"):
-        if kind in kinds:
-            return kind
-    return None
-
-
-def _waiting(finding: Finding) -> bool:
-    """A timeout (KL301) that passed before the checked code started (the worker's start) or while the check
-    waited for something that is not the checked code (a GPU another check was timing, the compile warmer)."""
-    stage = finding.data.get("stage") if isinstance(finding.data, dict) else None
-    return not stage or str(stage.get("detail", "")).startswith("waiting for")
+verdict_of = file_verdict  # the file's verdict (verdict.py), under the batch API's own name
 
 
 def _speedups(report: FileReport) -> list[Speedup]:

@@ -352,7 +352,7 @@ def _leave_interrupted(interrupted: threading.Event, progress: Progress, executo
 def _check_stats(reports: list[FileReport], start: float) -> dict:
     """The run's statistics (JSON output's `stats`): files, cache hits, workers, compiles, seconds since `start`
     and the kernels' coverage."""
-    from .render.text import coverage
+    from .verdict import coverage
     return {"files": len(reports), "cache_hits": sum(1 for r in reports if r.cached),
             "workers_spawned": sum(r.stats.get("workers", 0) for r in reports),
             "warm_workers": sum(r.stats.get("warm_workers", 0) for r in reports),
@@ -407,7 +407,7 @@ def _leave_lost(executor: Executor, reports: list[FileReport], code: int) -> NoR
 
 def _exit_code(args: argparse.Namespace, reports: list[FileReport]) -> int:
     """A finished check's exit code; a 1 that no finding explains is said on stderr."""
-    from .render.text import coverage
+    from .verdict import coverage
     worst = [f for r in reports for f in r.findings if f.severity <= Severity.WARNING]
     c = coverage(reports)
     if not c["kernels"] and not any(r.findings for r in reports):

@@ -19,18 +19,19 @@ ALLOWED = {
     "player": set(),  # runs beside the implementation: nothing of kernel_lsp (test_layers_the_player_stands_alone)
     "codes": {"model"},
     "jobs": {"model"},
+    "verdict": {"model"},  # the one classification (every front end, the proposer, the pipeline's evidence rule)
     "config": {"device", "targets"},
     "source": {"model", "codes", "jobs"},
-    "checker": {"model", "codes", "jobs", "targets", "player"},
+    "checker": {"model", "codes", "jobs", "targets", "player", "verdict"},
     "run": {"checker", "player", "jobs", "model", "codes", "device", "config"},
     "cache": {"model", "device"},
-    "render": {"model", "codes"},
+    "render": {"model", "codes", "verdict"},
     "check": {"source", "run", "cache", "config", "jobs", "model", "codes", "device"},
-    "propose": {"check", "source", "run", "config", "model", "codes"},
+    "propose": {"check", "source", "run", "config", "model", "codes", "verdict"},
     "lsp": {"check", "source", "run", "cache", "config", "jobs", "model", "codes", "device", "render", "propose"},
     "cli": {"check", "source", "run", "cache", "config", "jobs", "model", "codes", "device", "render", "lsp",
-            "propose", "bundled"},
-    "api": {"check", "run", "config", "model", "codes"},
+            "propose", "bundled", "verdict"},
+    "api": {"check", "run", "config", "model", "codes", "verdict"},
 }
 
 

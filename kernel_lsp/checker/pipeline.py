@@ -18,6 +18,7 @@ from ..jobs import CheckJob, KernelRef, Sink, Stage, crash_hint
 from .measure import timing  # noqa: F401  (takes the clocks as they are before any checked code can replace them)
 from ..model import CompileFacts, Finding, KernelFacts, Severity, Span
 from ..targets import Target, parse_targets
+from ..verdict import lets_evidence_run
 from ..player.capture import Spec
 from ..player.compiler import CompileResult
 from .player import Player, PlayerLost, RemoteError, RemoteRecorder
@@ -364,9 +365,7 @@ def wants_evidence(job: CheckJob) -> bool:
 def gathers_evidence(job: CheckJob, rep: Reporter) -> bool:
     """The evidence runs follow a verification that passed: no error and no warning so far (any warning fails the
     file already, and one such as KL210 says the verifier could not run the kernel, so neither could they)."""
-    if not wants_evidence(job):
-        return False
-    return not any(f.severity <= Severity.WARNING for f in rep.sent)
+    return wants_evidence(job) and lets_evidence_run(rep.sent)
 
 
 def report_unexercised(rep: Reporter, job: CheckJob, recorder: RemoteRecorder, captured: int,

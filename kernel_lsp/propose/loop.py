@@ -32,6 +32,7 @@ from ..check import CheckRequest, check_file
 from ..config import Settings, apply_overrides
 from ..model import Candidate, FileReport, Measurement, Proposal, Severity
 from ..run.executor import Executor
+from ..verdict import unacceptable
 from . import contract, edits, prompt, region, screen, tune
 from .llm import LLM, Budget, Cancelled, LLMError, MalformedReply
 
@@ -55,10 +56,7 @@ class ProposeRequest:
     fix_codes: set[str] | None = None  # fix: the codes to fix (default: every KL1xx and KL2xx error or warning)
 
 
-def _bad(report: FileReport) -> list:
-    """Errors, and warnings of the verifier: what makes a candidate unacceptable (performance findings aside)."""
-    return [f for f in report.findings if not f.code.startswith("KL4") and
-            (f.severity == Severity.ERROR or (f.severity == Severity.WARNING and f.code.startswith(("KL1", "KL2"))))]
+_bad = unacceptable  # errors, and the correctness checks' warnings (verdict.py)
 
 
 def _summary_lines(report: FileReport) -> list[str]:

@@ -15,6 +15,7 @@ import re
 import textwrap
 
 from ..model import FileReport, Finding, Proposal, Severity
+from ..verdict import coverage
 
 LEAD_WIDTH = 120  # the lead line's target width; detail lines are packed to it
 MIN_ROOM = 72  # the headline's room however long the path before it
@@ -196,38 +197,6 @@ def file_lines(report: FileReport, cwd: str | None = None) -> list[str]:
 
 def _plural(n: int, word: str) -> str:
     return f"{n} {word}{'' if n == 1 else 's'}"
-
-
-NO_REFERENCE = ("KL002", "KL003", "KL004", "KL007")  # codes that leave a file without a usable reference
-
-
-def coverage(reports: list[FileReport]) -> dict[str, int]:
-    """What was and was not checked: files, kernels (helpers aside), verified (the verifier judged them on some
-    variant, not only hit the interpreter's limits, and found no error), failed verification (it found one, or
-    the timed output was wrong or impossibly fast: never "verified"), failed to compile (KL100: never
-    "verified", whatever the interpreter made of them), without a reference, not verified."""
-    kernels = verified = failed = unlinked = compile_failed = 0
-    for r in reports:
-        no_reference = any(f.code in NO_REFERENCE for f in r.findings)
-        wrong = any((f.code.startswith("KL2") or f.code in ("KL403", "KL405")) and f.severity <= Severity.ERROR
-                    for f in r.findings)
-        not_compiled = {f.data.get("kernel") for f in r.findings if f.code == "KL100"}
-        for name, k in r.kernels.items():
-            if k.helper:
-                continue
-            kernels += 1
-            if name in not_compiled or (k.qualname is not None and k.qualname in not_compiled):
-                compile_failed += 1
-            elif k.verification is not None and any(row.verdict != "cpu-limit" for row in k.verification.variants):
-                if wrong:
-                    failed += 1
-                else:
-                    verified += 1
-            elif no_reference:
-                unlinked += 1
-    return {"files": len(reports), "kernels": kernels, "verified": verified, "failed": failed, "unlinked": unlinked,
-            "compile_failed": compile_failed,
-            "unverified": kernels - verified - failed - unlinked - compile_failed}
 
 
 def summary_lines(reports: list[FileReport]) -> list[str]:
