@@ -110,10 +110,7 @@ def evaluate(items: Iterable[Item], *, executor: Executor | None = None, setting
     batch = _Batch(items, executor, settings, measure)
     try:
         while True:
-            batch.top_up()
-            if batch.ready:
-                yield batch.ready.popleft()
-                continue
+            yield from batch.drain()
             if not batch.running:
                 return
             done, _ = wait(list(batch.running), return_when=FIRST_COMPLETED)
@@ -132,10 +129,8 @@ async def evaluate_async(items: Iterable[Item], *, executor: Executor | None = N
     waiting: dict[Future, asyncio.Future] = {}
     try:
         while True:
-            batch.top_up()
-            if batch.ready:
-                yield batch.ready.popleft()
-                continue
+            for result in batch.drain():
+                yield result
             if not batch.running:
                 return
             for future in batch.running:
@@ -173,6 +168,15 @@ class _Batch:
         self.running: dict[Future, tuple[int, Item, str | None]] = {}  # a check -> its index, item and dedup key
         self.copies: dict[str, list[int]] = {}  # an identical item's key -> the indices waiting for its result
         self.finished: dict[str, Result] = {}  # results of this call by key, for identical items that come later
+
+    def drain(self) -> Iterator[Result]:
+        """The results ready now, one at a time, the running checks topped up before each: items are read only as
+        results are taken."""
+        while True:
+            self.top_up()
+            if not self.ready:
+                return
+            yield self.ready.popleft()
 
     def top_up(self) -> None:
         """Read items until `capacity` checks run, or one item has a result at once (a caller's mistake, a copy of
