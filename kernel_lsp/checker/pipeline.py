@@ -329,6 +329,7 @@ def _run_stages(job: CheckJob, w: Sink, rep: Reporter, player: Player, torch, in
                                       else None)
         report_unexercised(rep, job, recorder, captured, interpreted)
         if verifier is not None:
+            report_unreached_launches(rep, job, recorder, captured)
             say_verified(w, job, rep, interpreted)
         if verifier is not None and gathers_evidence(job, rep):
             # Where the verifier said the interpreter cannot compute a kernel faithfully, neither can the player. The
@@ -394,6 +395,35 @@ def report_unexercised(rep: Reporter, job: CheckJob, recorder: RemoteRecorder, c
         else:
             rep.add("KL104", f"kernel {k.name} is defined but the linked code never launches it",
                     k.name_span, source="kernel-lsp.compile", kernel=k.qualname)
+
+
+def report_unreached_launches(rep: Reporter, job: CheckJob, recorder: RemoteRecorder, captured: int) -> None:
+    """KL104 (information) for each launch site of a kernel that ran, where no launch of the verification came from
+    that site: a path of the launcher (an `if` on sizes, strides or dtypes choosing other grids, blocks or
+    arguments) that the inputs never took, so what it launches with is not verified. A kernel that never ran at
+    all is report_unexercised's. `captured`: how many launches came from the run on the problem's own inputs."""
+    def lines(launches) -> dict[str, set[int]]:
+        out: dict[str, set[int]] = {}
+        for launch in launches:
+            if launch.line is not None:
+                out.setdefault(launch.qualname, set()).add(launch.line)
+        return out
+    on_own, later = lines(recorder.launches[:captured]), lines(recorder.launches[captured:])
+    for k in job.kernels:
+        ran = later.get(k.qualname, set())
+        if k.is_helper or not ran or len(k.launches) < 2:
+            continue  # one site: it ran, or the kernel did not (KL104 of its own)
+        for span in k.launches:
+            last = span.end_line if span.end_line is not None else span.line
+            if any(span.line <= line <= last for line in ran):
+                continue
+            own = any(span.line <= line <= last for line in on_own.get(k.qualname, set()))
+            rep.add("KL104", f"this launch of {k.name} ran "
+                    + ("on the problem's own inputs but in no verification variant" if own else "in no variant")
+                    + ": the launcher's path to it (a branch on sizes, strides or dtypes?) was never taken by the "
+                    "verification's inputs, so what it launches with is not verified",
+                    span, source="kernel-lsp.verify",
+                    severity=Severity.INFO, kernel=k.qualname)
 
 
 def measure_stage(problem: Problem, player: Player, rep: Reporter, job: CheckJob, interpreted: bool) -> None:

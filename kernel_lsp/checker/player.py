@@ -81,6 +81,7 @@ class Launch:
     spec: Spec
     programs: int | None = None
     qualname: str = ""
+    line: int | None = None  # the 0-based line of the implementation's file that made it (the player says)
 
 
 @dataclass
@@ -118,7 +119,8 @@ class RemoteRecorder:
             index = l.get("spec")
             if isinstance(index, int) and 0 <= index < len(self.spec_list):
                 spec = self.spec_list[index]
-                made.append(Launch(spec, l.get("programs"), spec.qualname))
+                line = l.get("line")
+                made.append(Launch(spec, l.get("programs"), spec.qualname, line if isinstance(line, int) else None))
         if keep_launches:
             self.launches += made
             self.count += int(answer.get("count") or 0)

@@ -46,6 +46,7 @@ class Launch:
     fn: Callable  # the undecorated Python function
     spec: Spec
     programs: int | None = None  # the grid's size (programs launched); None where the grid could not be read
+    line: int | None = None  # the 0-based line of the implementation's file that made it (its innermost frame there)
 
 
 @dataclass
@@ -62,6 +63,8 @@ class LaunchRecorder:
     # Each autotuned kernel seen: qualname -> (its configs, index of the config its last run used).
     autotuners: dict[str, tuple[list, int]] = field(default_factory=dict)
     forced: dict[str, int] = field(default_factory=dict)  # qualname -> config index every launch must use
+    user_file: str = ""  # the implementation's file (its real path): each launch records its line there
+    _names: dict[str, bool] = field(default_factory=dict)  # co_filename -> whether it is user_file
     _local: threading.local = field(default_factory=threading.local)
     _saved: list[tuple[type, str, Any]] = field(default_factory=list)  # (class, attribute, original) to restore
 
@@ -144,7 +147,7 @@ class LaunchRecorder:
             if self.dry:
                 raise  # nothing executes a dry launch, so nothing else would say its arguments are wrong
             return  # a bad launch: Triton itself raises for it next
-        launch = Launch(fn, spec, grid_programs(kwargs.get("grid"), bound))
+        launch = Launch(fn, spec, grid_programs(kwargs.get("grid"), bound), self._calling_line())
         self.launches.append(launch)
         self.specs.setdefault(spec.key(), spec)
         for config in getattr(self._local, "configs", []) or []:
@@ -152,6 +155,24 @@ class LaunchRecorder:
             self.specs.setdefault(alt.key(), alt)
         for hook in self.on_launch:
             hook(launch, tensors)
+
+
+    def _calling_line(self) -> int | None:
+        """The 0-based line of the implementation's file that made the launch being recorded: its innermost frame in
+        that file (the `kernel[grid](...)` call, or the call of a helper of another file that launched)."""
+        import os
+        import sys
+        if not self.user_file:
+            return None
+        frame = sys._getframe(2)
+        while frame is not None:
+            name = frame.f_code.co_filename
+            if name not in self._names:
+                self._names[name] = os.path.realpath(name) == self.user_file
+            if self._names[name]:
+                return frame.f_lineno - 1
+            frame = frame.f_back
+        return None
 
 
 def precompile_configs(tuner: Any, args: tuple, kwargs: dict) -> None:

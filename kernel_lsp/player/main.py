@@ -87,6 +87,7 @@ class Player:
             self.launches = evidence.install()
         else:
             self._instrument()
+            self.recorder.user_file = self.path
         import tamper
         self.snapshot = tamper.Snapshot()  # with the instruments in place, before the implementation's code runs
         try:
@@ -340,7 +341,7 @@ class Player:
                 self.sent_specs[key] = len(self.specs)
                 self.specs.append(spec)
                 new_specs.append(spec_dict(spec))
-        launches = [{"spec": self.sent_specs.get(l.spec.key()), "programs": l.programs}
+        launches = [{"spec": self.sent_specs.get(l.spec.key()), "programs": l.programs, "line": l.line}
                     for l in rec.launches[mark:]]
         kernels = {}
         for qual, fn in rec.functions.items():

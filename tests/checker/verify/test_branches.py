@@ -50,3 +50,15 @@ def test_branches_a_never_selected_constexpr_path_is_information_on_its_line(cor
     (finding,) = [f for f in report["findings"] if f["code"] == "KL104"]
     assert finding["severity"] == "info" and finding["range"]["line"] == 15  # 0-based: the body of `if EVEN:`
     assert "`if EVEN:` never ran (every launch had EVEN=False)" in finding["message"]
+
+
+def test_branches_a_launch_site_no_variant_reached_is_information_on_its_line(corpus_local):
+    """A launcher's `if` on sizes that picks another launch of the same kernel: the launch the inputs never reach
+    is said on its own line; the one they reach is not."""
+    case = CORPUS / "ok_launch_path_for_huge_inputs.py"
+    assert case in CASES
+    paths, doc = corpus_local
+    report = next(f for f in doc["files"] if f["path"] == str(case.resolve()))
+    (finding,) = [f for f in report["findings"] if f["code"] == "KL104"]
+    assert finding["severity"] == "info" and finding["range"]["line"] == 23  # 0-based: the BLOCK=4096 launch
+    assert finding["message"].startswith("this launch of _scale_kernel ran in no variant")
