@@ -82,7 +82,7 @@ class SandboxOptions(Record):
 
 @dataclass
 class RerunOptions(Record):
-    """The isolated re-run after a file passes the verifier (checker/verify/evidence/isolated.py, run/rerun.py)."""
+    """The evidence runs after a file passes the verifier (checker/verify/evidence/)."""
 
     enabled: bool = True
     folder: str = ""  # the run's folder: in/ (inputs, truth, the harness's instructions), out/ (its result)

@@ -1,6 +1,6 @@
 """The evidence runs, in a player: the implementation called several more ways on inputs the checker sends, each
 call's outputs and launches returned. Nothing here knows what the outputs will be compared with (the checker's
-checker/verify/evidence/isolated.py judges them).
+checker/verify/evidence/judge.py judges them).
 
 Calls, each recorded as `runs[name] = {"outputs": [...], "launches": n, "error": text}`:
 - "large": the `large` inputs, when given;

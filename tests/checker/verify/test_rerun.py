@@ -8,7 +8,8 @@ from __future__ import annotations
 import torch
 
 from kernel_lsp.checker.problem.loader import reference_source
-from kernel_lsp.checker.verify.evidence.isolated import _launcher_literals, judged
+from kernel_lsp.checker.verify.evidence.judge import judged
+from kernel_lsp.checker.verify.evidence.sets import _launcher_literals
 
 X = torch.linspace(-2, 2, 101)
 TRUTH_A = torch.relu(X.double())
@@ -81,7 +82,7 @@ def test_rerun_caches_are_kl206_and_explain_an_unlaunched_result():
 def test_rerun_replays_late_in_the_chain_and_sparse_changes_are_kl206():
     """A replay from the ninth call on one set of buffers, and a cache keyed on the address and a sample of the
     values (the sparse change: its message names no element, since where the change lands is random per run)."""
-    from kernel_lsp.checker.verify.evidence.isolated import REFILLS
+    from kernel_lsp.checker.verify.evidence.sets import REFILLS
     sets = {"A": X, "B": B, "D": -X}
     truth = {**TRUTH, "D": ([torch.relu(-X.double())], [torch.relu(-X)])}
     s = X.clone()
@@ -258,7 +259,7 @@ def test_rerun_a_self_seeded_reference_is_judged_on_launches_only_when_the_playe
     from pathlib import Path
 
     from kernel_lsp.checker.problem.loader import load_problem
-    from kernel_lsp.checker.verify.evidence.isolated import prepare
+    from kernel_lsp.checker.verify.evidence.sets import prepare
     from kernel_lsp.jobs import CheckJob, LinkSpec
     from kernel_lsp.model import Span
     case = str(Path(__file__).resolve().parents[2] / "corpus" / "ok_seeded_noise_log.py")
@@ -323,7 +324,7 @@ def test_soak_finds_a_result_remembered_per_buffer_and_version_whatever_the_draw
     is judged, so a memo keyed on the tensor object and its version counter is wrong there on every draw (it passed
     on some draws when that refill was left to chance: CI saw the corpus case pass once and fail once)."""
     import random
-    from kernel_lsp.checker.verify.evidence.isolated import soak
+    from kernel_lsp.checker.verify.evidence.soak import soak
     sets = {"A": [X], "B": [B], "D": [-X]}
     plan = {"sets": sets, "knobs": {},
             "truth": {n: ([torch.relu(v[0].double())], [torch.relu(v[0])]) for n, v in sets.items()}}
