@@ -18,7 +18,7 @@ from __future__ import annotations
 import types
 
 from .. import jobs
-from ..checker import pipeline
+from ..checker import pipeline, reporter
 from ..checker.verify import rules, verifier
 from ..player import tamper as base
 from . import protocol
@@ -39,7 +39,7 @@ OWN_FUNCTIONS: list[tuple[types.ModuleType, list[str]]] = [
 OWN_CLASSES: list[tuple[type, list[str]]] = [
     (jobs.Sink, ["stage", "finding", "preview", "kernel", "stat"]),
     (protocol.EventWriter, ["emit"]),
-    (pipeline.Reporter, ["add", "preview"]),
+    (reporter.Reporter, ["add", "preview"]),
     (pipeline.StageTracker, ["emit"]),
 ]
 WATCHED = {**base.WATCHED, **{where(module): names for module, names in OWN_FUNCTIONS}}

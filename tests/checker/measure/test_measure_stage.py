@@ -20,7 +20,7 @@ from kernel_lsp.source.link import link_file
 from kernel_lsp.checker.player import Player
 from kernel_lsp.checker.problem.loader import load_problem
 from kernel_lsp.checker.measure.stage import measure_problem
-from kernel_lsp.checker.pipeline import Reporter
+from kernel_lsp.checker.reporter import Reporter
 from kernel_lsp.checker.measure.timing import HostClock
 from kernel_lsp.jobs import CheckJob, FindingEvent, KernelEvent, MeasureOptions, SandboxOptions
 from kernel_lsp.model import Ceiling, Ceilings
@@ -95,7 +95,7 @@ def test_measure_stage_refuses_a_result_replayed_once_an_address_repeats():
 def test_only_a_verifier_warning_on_out_of_distribution_inputs_lets_the_kernel_be_timed():
     """An out-of-distribution warning (rmsprop's square average made negative) leaves the kernel verified on the
     problem's own inputs, so it is timed; any other verifier warning or an error stops the timing."""
-    from kernel_lsp.checker.pipeline import Reporter
+    from kernel_lsp.checker.reporter import Reporter
     from kernel_lsp.jobs import ListSink
     from kernel_lsp.model import Severity, Span
 

@@ -274,7 +274,8 @@ def test_rerun_any_warning_of_the_verifier_spares_the_evidence_runs_information_
     """A verifier's warning (a race, KL207; spills, KL102; the interpreter could not run it, KL210) fails the file
     already, as an error does: no evidence runs. Information (the TF32 advice, KL210; not exercised, KL104) does not
     skip them. They run before the measure stage, so no performance finding is there to consider."""
-    from kernel_lsp.checker.pipeline import Reporter, gathers_evidence
+    from kernel_lsp.checker.pipeline import gathers_evidence
+    from kernel_lsp.checker.reporter import Reporter
     from kernel_lsp.jobs import CheckJob, LinkSpec, ListSink
     from kernel_lsp.model import Severity, Span
     job = CheckJob("/w/k.py", LinkSpec("native", "/w/k.py", "ref"), [], Span(0))
