@@ -590,42 +590,106 @@ class Verifier:
             return self._collect(v)
 
     def _collect(self, v: Variant) -> Evidence | None:
-        import torch
+        """One variant's evidence (collect, with the variant's size knobs set): its reference and implementation,
+        its inputs, the reference's outputs and their truth, what the error budget is made of, and the
+        implementation's two runs. None where one of them skips the variant or ends it."""
+        built = self._variant_callables(v)
+        if built is None:
+            return None
+        ref, impl = built
+        drawn = self._variant_inputs(v, ref)
+        if drawn is None:
+            return None
+        inputs, shapes = drawn
+        call = _seeded_call(v)
+        reference = self._reference_and_truth(v, ref, inputs, shapes, call)
+        if reference is None:
+            return None
+        ref_inputs, draws, updated, r_flat, t_flat, truth_dtype = reference
+        spread, constants, terms, a_flat = self._budget_inputs(v, ref, inputs, r_flat, t_flat, updated, truth_dtype,
+                                                               call)
+        if self._nothing_to_judge(v, r_flat, t_flat):
+            return None
+        runs = self._implementation_runs(v, impl, inputs, shapes, updated, draws)
+        if runs is None:
+            return None
+        y1_flat, y2_flat, impl_inputs, launches, rerun_launches, result_line = runs
+        # Kernels the interpreter computes wrongly, among those that ran here (a variant may launch one the
+        # capture did not): values are not judged on this variant.
+        ran = {launch.spec.qualname for launch in self.recorder.launches[self.launch_mark:]}
+        untrusted = bool(ran & set(self.untrusted_kernels()))
+        if self.sign_free:  # outputs defined up to sign (signs.py): both sides judged with the truth's signs
+            y1_flat, r_flat = aligned(y1_flat, t_flat), aligned(r_flat, t_flat)
+            y2_flat = aligned(y2_flat, t_flat, keep=self.sentinel)
+        p = self.problem
+        sample_message = None
+        if p.random and p.sample_check is not None and len(y1_flat) == len(r_flat):
+            sample_message = p.sample_check(inputs, y1_flat[0] if len(y1_flat) == 1 else y1_flat)
+        return Evidence(v.name, v.kind, v.description, shapes, y1_flat, y2_flat, r_flat, t_flat, a_flat, truth_dtype,
+                        launches, impl_inputs, ref_inputs, self.state.outputs, self.state.prints,
+                        self.state.sketches, untrusted,
+                        sample_message, result_line, updated, spread, terms, constants, inputs,
+                        bool(self.fresh_draws), rerun_launches, self.sentinel, correlated=v.name == "structured")
+
+    def _variant_callables(self, v: Variant) -> tuple[Any, Any] | None:
+        """The reference and the implementation the variant calls: fresh models for the variants that change them,
+        for the same-module variant the reference at its sizes beside the implementation built for the base, else
+        the problem's own at the variant's sizes. None when the variant is skipped (a side other than the
+        implementation cannot be built, or the models have no parameter in common) or the implementation raised
+        while it was built (KL209, reported here)."""
         p = self.problem
         try:
             self.ties_reference = None
             if v.name in (TRAIN_MODE, PARAMETERS) or (v.name == "ties" and self.has_parameters()
                                                          and self.reference_rounds(v)):
-                # fresh models: later variants read the ones they change
-                init = {q: n for q, n in (v.setting or {}).items() if q[0] == "init"}
-                with p.knobs_set(v.knobs):
-                    ref, impl = p.build(v.knobs or {}, p.init(v.knobs, init) if init else None)
-                if isinstance(ref, torch.nn.Module) and v.name == TRAIN_MODE:
-                    ref.train()
-                elif isinstance(ref, torch.nn.Module) and v.name == "ties":
-                    # Scales the model holds (a quantizer's calibrated buffer) at powers of two on both sides, so
-                    # that the ties built from the inputs are ties there too (ties.py).
-                    moved = self.player.perturb(impl, v.seed, float_state(ref), mode="pow2")
-                    perturb(ref, v.seed, set(moved), mode="pow2")
-                    self.ties_reference = ref
-                elif isinstance(ref, torch.nn.Module):
-                    moved = self.player.perturb(impl, v.seed, float_state(ref))
-                    if not moved:
-                        self.skipped.append((v.name, "the implementation's parameters are not the reference's (no "
-                                                     "name and shape in common)"))
-                        return None
-                    perturb(ref, v.seed, set(moved))
-            elif v.name == SAME_MODULE:  # the reference at these sizes, the implementation as built for the base
+                return self._fresh_models(v)
+            if v.name == SAME_MODULE:  # the reference at these sizes, the implementation as built for the base
                 ref, _ = p.callables(v.knobs, v.setting)
                 _, impl = p.callables(*self.module_built_at)
             else:
                 ref, impl = p.callables(v.knobs, v.setting)
+            return ref, impl
         except UserCodeError as e:
             if e.side != IMPLEMENTATION:
                 self.skipped.append((v.name, f"the {e.side} cannot be built at these sizes"))
                 return None
             self.fail("KL209", v, f"{e}; {self.where(v, None)}", deepest_line(e.exc, self.job.path))
             return None
+
+    def _fresh_models(self, v: Variant) -> tuple[Any, Any] | None:
+        """Fresh models for a variant that changes them, since later variants read the ones they change: the
+        reference in training mode, the ties variant's scales at powers of two on both sides, or the parameters
+        moved alike on both sides. None when the implementation's parameters are not the reference's (the variant
+        is skipped)."""
+        import torch
+        p = self.problem
+        init = {q: n for q, n in (v.setting or {}).items() if q[0] == "init"}
+        with p.knobs_set(v.knobs):
+            ref, impl = p.build(v.knobs or {}, p.init(v.knobs, init) if init else None)
+        if isinstance(ref, torch.nn.Module) and v.name == TRAIN_MODE:
+            ref.train()
+        elif isinstance(ref, torch.nn.Module) and v.name == "ties":
+            # Scales the model holds (a quantizer's calibrated buffer) at powers of two on both sides, so
+            # that the ties built from the inputs are ties there too (ties.py).
+            moved = self.player.perturb(impl, v.seed, float_state(ref), mode="pow2")
+            perturb(ref, v.seed, set(moved), mode="pow2")
+            self.ties_reference = ref
+        elif isinstance(ref, torch.nn.Module):
+            moved = self.player.perturb(impl, v.seed, float_state(ref))
+            if not moved:
+                self.skipped.append((v.name, "the implementation's parameters are not the reference's (no "
+                                             "name and shape in common)"))
+                return None
+            perturb(ref, v.seed, set(moved))
+        return ref, impl
+
+    def _variant_inputs(self, v: Variant, ref) -> tuple[list, str] | None:
+        """The variant's inputs, drawn by the input factory and transformed from the variant's seed, and their
+        description for messages; how they leave the problem's own distribution is noted. None when the variant
+        does not apply to these inputs, the input factory rejects its sizes, or (on a GPU) the reference rejects
+        its integers, which there would be a device-side assert that ends the check."""
+        import torch
+        p = self.problem
         try:
             inputs = own = p.make_inputs(v.seed, v.knobs, v.setting)
             if v.transform is not None:
@@ -652,11 +716,16 @@ class Verifier:
                 self.skipped.append((v.name, refused + "; on a GPU, integers the reference rejects are a device-side "
                                                        "assert, which would end the check"))
                 return None
-        ref_inputs = clone_inputs(inputs)
+        return inputs, shapes
 
-        def call(fn, args):  # every side starts from the same random state: a reference that draws is repeatable
-            torch.manual_seed(v.seed + CALL_SEED)
-            return no_grad_call(fn, args)
+    def _reference_outputs(self, v: Variant, ref, inputs: list, shapes: str) -> tuple[Any, list, bool] | None:
+        """The reference called on a copy of the inputs, from the random state every side starts from. Returns its
+        output, that copy as the call left it, and whether the call drew random numbers though the problem is not
+        random; for a random problem, whether the reference draws new numbers on every call is asked once. None when
+        the variant is skipped: the reference rejects the inputs, or accepts them only by resizing an out= tensor."""
+        import torch
+        p = self.problem
+        ref_inputs = clone_inputs(inputs)
         try:
             torch.manual_seed(v.seed + CALL_SEED)
             rng = rng_state()
@@ -683,6 +752,20 @@ class Verifier:
                 self.fresh_draws = not all(same(a, b) for a, b in zip(flatten_outputs(r), again))
             except Exception as e:
                 raise_device_fault(e)
+        return r, ref_inputs, draws
+
+    def _reference_and_truth(self, v: Variant, ref, inputs: list, shapes: str, call: Callable) -> tuple | None:
+        """The reference's outputs and their truth, the reference in float64 (in the task's dtype where that raises
+        or draws other numbers). Returns the reference's copy of the inputs, whether it drew random numbers, the
+        inputs it updates in place, the flat outputs of the reference and of the truth (each followed by those
+        updated inputs), and the truth's dtype. None when the variant is skipped (_reference_outputs) or the
+        reference does not repeat itself."""
+        import torch
+        p = self.problem
+        ran = self._reference_outputs(v, ref, inputs, shapes)
+        if ran is None:
+            return None
+        r, ref_inputs, draws = ran
         # Inputs the reference updates in place (an optimizer step, `out=`, running statistics) are outputs too.
         updated = [i for i, (a, b) in enumerate(zip(inputs, ref_inputs))
                    if isinstance(a, torch.Tensor) and not same(a, b)]
@@ -702,6 +785,17 @@ class Verifier:
         except Exception as e:
             raise_device_fault(e)
             truth, truth_dtype, truth_inputs = r, str(input_dtype(inputs)), ref_inputs
+        t_flat = flatten_outputs(truth) + [truth_inputs[i] for i in updated]
+        return ref_inputs, draws, updated, r_flat, t_flat, truth_dtype
+
+    def _reference_spread(self, v: Variant, ref, inputs: list, r_flat: list, updated: list[int], truth_dtype: str,
+                          call: Callable) -> list | None:
+        """How far the reference moves when its inputs move by about an ulp, per output (reference_spread): per
+        element and row for the structured variant, else where it stands in for PyTorch's own error (no float64
+        truth, or a float64 task); None otherwise. Which sign-free decompositions the reference calls is asked
+        here, once."""
+        import torch
+        p = self.problem
         # A float64 problem's reference is its own float64 truth, so PyTorch's own error there is 0 by construction:
         # as without a float64 truth, how far it moves when its inputs move by one ulp stands in for it.
         floats = [o for o in r_flat if isinstance(o, torch.Tensor) and o.is_floating_point()]
@@ -719,12 +813,20 @@ class Verifier:
                                       ulps=max(1.0, math.sqrt(row)), signs=signs)
             # One structure per row: an element's budget is its row's largest move (random signs can cancel at one
             # element, x + r moved by +e and -e, where a kernel's own rounding does not).
-            spread = [s.amax(dim=-1, keepdim=True).expand_as(s) if isinstance(s, torch.Tensor) and s.dim() else s
-                      for s in spread]
-        else:
-            spread = (reference_spread(ref, inputs, r_flat, updated, call, signs=signs)
-                      if truth_dtype != "float64" or own_truth else None)
-        t_flat = flatten_outputs(truth) + [truth_inputs[i] for i in updated]
+            return [s.amax(dim=-1, keepdim=True).expand_as(s) if isinstance(s, torch.Tensor) and s.dim() else s
+                    for s in spread]
+        return (reference_spread(ref, inputs, r_flat, updated, call, signs=signs)
+                if truth_dtype != "float64" or own_truth else None)
+
+    def _budget_inputs(self, v: Variant, ref, inputs: list, r_flat: list, t_flat: list, updated: list[int],
+                       truth_dtype: str, call: Callable) -> tuple[list | None, list | None, list, list]:
+        """What the error budget of each output is made of (compare.py): the reference's spread
+        (_reference_spread), the rounding of the float constants for kernels given them as fp32 scalars, the
+        number of input terms that feed each output element, and the reference on absolute values (the
+        accumulation floor; None per output where it cannot be had). Returned in that order, the absolute values
+        last."""
+        import torch
+        spread = self._reference_spread(v, ref, inputs, r_flat, updated, truth_dtype, call)
         # The allowance for float constants is for kernels that receive them as fp32 scalars, and only for them.
         constants = (constant_rounding(self.problem.float64(ref), upcast(clone_inputs(inputs)), t_flat, updated,
                                        call) if truth_dtype == "float64" and self.takes_float_scalars() else None)
@@ -745,19 +847,35 @@ class Verifier:
             a_flat = [None] * len(r_flat)
         if len(a_flat) != len(r_flat):
             a_flat = [None] * len(r_flat)
+        return spread, constants, terms, a_flat
+
+    def _nothing_to_judge(self, v: Variant, r_flat: list, t_flat: list) -> bool:
+        """The reference's outputs leave nothing to judge on this variant: NaN or infinities where its truth has
+        none, or the other way round (noted as skipped), or a random op's special values, whose distributions
+        are not compared."""
+        import torch
         if v.name != "special" and not same_finiteness(r_flat, t_flat):
             # NaN/inf the reference returns in its own dtype and in the truth alike (a log of a negative draw)
             # are part of the answer; where only one of them has it, it overflowed: nothing to judge.
             self.skipped.append((v.name, "the reference itself overflows or returns NaN/inf here"))
-            return None
-        if p.random and v.name == "special":
-            return None  # distributions with NaN and infinities are not compared
+            return True
+        if self.problem.random and v.name == "special":
+            return True  # distributions with NaN and infinities are not compared
         if v.name == "special" and any(isinstance(a, torch.Tensor) and a.is_floating_point() and
                                        bool((torch.isfinite(b.double()) & ~torch.isfinite(a.double())).any())
                                        for a, b in zip(r_flat, t_flat) if isinstance(b, torch.Tensor)):
             self.skipped.append((v.name, "the reference overflows in its own dtype here"))
-            return None
+            return True
+        return False
 
+    def _implementation_runs(self, v: Variant, impl, inputs: list, shapes: str, updated: list[int],
+                             draws: bool) -> tuple | None:
+        """The implementation's two runs in the player, its allocations poisoned with NaN (stores tracked for
+        placement) and then with the sentinel. Returns the flat outputs of both runs (each followed by the inputs
+        updated in place, None for a second run that raised), the first run's inputs as the call left them, the
+        launches of both runs, and the line that returns the result when nothing was launched. None when the first
+        run raised (_implementation_raised)."""
+        import torch
         if not self.interpreted and self.recorder.autotuners and not self.recorder.forced:
             # On a GPU the autotuner benchmarks every config on a new key (a new size) inside the call, writing the
             # outputs with each: a config that leaves elements unwritten would look complete in run 1 and
@@ -770,33 +888,14 @@ class Verifier:
                        track_stores=True, return_args=True)
         self.writers, self.store_lines = r1.writers, r1.store_lines
         if r1.error is not None:
-            e = r1.error
-            self.collect_oob(v, r1)  # accesses before the failure are findings of their own
-            limit = e.limit if self.interpreted else None
-            if limit is not None:  # the interpreter's gap, not the kernel's bug: reported once (interpreter_limits)
-                self.limits.setdefault(readable(limit), []).append(v.name)
-                self.row(v, shapes, "cpu-limit", None)
-                return None
-            line = e.line
-            raised = f"{type(e).__name__}: {api_note(readable(str(e)))[:400]}"
-            if e.info.get("budget_raised"):
-                self.fail("KL209", v, "the implementation raised kernel-lsp's OpBudgetExceeded while no "
-                          f"budget had run out; {self.where(v, '')}", self.launch_line())
-            elif v.kind == "layout":
-                # A loud refusal is not a silent wrong value: a warning that says what it rejects.
-                self.fail("KL209", v, f"rejects non-contiguous input: raises {raised}; the reference accepts it "
-                          f"({v.description}; {shapes})", line, "warning", cause=readable(str(e)))
-            else:
-                self.fail("KL209", v, f"the implementation raised {raised}; {self.where(v, shapes)}", line,
-                          cause=readable(str(e)))
-            self.row(v, shapes, "raised", None)
+            self._implementation_raised(v, r1, shapes)
             return None
         y1, impl_inputs, launches = r1.out, r1.args, r1.count
         self.collect_oob(v, r1)
         # Run 2: allocations poisoned with a finite sentinel; same inputs. Under the interpreter (programs run one
         # after another: no race to catch) it only tells unwritten elements from computed NaN, so it is skipped
         # when the first run left no NaN at all: half the CPU time of a correct kernel.
-        if self.interpreted and not p.random and not any(
+        if self.interpreted and not self.problem.random and not any(
                 isinstance(y, torch.Tensor) and y.is_floating_point() and bool(torch.isnan(y).any())
                 for y in flatten_outputs(y1) + [impl_inputs[i] for i in updated]):
             y2, rerun_inputs = y1, impl_inputs
@@ -812,21 +911,32 @@ class Verifier:
         y1_flat += [impl_inputs[i] for i in updated]
         y2_flat += [rerun_inputs[i] if y2 is not None else None for i in updated]
         result_line = (self.impl(impl, inputs, v, trace_return=True).result_line if launches == 0 else None)
-        # Kernels the interpreter computes wrongly, among those that ran here (a variant may launch one the
-        # capture did not): values are not judged on this variant.
-        ran = {launch.spec.qualname for launch in self.recorder.launches[self.launch_mark:]}
-        untrusted = bool(ran & set(self.untrusted_kernels()))
-        if self.sign_free:  # outputs defined up to sign (signs.py): both sides judged with the truth's signs
-            y1_flat, r_flat = aligned(y1_flat, t_flat), aligned(r_flat, t_flat)
-            y2_flat = aligned(y2_flat, t_flat, keep=self.sentinel)
-        sample_message = None
-        if p.random and p.sample_check is not None and len(y1_flat) == len(r_flat):
-            sample_message = p.sample_check(inputs, y1_flat[0] if len(y1_flat) == 1 else y1_flat)
-        return Evidence(v.name, v.kind, v.description, shapes, y1_flat, y2_flat, r_flat, t_flat, a_flat, truth_dtype,
-                        launches, impl_inputs, ref_inputs, self.state.outputs, self.state.prints,
-                        self.state.sketches, untrusted,
-                        sample_message, result_line, updated, spread, terms, constants, inputs,
-                        bool(self.fresh_draws), rerun_launches, self.sentinel, correlated=v.name == "structured")
+        return y1_flat, y2_flat, impl_inputs, launches, rerun_launches, result_line
+
+    def _implementation_raised(self, v: Variant, r1: CallResult, shapes: str) -> None:
+        """Report the first run's error with the variant's row: the accesses before it first (collect_oob), then
+        the interpreter's own limit (reported once, by interpreter_limits), an OpBudgetExceeded raised while no
+        budget had run out, a layout variant's refusal (a warning) or any other error (KL209)."""
+        e = r1.error
+        self.collect_oob(v, r1)  # accesses before the failure are findings of their own
+        limit = e.limit if self.interpreted else None
+        if limit is not None:  # the interpreter's gap, not the kernel's bug: reported once (interpreter_limits)
+            self.limits.setdefault(readable(limit), []).append(v.name)
+            self.row(v, shapes, "cpu-limit", None)
+            return
+        line = e.line
+        raised = f"{type(e).__name__}: {api_note(readable(str(e)))[:400]}"
+        if e.info.get("budget_raised"):
+            self.fail("KL209", v, "the implementation raised kernel-lsp's OpBudgetExceeded while no "
+                      f"budget had run out; {self.where(v, '')}", self.launch_line())
+        elif v.kind == "layout":
+            # A loud refusal is not a silent wrong value: a warning that says what it rejects.
+            self.fail("KL209", v, f"rejects non-contiguous input: raises {raised}; the reference accepts it "
+                      f"({v.description}; {shapes})", line, "warning", cause=readable(str(e)))
+        else:
+            self.fail("KL209", v, f"the implementation raised {raised}; {self.where(v, shapes)}", line,
+                      cause=readable(str(e)))
+        self.row(v, shapes, "raised", None)
 
     def impl(self, impl, inputs: list, v: Variant, **mode) -> CallResult:
         """One call of the implementation in the player, on copies of `inputs`, at the variant's sizes. A call that a
@@ -1095,6 +1205,17 @@ def _flat_types(types) -> list[str]:
 def _core(cause: str) -> str:
     """An exception's own words, without the wrapper's class names (InterpreterError: NotImplementedError: ...)."""
     return cause.rsplit(": ", 1)[-1].strip()
+
+
+def _seeded_call(v: Variant) -> Callable:
+    """A call of user code as the verifier makes it (no_grad_call), from the random state the variant's seed and
+    CALL_SEED set: every side starts from the same random state, so a reference that draws is repeatable."""
+    import torch
+
+    def call(fn, args):
+        torch.manual_seed(v.seed + CALL_SEED)
+        return no_grad_call(fn, args)
+    return call
 
 
 def verify_problem(problem, player, rep, job, captured_output: Any = None,
