@@ -19,7 +19,9 @@ from ..model import KernelFacts, Severity, Span
 from ..targets import parse_targets
 from ..verdict import lets_evidence_run
 from .player import Player, PlayerLost, RemoteError, RemoteRecorder
-from .problem.loader import IMPLEMENTATION, INPUTS, DeviceFault, Problem, UserCodeError, load_problem
+from .problem.errors import IMPLEMENTATION, INPUTS, DeviceFault, UserCodeError
+from .problem.loader import load_problem
+from .problem.problem import Problem
 from .compile.positions import api_note, readable
 from .compile.stage import compile_stage
 from .reporter import Reporter
@@ -329,7 +331,7 @@ def _out_of_memory(exc: BaseException) -> bool:
 
 
 def _where(exc: BaseException, path: str | None) -> str:
-    from .problem.loader import deepest_line
+    from .problem.errors import deepest_line
     if not path:
         return ""
     line = deepest_line(exc, path)

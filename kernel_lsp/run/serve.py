@@ -36,7 +36,7 @@ from .. import __version__
 from ..codes import severity_of
 from ..jobs import CheckJob, Device, Done, Event, FindingEvent, SandboxOptions, event_to_dict
 from ..model import Finding, Span
-from ..checker.problem.loader import DeviceFault, is_device_fault
+from ..checker.problem.errors import DeviceFault, is_device_fault
 from .child import PARENT_ENV, WORKDIR_ENV, choose_device, die_with_parent
 from ..player.isolate import kill_descendants
 from .sandbox import child_env, enter

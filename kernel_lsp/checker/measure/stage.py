@@ -34,7 +34,7 @@ from ...jobs import CheckJob
 from ...model import KernelFacts, Measurement, Provenance, Severity, SideTiming, Speedup
 from . import neighbours, perf_rules
 from ..verify.compare import compare_tensor, flatten_outputs
-from ..problem.loader import is_device_fault
+from ..problem.errors import is_device_fault
 from .roofline import count_flops, dtype_name, impossible, minimal_bytes, resolve_declared, roofline, tensors_of
 from .stats import median, median_interval, ratio_of_medians
 from .timing import BackToBack, CudaClock, honest_times, time_back_to_back, time_graph, time_sides, empty_launch

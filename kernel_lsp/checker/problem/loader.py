@@ -1,33 +1,26 @@
-"""Import user modules and build the two callables the verifier compares. Runs in a worker only.
+"""Import user modules and build the two callables the verifier compares, as a `Problem` (problem.py). Runs in a
+worker only.
 
-`Problem` hides the linking form: `reference(*inputs)`, `implementation(*inputs)`, `make_inputs()`, and
-`size_knobs` (module-level integers the input factory reads, which the verifier scales to try other sizes).
-KernelBench's own rule is kept: each model is built right after the same `torch.manual_seed`, so parameters
-created in `__init__` match.
+The reference side is imported here and the implementation in the player, each failure a UserCodeError naming its
+side (errors.py). KernelBench's own rule is kept: each model is built right after the same `torch.manual_seed`, so
+parameters created in `__init__` match.
 """
 
 from __future__ import annotations
 
-import contextlib
-import copy
-import functools
 import importlib.util
 import os
-import sys
-import traceback
 import types
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
 from ...jobs import LinkSpec
 from ...model import split_lines
 from ...player.sourcefile import exec_file
+from .errors import IMPLEMENTATION, INPUTS, REFERENCE, UserCodeError, deepest_line
+from .problem import Problem
 
 _counter = 0
-
-# Which side of a check a failure belongs to: the code under test, its PyTorch reference, or the input factory.
-IMPLEMENTATION, REFERENCE, INPUTS = "implementation", "reference", "inputs"
 
 
 def warm_meta_device() -> None:
@@ -42,69 +35,6 @@ def warm_meta_device() -> None:
     except Exception:
         pass
 
-
-class UserCodeError(Exception):
-    """User code raised. `side` says whose code it was (IMPLEMENTATION, REFERENCE or INPUTS), set where it is
-    raised, so callers branch on it and never on the message; `line` is the 0-based line in `path` where it
-    happened (the deepest frame there)."""
-
-    def __init__(self, what: str, exc: BaseException, path: str | None, side: str):
-        self.exc = exc
-        self.path = path
-        self.side = side
-        self.line = deepest_line(exc, path) if path else None
-        super().__init__(f"{what}: {type(exc).__name__}: {exc}")
-
-
-DEVICE_FAULTS = ("illegal memory access", "AcceleratorError", "unspecified launch failure", "device-side assert",
-                 "misaligned address", "illegal instruction", "CUDA error: an illegal")
-
-
-def is_device_fault(exc: BaseException) -> bool:
-    """A GPU fault (an illegal address, a device-side assert): the CUDA context is lost for every later call, so
-    the job must stop rather than blame whatever ran next (an input factory, the reference)."""
-    from ..player import RemoteError
-    if isinstance(exc, RemoteError) and exc.device_fault:
-        return True
-    text = f"{type(exc).__name__}: {exc}"
-    return any(s in text for s in DEVICE_FAULTS)
-
-
-class DeviceFault(Exception):
-    """The GPU faulted while running user code; the job stops here (its CUDA context cannot run anything else)."""
-
-    def __init__(self, exc: BaseException):
-        super().__init__(f"{type(exc).__name__}: {exc}")
-        self.exc = exc
-
-
-def raise_device_fault(exc: BaseException) -> None:
-    """Re-raise a GPU fault as DeviceFault: no later step may blame its symptoms on anything else."""
-    if is_device_fault(exc):
-        raise DeviceFault(exc) from exc
-
-
-def deepest_line(exc: BaseException, path: str) -> int | None:
-    """0-based line of the deepest traceback frame in `path`, following the cause chain (for the implementation's
-    failures in the player, the line the player found in its file)."""
-    from ..player import RemoteError
-    if isinstance(exc, RemoteError):
-        return exc.line
-    target = str(Path(path).resolve())
-    best = None
-    seen = set()
-    while exc is not None and id(exc) not in seen:
-        seen.add(id(exc))
-        for frame in traceback.extract_tb(exc.__traceback__):
-            try:
-                if str(Path(frame.filename).resolve()) == target and frame.lineno:
-                    best = frame.lineno - 1
-            except OSError:
-                continue
-        if best is not None:
-            break
-        exc = exc.__cause__ or exc.__context__
-    return best
 
 
 def import_path(path: str, tag: str, source: str | None = None) -> types.ModuleType:
@@ -174,223 +104,6 @@ def _is_triton_decorator(node) -> bool:
     return text.startswith(("triton.jit", "triton.autotune", "triton.heuristics", "jit", "autotune", "heuristics",
                             "tl.", "triton."))
 
-
-@dataclass
-class Problem:
-    """The two callables to compare, built for given size knobs (KernelBench models depend on them)."""
-
-    build: Callable[[dict[str, int], list | None], tuple[Callable, Callable]]  # (knobs, init inputs) -> callables
-    input_factory: Callable[[], list]
-    input_module: types.ModuleType
-    size_knobs: dict[str, int] = field(default_factory=dict)
-    # A fresh reference, given init inputs or None for the problem's own (for shape-only runs on meta).
-    make_reference: Callable[[list | None], Callable] | None = None
-    device: str = "cpu"  # where inputs and models live: "cuda" when kernels run on a GPU
-    random: bool = False  # the reference draws random numbers: judge distributions, not elements
-    sample_check: Callable[[list, Any], str | None] | None = None  # per-sample invariant from the reference
-    _built: dict[tuple, tuple[Callable, Callable]] = field(default_factory=dict)
-    _float64: dict[tuple[int, bool], Callable] = field(default_factory=dict)
-    # Another version of the implementation file, built like the implementation (a race between two versions).
-    build_other: Callable[[str], Callable] | None = None
-    init_inputs: Callable[[], list] | None = None  # KernelBench's get_init_inputs
-    seed: int = 0  # the seed each model is built after (KernelBench's rule)
-    trains: bool = False  # the reference model leaves a normalization in training mode (PyTorch's default) as built
-
-    def float64(self, ref: Callable, absolute: bool = False) -> Callable:
-        """The reference upcast to float64 (parameters made absolute when asked), copied once per reference
-        object: variants of one size, and the measure stage, share the copy."""
-        key = (id(ref), absolute)
-        if key not in self._float64:
-            self._float64[key] = float64_reference(ref, absolute)
-        return self._float64[key]
-
-    @contextlib.contextmanager
-    def knobs_set(self, knobs: dict[str, int] | None):
-        saved = {k: getattr(self.input_module, k) for k in (knobs or {})}
-        try:
-            for k, v in (knobs or {}).items():
-                setattr(self.input_module, k, v)
-            yield
-        finally:
-            for k, v in saved.items():
-                setattr(self.input_module, k, v)
-
-    def fresh_reference(self, init: list | None) -> Callable:
-        """A reference built afresh for these init inputs, as the problem's own is (after the seed), in eval mode and on
-        the problem's device; the linked function itself for a problem without a model."""
-        import torch
-        torch.manual_seed(self.seed)
-        ref = self.make_reference(init)
-        return ref.eval().to(self.device) if isinstance(ref, torch.nn.Module) else ref
-
-    def init(self, knobs: dict[str, int] | None = None, setting: dict | None = None) -> list | None:
-        """The init inputs at these knobs with the setting's init entries applied (None: no init inputs)."""
-        if self.init_inputs is None:
-            return None
-        from ..verify.plan.shapes import init_with
-        with self.knobs_set(knobs):
-            return init_with(list(self.init_inputs()), setting or {})
-
-    def callables(self, knobs: dict[str, int] | None = None,
-                  setting: dict | None = None) -> tuple[Callable, Callable]:
-        """(reference, implementation) for these knobs and size setting (shapes.py: only its init entries change
-        the models); raises UserCodeError when building fails."""
-        init = {p: n for p, n in (setting or {}).items() if p[0] == "init"}
-        key = (tuple(sorted((knobs or {}).items())), tuple(sorted(init.items())))
-        if key not in self._built:
-            with self.knobs_set(knobs):
-                self._built[key] = self.build(knobs or {}, self.init(knobs, init) if init else None)
-        return self._built[key]
-
-    @property
-    def reference(self) -> Callable:
-        return self.callables()[0]
-
-    @property
-    def implementation(self) -> Callable:
-        return self.callables()[1]
-
-    def elements(self, knobs: dict[str, int] | None = None) -> int:
-        """Input plus output elements at these sizes, found on the meta device: no memory, no compute."""
-        return sum(self.element_counts(knobs))
-
-    def element_counts(self, knobs: dict[str, int] | None = None) -> tuple[int, int]:
-        """(input elements, output elements) at these sizes, on the meta device (outputs 0 where an op has no
-        meta kernel: inputs alone must do)."""
-        import torch
-        from ..verify.plan.variants import numel_of
-        with self.knobs_set(knobs), torch.device("meta"):
-            inputs = self.input_factory()
-            inputs = list(inputs) if isinstance(inputs, (list, tuple)) else [inputs]
-            outputs = 0
-            try:
-                reference = self.make_reference(None) if self.make_reference else None
-                if reference is not None:
-                    with torch.no_grad():
-                        out = reference(*inputs)
-                    outs = out if isinstance(out, (list, tuple)) else [out]
-                    outputs = numel_of([o for o in outs if isinstance(o, torch.Tensor)])
-            except Exception:
-                pass
-        return numel_of(inputs), outputs
-
-    def meta_inputs(self, knobs: dict[str, int] | None = None) -> list:
-        """The input factory's result on the meta device: shapes, dtypes and plain values, nothing allocated."""
-        import torch
-        with self.knobs_set(knobs), torch.device("meta"):
-            inputs = self.input_factory()
-        return list(inputs) if isinstance(inputs, (list, tuple)) else [inputs]
-
-    def reduction_knobs(self, knobs: dict[str, int]) -> set[str]:
-        """Knobs that size the inputs but not the outputs (a row length that is summed over): the CPU size planner
-        shortens them last, so a reduction keeps its length (variants.shrink_knobs)."""
-        try:
-            ins, outs = self.element_counts(knobs)
-        except Exception:
-            return set()
-        found = set()
-        for k, v in knobs.items():
-            if v < 16:
-                continue
-            try:
-                ins2, outs2 = self.element_counts({**knobs, k: v // 2})
-            except Exception:
-                continue
-            if outs and outs2 == outs and ins2 != ins:
-                found.add(k)
-        return found
-
-    def accepts(self, knobs: dict[str, int], setting: dict, base_inputs: list) -> bool:
-        """Whether the reference takes inputs resized by `setting` (shapes.py), judged on the meta device: shapes
-        only, no memory, no compute. An op without a meta kernel says nothing, and counts as accepted (a real run
-        that fails is a skipped variant)."""
-        import torch
-        from ..verify.plan.shapes import resized_shape
-        if self.make_reference is None:
-            return True
-        try:
-            with self.knobs_set(knobs), torch.device("meta"):
-                torch.manual_seed(0)
-                reference = self.make_reference(self.init(knobs, setting))
-                inputs = [torch.empty(resized_shape(tuple(x.shape), i, setting), dtype=x.dtype)
-                          if isinstance(x, torch.Tensor) else setting.get(("int", i), x)
-                          for i, x in enumerate(base_inputs)]
-                with torch.no_grad(), resizes_out() as resized:
-                    reference(*inputs)
-                if resized:
-                    return False  # only by resizing a mis-sized out= tensor, which PyTorch deprecates
-        except (NotImplementedError, MemoryError):
-            return True
-        except Exception as e:
-            return "meta" in str(e).lower()
-        return True
-
-    def make_inputs(self, seed: int, knobs: dict[str, int] | None = None, setting: dict | None = None) -> list:
-        """The input factory's tensors, on the problem's device, resized by `setting` (shapes.py). On a GPU the
-        factory runs with it as the default device, so `torch.randn(...)` draws there instead of on the CPU
-        (seconds per call at 64M elements)."""
-        import torch
-        from ..verify.plan.shapes import apply
-        with self.knobs_set(knobs):
-            torch.manual_seed(seed)
-            if self.device == "cpu":
-                inputs = self.input_factory()
-            else:
-                with torch.device(self.device):
-                    inputs = self.input_factory()
-        inputs = list(inputs) if isinstance(inputs, (list, tuple)) else [inputs]
-        return apply([x.to(self.device) if isinstance(x, torch.Tensor) else x for x in inputs], setting or {}, seed)
-
-
-@contextlib.contextmanager
-def resizes_out():
-    """Yields a list that holds PyTorch's warnings, once the block ends, that it resized a mis-sized `out=` tensor
-    ("An output with one or more elements was resized..."): a deprecated behaviour, and no size the reference
-    accepts (an implementation may refuse it)."""
-    import warnings
-    found: list[str] = []
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        yield found
-    found += [str(w.message) for w in caught if "was resized since it had shape" in str(w.message)]
-
-
-@contextlib.contextmanager
-def float64_defaults():
-    """Floating-point tensors the reference makes itself (`torch.logspace(0, 3, n)`, `torch.ones(n)`, a `torch.tensor`
-    of floats) are made in float64 while its truth is computed: a problem with no float inputs otherwise has its
-    float32 result as its own truth, and a budget of PyTorch's error of zero."""
-    import torch
-    before = torch.get_default_dtype()
-    torch.set_default_dtype(torch.float64)
-    try:
-        yield
-    finally:
-        torch.set_default_dtype(before)
-
-
-def _in_float64(fn: Callable) -> Callable:
-    @functools.wraps(fn)
-    def truth(*args, **kwargs):
-        with float64_defaults():
-            return fn(*args, **kwargs)
-    return truth
-
-
-def float64_reference(ref, absolute: bool = False):
-    """The reference computing in float64: a model's parameters and buffers upcast, and tensors it makes itself made
-    in float64 (float64_defaults); the inputs are the caller's to upcast. `inspect.unwrap` gives a function's own."""
-    import torch
-    if isinstance(ref, torch.nn.Module):
-        model = copy.deepcopy(ref).double()
-        if absolute:
-            with torch.no_grad():
-                for t in list(model.parameters()) + list(model.buffers()):
-                    if t.is_floating_point():
-                        t.abs_()
-        model.forward = _in_float64(model.forward)  # the instance's: type(model).forward stays the class's own
-        return model
-    return _in_float64(ref)
 
 
 def _size_knobs(module: types.ModuleType, *factories: Callable) -> dict[str, int]:

@@ -13,7 +13,7 @@ import inspect
 from typing import Callable
 
 from .compare import UNIT_ROUNDOFF, flatten_outputs, unravel
-from ..problem.loader import raise_device_fault
+from ..problem.errors import raise_device_fault
 from .plan.variants import clone_inputs
 
 
@@ -102,7 +102,7 @@ def constant_rounding(float64_ref, inputs64: list, truth_flat: list, updated: li
                 consider(vars(m), name)
         code_owner = type(float64_ref).forward
     else:
-        code_owner = inspect.unwrap(float64_ref)  # loader._in_float64 wraps a function reference
+        code_owner = inspect.unwrap(float64_ref)  # problem._in_float64 wraps a function reference
     code = getattr(code_owner, "__code__", None)
     space = getattr(code_owner, "__globals__", None)
     if code is not None and space is not None:

@@ -30,7 +30,8 @@ from .plan.blocks import block_variants
 from .compare import Comparison, flatten_outputs, same_draws, same_finiteness
 from ...player.state import float_state, perturb
 from ..player import CallResult
-from ..problem.loader import IMPLEMENTATION, DeviceFault, UserCodeError, deepest_line, raise_device_fault, resizes_out
+from ..problem.errors import IMPLEMENTATION, DeviceFault, UserCodeError, deepest_line, raise_device_fault
+from ..problem.problem import resizes_out
 from ..compile.positions import api_note, readable
 from .probes import constant_rounding, no_grad_call, only_input, reference_repeat, reference_spread, rng_state
 from .signs import aligned, sign_free_calls

@@ -151,7 +151,7 @@ def test_the_float64_reference_makes_its_own_tensors_in_float64():
     dtype, and the default is restored after, also when the reference raises."""
     import inspect
 
-    from kernel_lsp.checker.problem.loader import float64_reference
+    from kernel_lsp.checker.problem.problem import float64_reference
 
     def ref(n):
         return torch.logspace(0.0, 3.0, n)

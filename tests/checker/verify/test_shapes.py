@@ -75,7 +75,7 @@ def test_a_mis_sized_out_tensor_is_no_size_the_reference_accepts():
     `out` its own size made an implementation that refuses it a KL209 error (issue 30 item 10)."""
     import torch
 
-    from kernel_lsp.checker.problem.loader import Problem
+    from kernel_lsp.checker.problem.problem import Problem
     ref = lambda x, y, out: torch.add(x, y, out=out)  # noqa: E731
     inputs = [torch.randn(30), torch.randn(30), torch.empty(30)]
     problem = Problem(lambda knobs, init: (ref, ref), lambda: inputs, None, make_reference=lambda init: ref)

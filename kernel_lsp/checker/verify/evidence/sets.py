@@ -118,7 +118,7 @@ def _truth(reference, inputs: list, seed: int) -> tuple[list, list, bool]:
     ones in float64: its own result is then the truth (the harness's seed gives the implementation the same draws,
     on the CPU)."""
     import torch
-    from ...problem.loader import float64_reference
+    from ...problem.problem import float64_reference
     from ..compare import flatten_outputs
     from ..plan.variants import clone_inputs, upcast
     cuda = any(isinstance(x, torch.Tensor) and x.is_cuda for x in inputs)

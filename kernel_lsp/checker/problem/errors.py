@@ -1,0 +1,76 @@
+"""What went wrong in user code, and whose it was: `UserCodeError` names the side (the implementation, its PyTorch
+reference, or the input factory) and the line of its file where it happened; a GPU fault (`DeviceFault`) loses the
+CUDA context, so the job stops there instead of blaming whatever ran next. Runs in a worker only.
+"""
+
+from __future__ import annotations
+
+import traceback
+from pathlib import Path
+
+# Which side of a check a failure belongs to: the code under test, its PyTorch reference, or the input factory.
+IMPLEMENTATION, REFERENCE, INPUTS = "implementation", "reference", "inputs"
+
+
+class UserCodeError(Exception):
+    """User code raised. `side` says whose code it was (IMPLEMENTATION, REFERENCE or INPUTS), set where it is
+    raised, so callers branch on it and never on the message; `line` is the 0-based line in `path` where it
+    happened (the deepest frame there)."""
+
+    def __init__(self, what: str, exc: BaseException, path: str | None, side: str):
+        self.exc = exc
+        self.path = path
+        self.side = side
+        self.line = deepest_line(exc, path) if path else None
+        super().__init__(f"{what}: {type(exc).__name__}: {exc}")
+
+
+DEVICE_FAULTS = ("illegal memory access", "AcceleratorError", "unspecified launch failure", "device-side assert",
+                 "misaligned address", "illegal instruction", "CUDA error: an illegal")
+
+
+def is_device_fault(exc: BaseException) -> bool:
+    """A GPU fault (an illegal address, a device-side assert): the CUDA context is lost for every later call, so
+    the job must stop rather than blame whatever ran next (an input factory, the reference)."""
+    from ..player import RemoteError
+    if isinstance(exc, RemoteError) and exc.device_fault:
+        return True
+    text = f"{type(exc).__name__}: {exc}"
+    return any(s in text for s in DEVICE_FAULTS)
+
+
+class DeviceFault(Exception):
+    """The GPU faulted while running user code; the job stops here (its CUDA context cannot run anything else)."""
+
+    def __init__(self, exc: BaseException):
+        super().__init__(f"{type(exc).__name__}: {exc}")
+        self.exc = exc
+
+
+def raise_device_fault(exc: BaseException) -> None:
+    """Re-raise a GPU fault as DeviceFault: no later step may blame its symptoms on anything else."""
+    if is_device_fault(exc):
+        raise DeviceFault(exc) from exc
+
+
+def deepest_line(exc: BaseException, path: str) -> int | None:
+    """0-based line of the deepest traceback frame in `path`, following the cause chain (for the implementation's
+    failures in the player, the line the player found in its file)."""
+    from ..player import RemoteError
+    if isinstance(exc, RemoteError):
+        return exc.line
+    target = str(Path(path).resolve())
+    best = None
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        for frame in traceback.extract_tb(exc.__traceback__):
+            try:
+                if str(Path(frame.filename).resolve()) == target and frame.lineno:
+                    best = frame.lineno - 1
+            except OSError:
+                continue
+        if best is not None:
+            break
+        exc = exc.__cause__ or exc.__context__
+    return best
