@@ -1,4 +1,4 @@
-"""The measure stage's timed calls of the implementation, in the player (checker/measure/stage.py drives them and
+"""The measure stage's timed calls of the implementation, in the player (checker/measure/sides.py drives them and
 interleaves them with the baselines it times in its own process, by the same clock code: clock.py).
 
 Per built model (a "side"), the checker sends its input copies once (`setup`), then asks for one timed call of a copy

@@ -4,7 +4,7 @@ AOT-autograd and Triton caches) and loads what it would otherwise build.
 
 When: the parent (check.py) starts one for a job whose long-lived GPU worker is not ready yet (a cold `kernel-lsp
 check FILE --device cuda`, the first check after the language server starts), with measurement and its
-torch.compile baseline on. A warm worker keeps its compiled references in memory (measure._COMPILED) and needs none.
+torch.compile baseline on. A warm worker keeps its compiled references in memory (measure/compiled.py) and needs none.
 
 The lock: the parent creates a lock file, takes an exclusive flock on it, passes that descriptor to this process's
 reaper and closes its own copy, so the lock is held exactly as long as the warmer and what it started live. The measure stage

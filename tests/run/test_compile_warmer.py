@@ -1,5 +1,5 @@
 """The compile warmer's lock (run/compile_warmer.py): held exactly as long as the warmer process lives, waited
-for by the measure stage (measure.wait_for_lock), released however the process ends. Run on a CPU: the warmer's
+for by the measure stage (compiled.wait_for_lock), released however the process ends. Run on a CPU: the warmer's
 torch.compile itself needs a GPU and is exercised by tests/test_gpu_measure.py."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import os
 import time
 from pathlib import Path
 
-from kernel_lsp.checker.measure.stage import wait_for_lock
+from kernel_lsp.checker.measure.compiled import wait_for_lock
 from kernel_lsp.jobs import CheckJob, LinkSpec
 from kernel_lsp.model import Span
 from kernel_lsp.run import compile_warmer

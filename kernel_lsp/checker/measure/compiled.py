@@ -1,0 +1,78 @@
+"""torch.compile of the reference, compiled once per reference content in this worker and kept with the seconds its
+first call took, and the wait for a compile warmer (run/compile_warmer.py) that fills Inductor's caches for that
+reference meanwhile. GPU only: the measure stage (stage.py) calls it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+from ...jobs import CheckJob
+
+WARM_WAIT_S = 60.0  # the longest the stage waits for a compile warmer before compiling beside it
+_COMPILED: dict[str, tuple[Any, float]] = {}  # reference content -> (torch.compile'd reference, first call seconds)
+
+
+def _reference_key(job: CheckJob, knobs: dict) -> str:
+    h = hashlib.sha256()
+    link = job.link
+    pinned = {p: t for p, t in ((link.inputs_path, link.inputs_text), (link.reference, link.reference_text)) if t}
+    for path in dict.fromkeys([link.reference, link.inputs_path]):
+        try:
+            h.update(pinned[path].encode() if path in pinned else Path(path).read_bytes())
+        except OSError:
+            h.update(path.encode())
+    h.update(repr((sorted(knobs.items()), job.seed, job.link.reference_name)).encode())
+    return h.hexdigest()
+
+
+def compiled_reference(ref, key: str, example: list, clock, warm_lock: str | None = None,
+                       on_wait=None) -> tuple[Any, float, bool]:
+    """(torch.compile of the reference, seconds its first call took, whether it came from this worker's cache).
+    With `warm_lock`, a compile warmer (run/compile_warmer.py) is filling Inductor's caches for this reference:
+    wait for it to end first (on_wait() is called before waiting)."""
+    import torch
+    if key in _COMPILED:
+        compiled, seconds = _COMPILED[key]
+        return compiled, seconds, True
+    if warm_lock and on_wait is not None:
+        on_wait()
+    wait_for_lock(warm_lock, WARM_WAIT_S)
+    compiled = torch.compile(ref)
+    clock.sync()
+    t0 = time.perf_counter()
+    compiled(*example)
+    clock.sync()
+    seconds = time.perf_counter() - t0
+    _COMPILED[key] = (compiled, seconds)
+    return compiled, seconds, False
+
+
+def wait_for_lock(lock_path: str | None, timeout: float) -> float:
+    """Block until the compile warmer holding `lock_path` has ended, at most `timeout` seconds; the seconds waited.
+    Returns at once when there is no warmer or its lock file cannot be opened (a worker on another machine)."""
+    if not lock_path:
+        return 0.0
+    import fcntl
+    try:
+        fd = os.open(lock_path, os.O_RDONLY)
+    except OSError:
+        return 0.0
+    start_at = time.monotonic()
+    try:
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+                fcntl.flock(fd, fcntl.LOCK_UN)
+                break
+            except BlockingIOError:
+                if time.monotonic() - start_at >= timeout:
+                    break
+                time.sleep(0.02)
+    finally:
+        os.close(fd)
+    return time.monotonic() - start_at

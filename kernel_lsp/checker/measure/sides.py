@@ -1,0 +1,205 @@
+"""The sides the measure stage times, and their timing: the implementation in the player (RemoteSide, timed there
+through SplitClock), PyTorch eager and torch.compile of the reference here. Under the GPU's lease (gpu_lease.py): an
+empty launch, the sides interleaved and then each back to back (once more when another process used the GPU
+meanwhile), CUDA-graph replays of short calls, and each side's times with the launch overhead taken off. GPU only.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from typing import Any
+
+from ...jobs import CheckJob
+from . import neighbours
+from ..problem.errors import is_device_fault
+from .compiled import _reference_key, compiled_reference
+from .report import SOURCE
+from .stats import median
+from .timing import BackToBack, honest_times, time_back_to_back, time_graph, time_sides, empty_launch
+from ..verify.plan.variants import clone_inputs
+
+GRAPH_BELOW_US = 40.0  # calls shorter than this are also replayed as CUDA graphs, to tell launch overhead apart
+
+
+class RemoteSide:
+    """A side timed in the player (player/timed.py): the implementation (or another version of it, built there), its
+    input copies sent once; its calls are `RemoteCall`s, which `SplitClock` times there."""
+
+    def __init__(self, player, impl, copies: list, cache: str):
+        self.player, self.impl = player, impl
+        answer = player.time({"do": "setup", "model": impl.id, "copies": copies, "cache": cache})
+        if answer.get("error"):
+            raise _remote(answer["error"])
+        self.calls = [RemoteCall(self, i) for i in range(len(copies))]
+
+    def ask(self, do: str, **more) -> dict:
+        answer = self.player.time({"do": do, "model": self.impl.id, **more})
+        if answer.get("error"):
+            raise _remote(answer["error"])
+        return answer
+
+
+def _remote(info: dict):
+    from ..player import remote_error
+    return remote_error(info)
+
+
+class RemoteCall:
+    """Copy `copy` of a remote side: called plainly (a warm-up), or timed by `SplitClock`."""
+
+    def __init__(self, side: RemoteSide, copy: int):
+        self.side, self.copy = side, copy
+
+    def __call__(self):
+        self.side.ask("call", copy=self.copy)
+
+
+class SplitClock:
+    """The clock of the sides this process times (eager, torch.compile), and the player's for a remote side: one
+    timed call, a back-to-back batch and a graph replay each run in the process that holds the side, by the same
+    clock code (player/clock.py), while the other process waits on the wire."""
+
+    def __init__(self, local):
+        self.local, self.cache, self.l2_bytes = local, local.cache, getattr(local, "l2_bytes", 0)
+        self.last_tail_us = 0.0
+
+    def time(self, fn):
+        if isinstance(fn, RemoteCall):
+            r = fn.side.ask("once", copy=fn.copy)
+            self.last_tail_us = float(r.get("tail_us") or 0.0)
+            return float(r["event_us"]), float(r["host_us"]), None
+        out = self.local.time(fn)
+        self.last_tail_us = getattr(self.local, "last_tail_us", 0.0)
+        return out
+
+    def back_to_back(self, fns, calls: int) -> BackToBack:
+        if isinstance(fns[0], RemoteCall):
+            return BackToBack(**fns[0].side.ask("b2b", calls=calls)["b2b"])
+        return self.local.back_to_back(fns, calls)
+
+    def graph(self, fn) -> list[float] | None:
+        if isinstance(fn, RemoteCall):
+            return fn.side.ask("graph").get("graph")
+        return time_graph(fn, self.local)
+
+    def flush_us(self) -> float:
+        return self.local.flush_us()
+
+    def sync(self) -> None:
+        self.local.sync()
+
+
+def _sides_to_time(problem, player, opts, ref, impl, pristine: list, k: int) -> tuple[dict, RemoteSide]:
+    """The sides to time, each k calls on copies of the inputs of their own: the implementation (its copies held
+    by the player), PyTorch eager, and the other version of the implementation when measure.against names one.
+    Returns them and the implementation's RemoteSide."""
+    inputs = {name: [clone_inputs(pristine) for _ in range(k)] for name in ("triton", "eager")}
+    remote = RemoteSide(player, impl, inputs.pop("triton"), opts.cache)  # the player holds them from here
+    sides = {"triton": remote.calls, "eager": [lambda c=c: ref(*c) for c in inputs["eager"]]}
+    if opts.against is not None and problem.build_other is not None:
+        current = problem.build_other(opts.against)
+        inputs["current"] = [clone_inputs(pristine) for _ in range(k)]
+        sides["current"] = RemoteSide(player, current, inputs["current"], opts.cache).calls
+    return sides, remote
+
+
+def _add_compiled_side(sides: dict, rep, job: CheckJob, ref, pristine: list, k: int, clock,
+                       where) -> tuple[float, bool] | None:
+    """Add torch.compile of the reference to the sides, on k copies of the inputs of its own, and return its first
+    call's seconds and whether the compile was cached; when the compile fails, say so (KL407) and return None."""
+    opts = job.measure
+    inputs = [clone_inputs(pristine) for _ in range(k)]
+    try:
+        compiled, seconds, cached = compiled_reference(
+            ref, _reference_key(job, {}), inputs[0], clock.local, opts.warm_lock,
+            lambda: rep.w.stage("measure", "waiting for the compile warmer"))
+        sides["torch.compile"] = [lambda c=c: compiled(*c) for c in inputs]
+        return (seconds, cached)
+    except Exception as e:
+        rep.add("KL407", f"torch.compile of the reference failed ({type(e).__name__}: "
+                f"{str(e).splitlines()[0][:200] if str(e) else ''}); compared with eager only", where,
+                source=SOURCE)
+        return None
+
+
+def _time_empty_launch(rep, clock) -> tuple:
+    """Time an empty Triton launch: the floor any call pays. Returns its timing, the median host-minus-events gap
+    of a call that launches nothing, and the median of its tail."""
+    rep.w.stage("measure", "an empty launch")
+    empty = time_sides({"empty": empty_launch()}, clock.local, min_rounds=20, max_rounds=50,
+                       budget_s=0.05)["empty"]
+    overhead = median([h - e for h, e in zip(empty.host_us, empty.event_us)])
+    tail_overhead = median(empty.tail_us) if empty.tail_us else 0.0
+    return empty, overhead, tail_overhead
+
+
+def _time_sides_undisturbed(rep, player, sides: dict, clock, opts, lease_note: dict) -> tuple:
+    """Time the sides interleaved, then each back to back, and once more when another process used the GPU
+    meanwhile. Returns the interleaved samples, the back-to-back timings, the processes that used the GPU, and
+    None; when the implementation raises during the timed calls, None for the samples and what it raised instead
+    (a device fault propagates)."""
+    disturbed: list = []
+    back: dict = {}
+    try:
+        for attempt in range(2):  # once more when another process used the GPU meanwhile
+            mine = {os.getpid(), *player.host_pids()}  # the player times its side: not a neighbour
+            watch = neighbours.start(lease_note.get("uuid"), mine)
+            samples = time_sides(sides, clock, budget_s=opts.budget_s, precision=opts.precision)
+            rep.w.stage("measure", "each side back to back (host launch included)")
+            back = time_back_to_back(sides, clock)
+            disturbed = neighbours.disturbers(watch, mine)
+            if not disturbed:
+                break
+            rep.w.stage("measure", "timing again: another process used the GPU ("
+                        + "; ".join(n.describe() for n in disturbed) + ")")
+    except Exception as e:
+        if is_device_fault(e):
+            raise
+        return None, back, disturbed, (f"the implementation raised during the timed calls: "
+                                       f"{type(e).__name__}: {e}")
+    return samples, back, disturbed, None
+
+
+def _graph_replays(rep, clock, sides: dict, samples) -> dict[str, list[float] | None]:
+    """Each side's CUDA-graph replay times when the implementation's call is short enough to be launch-bound (on a
+    GPU, after timings that succeeded); otherwise none."""
+    import torch
+    graphs_needed = samples is not None and torch.cuda.is_available()
+    graphs: dict[str, list[float] | None] = {}
+    if graphs_needed and median(samples["triton"].event_us) < GRAPH_BELOW_US:
+        rep.w.stage("measure", "CUDA graph replay")
+        graphs = {name: clock.graph(fns[0]) for name, fns in sides.items()}
+    return graphs
+
+
+def _honest_side_times(samples, back: dict, overhead: float, tail_overhead: float, flush_us: float) -> tuple:
+    """Each side's times with the empty launch's overhead taken off, and the timers they come from: the host clock
+    replaces the events for a side whose events saw far less than the host did back to back."""
+    times, timers = {}, set()
+    for name, s in (samples or {}).items():
+        times[name], timer = honest_times(s, overhead, tail_overhead)
+        if name in back and back[name].events_under_report(flush_us):
+            timer = "host clock"  # the events saw far less than the host: another stream, or a patched timer
+            times[name] = [max(h - overhead, e) for h, e in zip(s.host_us, s.event_us)]
+        timers.add(timer)
+    return times, timers
+
+
+@contextlib.contextmanager
+def _gpu_lease(rep, job: CheckJob, torch):
+    """Hold this GPU's timing lease (gpu_lease.py) around the timed calls; on a machine without CUDA (the stage's
+    CPU tests) there is nothing to hold."""
+    note: dict[str, Any] = {}  # the GPU's uuid and index, the seconds waited
+    if not torch.cuda.is_available():
+        yield note
+        return
+    from . import gpu_lease
+    uuid, index = gpu_lease.gpu_identity()
+    note.update(uuid=uuid, index=index)
+
+    def waiting(holder: str) -> None:
+        rep.w.stage("measure", f"waiting for GPU {index}: another check is timing" + (f" ({holder})" if holder else ""))
+    with gpu_lease.lease(uuid, f"timing {os.path.basename(job.path)}", waiting) as waited:
+        note["waited"] = round(waited, 3) if waited >= 0.05 else None
+        yield note
