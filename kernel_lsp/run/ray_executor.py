@@ -2,7 +2,7 @@
 
 Jobs run on a Ray cluster with no shared file system: each carries its files as text, and the Ray side writes them
 under a fresh root (serve.place_files), runs the job there through an ordinary executor of that machine, and maps
-every path in what comes back to the caller's paths. Two ways in:
+every path in what comes back to the caller's paths (ray_remote.py is that Ray side). Two ways in:
 
 - CPU verification: one Ray task per job (`num_cpus=1`). The task runs the job through a `LocalExecutor` kept per
   Ray worker process (Ray reuses its workers, so the zygote and the re-run's harness stay warm across jobs);
@@ -20,62 +20,38 @@ code's own faults are not retried: a kernel that crashes its child is KL300 here
 actor kills its children first, so a job can report its child's death before the actor is gone; the actor is asked
 then, and one that answers from another process, or not at all, makes it a loss; see `_actor_lost`.)
 
-A lost head is not retried: nothing runs without it. `HeadWatch` asks the head (its GCS port) for a gRPC handshake
-every HEAD_PROBE_S seconds; once it has not answered for HEAD_LOST_S seconds the executor is `lost`: every job still
-running, waiting or yet to come ends at once with KL303 saying so, without another call into Ray (with the head
-gone, Ray's calls wait for it, and after `gcs_rpc_server_reconnect_timeout_s`, a minute by default, Ray ends the
-whole process with status 1). `close()` then leaves Ray alone too; the process that made the executor should finish
-its output well within that minute and leave without Ray's exit handlers (`kernel-lsp check` does).
+A lost head is not retried: nothing runs without it. `HeadWatch` (ray_head.py, beside `connect`, which joins the
+cluster) asks the head (its GCS port) for a gRPC handshake every HEAD_PROBE_S seconds; once it has not answered for
+HEAD_LOST_S seconds the executor is `lost`: every job still running, waiting or yet to come ends at once with KL303
+saying so, without another call into Ray (with the head gone, Ray's calls wait for it, and after
+`gcs_rpc_server_reconnect_timeout_s`, a minute by default, Ray ends the whole process with status 1). `close()` then
+leaves Ray alone too; the process that made the executor should finish its output well within that minute and leave
+without Ray's exit handlers (`kernel-lsp check` does).
 
-`ray` is imported only here, and only when this executor is made: kernel-lsp without the `ray` extra works, and
-asking for it then is a configuration error that says what to install.
+`ray` is imported only here and in ray_head.py (`import_ray`), and only when this executor is made: kernel-lsp
+without the `ray` extra works, and asking for it then is a configuration error that says what to install.
 """
 
 from __future__ import annotations
 
 import itertools
 import logging
-import os
-import queue
-import shutil
-import socket
 import threading
 import time
-import traceback
-from typing import Any, Iterator
 
 from .. import __version__
-from ..codes import severity_of
-from ..config import ConfigError
-from ..jobs import CheckJob, Done, FindingEvent, LIVE, SandboxOptions, Stat, event_to_dict
-from ..model import Finding, Span
-from .local import Executor, LocalExecutor, OnEvent, WorkerPoolExecutor
+from ..jobs import CheckJob, Done, LIVE, SandboxOptions, Stat
+from .local import Executor, LocalExecutor, OnEvent
 from .outcome import WorkerOutcome
-from .protocol import PROTOCOL, decode_event, mismatch, outcome_from_dict, outcome_to_dict
-from .serve import place_files
+from .protocol import PROTOCOL, decode_event, mismatch, outcome_from_dict
+from .ray_head import CONNECT_TIMEOUT, INSTALL, HeadWatch, RayUnavailable, connect, import_ray
+from .ray_remote import DeviceWorker, run_task, warm_task, who_runs_here
 
 log = logging.getLogger(__name__)
 
-CONNECT_TIMEOUT = 5.0  # seconds for a Ray address to answer at all
 START_TIMEOUT = 300.0  # seconds for a submitted job to reach a Ray worker (a cold one imports ray, then kernel-lsp)
 ACTOR_TIMEOUT = 300.0  # seconds for a (re)started GPU actor to answer
 PING_TIMEOUT = 60.0  # seconds for an actor whose job's worker died to answer (it answered a moment before)
-HEAD_PROBE_S = 0.5  # seconds between two probes of the cluster's head
-HEAD_PROBE_TIMEOUT = 2.0  # seconds one probe waits for the head's answer
-HEAD_LOST_S = 3.0  # seconds without an answer from the head after which it counts as lost (Ray's own wait: 60 s)
-INSTALL = 'pip install "kernel-lsp[ray]"'
-
-
-class RayUnavailable(ConfigError):
-    """Ray is not installed, or the cluster cannot be reached: a usage error (exit 2), in one line."""
-
-
-def import_ray():
-    try:
-        import ray
-    except ImportError:
-        raise RayUnavailable(f'executor = "ray" needs Ray, which is not installed here: {INSTALL}') from None
-    return ray
 
 
 def _lost_errors() -> tuple[type, ...]:
@@ -83,146 +59,6 @@ def _lost_errors() -> tuple[type, ...]:
     from ray import exceptions as x
     return (x.WorkerCrashedError, x.RayActorError, x.NodeDiedError, x.ObjectLostError, x.LocalRayletDiedError,
             x.OutOfMemoryError)
-
-
-def connect(address: str | None, timeout: float = CONNECT_TIMEOUT) -> bool:
-    """Join the cluster at `address` ("host:port" of its head, or "auto"), or start a local one when None. Returns
-    False when this process was already connected (the caller then leaves it so). A "ray://" (Ray Client) address,
-    which cannot stream a job's events, and an address where no gRPC server answers within `timeout` seconds
-    raise RayUnavailable at once."""
-    address = address or os.environ.get("RAY_ADDRESS") or None
-    if address is not None and address.startswith("ray://"):
-        raise RayUnavailable(f"ray-address {address}: Ray Client (ray://) cannot stream a job's events back; give the "
-                             "head's own address (host:6379, as `ray start --head` prints it) from a machine that can "
-                             "reach the cluster's nodes, or run kernel-lsp on the head")
-    if address not in (None, "auto"):
-        host, port = _host_port(address)
-        answer = _http2_answer(host, port, timeout)
-        if answer is not None:
-            raise RayUnavailable(f"ray-address {address}: {answer}; a Ray head listens on the port `ray start --head` "
-                                 "prints (6379 by default): start one there, or leave the address out to start a "
-                                 "local one")
-        if "RAY_AUTH_MODE" not in os.environ and _token_available():
-            # Ray sends its token only to a cluster it found itself; one named by its address needs this, read when
-            # Ray is imported.
-            os.environ["RAY_AUTH_MODE"] = "token"
-    ray = import_ray()
-    if ray.is_initialized():
-        return False
-    options: dict[str, Any] = {"log_to_driver": False, "logging_level": logging.ERROR}
-    if address is None:
-        options["include_dashboard"] = False
-    try:
-        ray.init(address=address, **options)
-    except Exception as e:  # Ray raises ConnectionError, RuntimeError or its own errors here
-        first = (str(e).strip().splitlines() or [type(e).__name__])[0][:300]
-        where = f"the Ray cluster at {address}" if address else "a local Ray cluster"
-        raise RayUnavailable(f"ray-address {address or '(local)'}: could not join {where}: {first}") from None
-    return True
-
-
-HTTP2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + bytes([0, 0, 0, 4, 0, 0, 0, 0, 0])  # and an empty SETTINGS
-
-
-def _http2_answer(host: str, port: int, timeout: float) -> str | None:
-    """None when a gRPC server (a Ray head's GCS speaks gRPC, HTTP/2) answers at host:port within `timeout`
-    seconds; else what was there instead, in words. `ray.init` has no deadline of its own: a port that accepts
-    connections and never answers (or a web server, such as Ray's dashboard) held it for minutes."""
-    try:
-        sock = socket.create_connection((host, port), timeout=timeout)
-    except OSError as e:
-        why = "timed out" if isinstance(e, TimeoutError) else (e.strerror or str(e))
-        return f"no Ray cluster answers there ({why} within {timeout:.0f} s)"
-    try:
-        sock.settimeout(timeout)
-        sock.sendall(HTTP2_PREFACE)
-        head = b""
-        deadline = time.monotonic() + timeout
-        while len(head) < 9 and time.monotonic() < deadline:
-            chunk = sock.recv(9 - len(head))
-            if not chunk:
-                break
-            head += chunk
-    except TimeoutError:
-        return f"something accepts connections there but does not answer (nothing within {timeout:.0f} s): no Ray head"
-    except OSError as e:
-        return f"the connection failed ({e.strerror or e})"
-    finally:
-        sock.close()
-    if len(head) == 9 and head[3] == 4:  # the server's first frame: SETTINGS
-        return None
-    if not head:
-        return "something accepts connections there and closes them: no Ray head"
-    if head.startswith(b"HTTP/"):
-        return "a web server answers there (Ray's dashboard, 8265 by default?), not a Ray head"
-    return "something there answers, but not as a Ray head does"
-
-
-def _host_port(address: str) -> tuple[str, int]:
-    rest = address.split("://", 1)[-1].rstrip("/")
-    host, _, port = rest.rpartition(":")
-    if not host or not port.isdigit():
-        return rest, 6379
-    return host.strip("[]"), int(port)
-
-
-def _token_available() -> bool:
-    return bool(os.environ.get("RAY_AUTH_TOKEN") or os.environ.get("RAY_AUTH_TOKEN_PATH")
-                or os.path.exists(os.path.expanduser("~/.ray/auth_token")))
-
-
-class HeadWatch:
-    """A thread that probes the Ray cluster's head at `address` (its GCS, "host:port") every HEAD_PROBE_S seconds
-    with the gRPC handshake `connect` asks for. `lost` is None until the head has not answered for HEAD_LOST_S
-    seconds, then one line saying so, for good (`lost_event` is set then). Makes no call into Ray."""
-
-    def __init__(self, address: str):
-        self.address = address
-        self.lost: str | None = None
-        self.lost_event = threading.Event()
-        self._host, self._port = _host_port(address)
-        self._silent_since: float | None = None  # when the first of the probes since the last answer began
-        self._lock = threading.Lock()
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._watch, name="kernel-lsp-ray-head", daemon=True)
-        self._thread.start()
-
-    def _watch(self) -> None:
-        while not self._stop.wait(HEAD_PROBE_S):
-            self._probe()
-            if self.lost is not None:
-                return
-
-    def _probe(self) -> bool:
-        """Probe the head once: True when it answered. It is lost when every probe for HEAD_LOST_S seconds failed
-        (at least two: one probe after this thread was kept from running for a while is not enough)."""
-        began = time.monotonic()
-        answer = _http2_answer(self._host, self._port, HEAD_PROBE_TIMEOUT)
-        with self._lock:
-            if answer is None:
-                self._silent_since = None
-                return True
-            if self._silent_since is None:
-                self._silent_since = began
-            silent = time.monotonic() - self._silent_since
-            if silent >= HEAD_LOST_S and self.lost is None and not self._stop.is_set():
-                self.lost = f"the Ray cluster's head at {self.address} was lost (no answer from it for {silent:.0f} s)"
-                log.info("%s: %s", self.lost, answer)  # the findings and the caller say it
-                self.lost_event.set()
-        return False
-
-    def went_with(self, cancel: threading.Event) -> str | None:
-        """After a job's worker, actor or node was lost: whether the head went too. A head that does not answer now
-        is waited on until it answers again or counts as lost; returns `lost`."""
-        if self.lost is None and not self._probe():
-            deadline = time.monotonic() + HEAD_LOST_S + HEAD_PROBE_TIMEOUT + HEAD_PROBE_S
-            while self.lost is None and not cancel.is_set() and time.monotonic() < deadline:
-                if self.lost_event.wait(HEAD_PROBE_S) or self._probe():
-                    break
-        return self.lost
-
-    def stop(self) -> None:
-        self._stop.set()
 
 
 class RayExecutor(Executor):
@@ -515,111 +351,6 @@ class RayExecutor(Executor):
         if self.actors:
             return f"{where}: {len(self.actors)} GPU actor(s)"
         return f"{where}: {self.capacity} CPU task(s) at a time"
-
-
-# The Ray side -----------------------------------------------------------------------------------------------
-
-_LOCAL: dict[str, LocalExecutor] = {}
-_LOCAL_LOCK = threading.Lock()
-
-
-def _local_executor(sandbox: dict) -> LocalExecutor:
-    """This Ray worker process's executor, kept between tasks so its zygote (and re-run harness) stay warm."""
-    key = repr(sorted(sandbox.items()))
-    with _LOCAL_LOCK:
-        if key not in _LOCAL:
-            _LOCAL[key] = LocalExecutor(1, "cpu", sandbox=SandboxOptions.from_dict(sandbox))
-        return _LOCAL[key]
-
-
-def who_runs_here() -> dict:
-    """Which kernel-lsp a Ray worker imports, and where: RayExecutor's first task, and every job's first item."""
-    return {"protocol": PROTOCOL, "version": __version__, "pid": os.getpid(), "host": socket.gethostname()}
-
-
-def warm_task(sandbox: dict) -> int:
-    _local_executor(sandbox).warm_up()
-    return os.getpid()
-
-
-def run_task(job: dict, files: dict[str, str] | None, timeout: float) -> Iterator[dict]:
-    """A Ray task: one job on this Ray worker's CPU."""
-    sandbox = job.get("sandbox") or {}
-    yield from serve_job(_local_executor(sandbox), job, files, timeout, threading.Event())
-
-
-class DeviceWorker:
-    """A Ray actor holding one GPU's long-lived worker (its `num_gpus` decide which: Ray sets
-    CUDA_VISIBLE_DEVICES), the GPU's executor as on a machine of its own."""
-
-    def __init__(self, device: str, sandbox: dict):
-        self.executor = WorkerPoolExecutor.local_gpus(device, sandbox=SandboxOptions.from_dict(sandbox))
-        self.executor.warm_up()
-        self.cancels: dict[int, threading.Event] = {}
-
-    def ping(self) -> list:
-        """[host, pid]: which process this incarnation of the actor is (the job's first item says the same)."""
-        return [socket.gethostname(), os.getpid()]
-
-    def run(self, job_id: int, job: dict, files: dict[str, str] | None, timeout: float) -> Iterator[dict]:
-        cancel = self.cancels.setdefault(job_id, threading.Event())
-        try:
-            yield from serve_job(self.executor, job, files, timeout, cancel)
-        finally:
-            self.cancels.pop(job_id, None)
-
-    def cancel(self, job_id: int) -> None:
-        self.cancels.setdefault(job_id, threading.Event()).set()
-
-
-def serve_job(executor: Executor, job_dict: dict, files: dict[str, str] | None, timeout: float,
-              cancel: threading.Event) -> Iterator[dict]:
-    """Run one job here and stream it: who runs it, its live events, then its outcome, each as plain data with the
-    shipped files' root taken out of every string (so paths are the caller's again). Closing the stream (a
-    cancelled task) cancels the job and waits for its processes to end."""
-    yield {"started": who_runs_here()}
-    job = CheckJob.from_dict(job_dict)
-    path = job.path
-    root = place_files(job, files) if files else None
-    items: queue.Queue = queue.Queue()
-
-    def work() -> None:
-        try:
-            items.put(("outcome", executor.run(job, None, timeout, lambda e: items.put(("event", e)), cancel)))
-        except BaseException as e:  # a fault of kernel-lsp itself: a finding, as serve.py makes it
-            finding = Finding(path, Span(0), severity_of("KL900"), "KL900",
-                              f"kernel-lsp failed in its Ray worker: {type(e).__name__}: {e}"[:400],
-                              data={"traceback": traceback.format_exc()})
-            items.put(("outcome", WorkerOutcome(events=[FindingEvent(finding), Done()])))
-
-    thread = threading.Thread(target=work, name="kernel-lsp-ray-job", daemon=True)
-    thread.start()
-    try:
-        while True:
-            kind, value = items.get()
-            if kind == "event":
-                yield {"event": _unroot(event_to_dict(value), root)}
-            else:
-                yield {"outcome": _unroot(outcome_to_dict(value), root)}
-                return
-    finally:
-        cancel.set()
-        thread.join()
-        if root:
-            shutil.rmtree(root, ignore_errors=True)
-
-
-def _unroot(value: Any, root: str | None) -> Any:
-    """`value` with the shipped files' root removed from every string in it."""
-    if not root:
-        return value
-    if isinstance(value, str):
-        return value.replace(root, "")
-    if isinstance(value, list):
-        return [_unroot(v, root) for v in value]
-    if isinstance(value, dict):
-        return {k: _unroot(v, root) for k, v in value.items()}
-    return value
 
 
 def _add_stat(outcome: WorkerOutcome, stat: Stat) -> None:
