@@ -20,7 +20,8 @@ ALLOWED = {
     "codes": {"model"},
     "jobs": {"model"},
     "verdict": {"model"},  # the one classification (every front end, the proposer, the pipeline's evidence rule)
-    "config": {"device", "targets"},
+    "settings": {"device", "targets"},
+    "config": {"settings", "device", "targets"},
     "source": {"model", "codes", "jobs"},
     "checker": {"model", "codes", "jobs", "targets", "player", "verdict"},
     "run": {"checker", "player", "jobs", "model", "codes", "device", "config"},
