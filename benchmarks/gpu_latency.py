@@ -4,7 +4,7 @@ What the language server does on a save, through the same engine entry point (`c
 text and a long-lived worker pool), without the cache: verification, then the measure stage. The first check of a
 task warms the worker (imports, CUDA context, the device's ceilings, torch.compile of the reference, Triton's
 compile); the next ones are what a user waits for after each save. Prints a table (task | first check s | median s
-to the verification's verdict | to the evidence runs' end | to the performance diagnostics | max | measured |
+to the verification's verdict (its "verdict" stage) | to the evidence runs' end | to the performance diagnostics | max | measured |
 codes); --json writes the samples, --timeline each task's last save stage by stage.
 """
 
@@ -42,7 +42,7 @@ def one(path: Path, settings: Settings, executor: Executor, text: str) -> tuple[
     measured = any(k.measurement for k in report.kernels.values())
     return seconds, {"codes": codes, "measured": measured, "worker_seconds": report.stats.get("seconds"),
                      # the verification's verdict (the server's first status), then the evidence runs' end
-                     "verdict_s": round(arrived["verified"], 3) if "verified" in arrived else None,
+                     "verdict_s": round(arrived["verdict"], 3) if "verdict" in arrived else None,
                      "evidence_s": round(arrived.get("measure", seconds), 3),
                      "timeline": report.stats.get("timeline", [])}
 

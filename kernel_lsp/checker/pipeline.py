@@ -154,7 +154,7 @@ def _run_stages(job: CheckJob, w: Sink, rep: Reporter, player: Player, torch, in
         report_unexercised(rep, job, recorder, captured, interpreted)
         if verifier is not None:
             report_unreached_launches(rep, job, recorder, captured)
-            say_verified(w, job, rep, interpreted)
+            say_verdict(w, job, rep, interpreted)
         if verifier is not None and gathers_evidence(job, rep):
             # Where the verifier said the interpreter cannot compute a kernel faithfully, neither can the player. The
             # TF32 advice (KL210 too) says nothing of the kind: an implementation could provoke it at will.
@@ -170,16 +170,16 @@ def _run_stages(job: CheckJob, w: Sink, rep: Reporter, player: Player, torch, in
         measure_stage(problem, player, rep, job, interpreted)
 
 
-def say_verified(w: Sink, job: CheckJob, rep: Reporter, interpreted: bool) -> None:
-    """The verification's verdict as its own stage, the first verdict a front end can show (the language server's
-    status), before the evidence runs and the timing: whether any variant failed (those findings went out as
-    previews when found; the final report carries them with every variant), and what follows."""
+def say_verdict(w: Sink, job: CheckJob, rep: Reporter, interpreted: bool) -> None:
+    """The verification's verdict as its own stage ("verdict"), the first verdict a front end can show (the language
+    server's status), before the evidence runs and the timing: whether any variant failed (those findings went out
+    as previews when found; the final report carries them with every variant), and what follows."""
     failed = sum(1 for f in rep.sent if f.severity <= Severity.WARNING)
     follows = [name for name, on in (("the evidence runs", gathers_evidence(job, rep)),
                                      ("the timing", job.measure.enabled and not interpreted)) if on]
     verdict = f"{failed} finding(s) of warning or error" if failed else "no variant found a wrong result"
     then = f"; {' and '.join(follows)} follow{'s' if follows == ['the timing'] else ''}" if follows else ""
-    w.stage("verified", verdict + then)
+    w.stage("verdict", verdict + then)
 
 
 def wants_evidence(job: CheckJob) -> bool:

@@ -126,8 +126,8 @@ def test_save_that_arrives_before_its_change_is_verified_once_the_change_lands(w
     states = [m["params"] for m in client.messages if m.get("method") == "kernelLsp/status"
               and m["params"].get("version") == 2]
     order = [p["state"] for p in states]
-    assert "verified" in order and order.index("verified") < order.index("evidence") < order.index("idle"), order
-    assert states[order.index("verified")]["detail"] == "no variant found a wrong result; the evidence runs follow"
+    assert "verdict" in order and order.index("verdict") < order.index("evidence") < order.index("idle"), order
+    assert states[order.index("verdict")]["detail"] == "no variant found a wrong result; the evidence runs follow"
     client.proc.stdin.close()
     client.proc.wait(timeout=20)
 

@@ -27,6 +27,11 @@ const browser = await chromium.launch({
 });
 const page = await browser.newPage({ viewport: { width: 1600, height: 1000 } });
 const mod = "Control";
+// The extension's own status item once a run has ended ("kernel-lsp: relu.py 1 error", "kernel-lsp: scale.py
+// verified"), not the run's progress item ("kernel-lsp: verifying relu.py: verdict: 1 finding(s) of warning or error"),
+// whose stage details can name any of these words while the run goes on.
+const STATUS_DONE = String.raw`kernel-lsp: [^\s:]+ (\d+ errors?|\d+ warnings?|verified|compiled)(\s|$)`;
+const STATUS_CLEAN = String.raw`kernel-lsp: [^\s:]+ (verified|compiled)(\s|$)`;
 // Quick Fix at the end of LINE until ROW shows. Under load a keystroke can land before its widget is up (Go to
 // Line's "14" typed into nowhere, Ctrl+. on the wrong line), so each step waits for what it should have done, and
 // the whole sequence is tried again (up to four times) when the menu comes without ROW.
@@ -144,9 +149,9 @@ try {
       .some((e) => (e.textContent ?? "").replace(/\u00a0/g, " ").includes("* 2.0, mask=mask)")), null, { timeout: 60000 });
     step("applied");
     await page.keyboard.press(`${mod}+S`);
-    await page.waitForFunction(() => [...document.querySelectorAll(".statusbar .statusbar-item")]
-      .some((e) => /kernel-lsp: .*(verified|0 error|clean|✓)/.test(e.textContent ?? "") && !/\d+ error/.test(e.textContent ?? "")),
-      null, { timeout: 240000 }).catch(() => {});
+    await page.waitForFunction((done) => [...document.querySelectorAll(".statusbar .statusbar-item")]
+      .some((e) => new RegExp(done).test(e.textContent ?? "")),
+      STATUS_CLEAN, { timeout: 240000 }).catch(() => {});
     result.status = (await page.locator(".statusbar .statusbar-item", { hasText: "kernel-lsp" }).first().innerText())?.trim();
     result.squiggles = await page.locator(".monaco-editor .squiggly-error").count();
     step("saved", { status: result.status, squiggles: result.squiggles });
@@ -171,8 +176,8 @@ try {
   // Status bar: the server's state.
   const status = page.locator(".statusbar .statusbar-item", { hasText: "kernel-lsp" }).first();
   await status.waitFor({ timeout: 60000 });
-  await page.waitForFunction(() => [...document.querySelectorAll(".statusbar .statusbar-item")]
-    .some((e) => /kernel-lsp: .*(error|warning|verified|compiled)/.test(e.textContent ?? "")), null, { timeout: 240000 });
+  await page.waitForFunction((done) => [...document.querySelectorAll(".statusbar .statusbar-item")]
+    .some((e) => new RegExp(done).test(e.textContent ?? "")), STATUS_DONE, { timeout: 240000 });
   result.status = (await status.textContent())?.trim();
   step("status", { text: result.status });
 
