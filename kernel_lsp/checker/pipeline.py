@@ -17,7 +17,7 @@ from ..jobs import CheckJob, Sink, Stage, crash_hint
 from .measure import timing  # noqa: F401  (takes the clocks as they are before any checked code can replace them)
 from ..model import KernelFacts, Severity, Span
 from ..targets import parse_targets
-from ..verdict import lets_evidence_run
+from ..verdict import lets_evidence_run, problems
 from .player import Player, PlayerLost, RemoteError, RemoteRecorder
 from .problem.errors import IMPLEMENTATION, INPUTS, DeviceFault, UserCodeError
 from .problem.loader import load_problem
@@ -174,7 +174,7 @@ def say_verdict(w: Sink, job: CheckJob, rep: Reporter, interpreted: bool) -> Non
     """The verification's verdict as its own stage ("verdict"), the first verdict a front end can show (the language
     server's status), before the evidence runs and the timing: whether any variant failed (those findings went out
     as previews when found; the final report carries them with every variant), and what follows."""
-    failed = sum(1 for f in rep.sent if f.severity <= Severity.WARNING)
+    failed = len(problems(rep.sent))
     follows = [name for name, on in (("the evidence runs", gathers_evidence(job, rep)),
                                      ("the timing", job.measure.enabled and not interpreted)) if on]
     verdict = f"{failed} finding(s) of warning or error" if failed else "no variant found a wrong result"

@@ -56,11 +56,8 @@ class ProposeRequest:
     fix_codes: set[str] | None = None  # fix: the codes to fix (default: every KL1xx and KL2xx error or warning)
 
 
-_bad = unacceptable  # errors, and the correctness checks' warnings (verdict.py)
-
-
 def _summary_lines(report: FileReport) -> list[str]:
-    return [f"{f.code} line {f.span.line + 1}: {f.message[:300]}" for f in _bad(report)]
+    return [f"{f.code} line {f.span.line + 1}: {f.message[:300]}" for f in unacceptable(report)]
 
 
 def _measurement(report: FileReport) -> Measurement | None:
@@ -218,13 +215,13 @@ class Proposer:
 
     def fix(self, baseline: FileReport, proposal: Proposal) -> None:
         req = self.req
-        targeted = [f for f in _bad(baseline) if f.code.startswith(("KL1", "KL2"))
+        targeted = [f for f in unacceptable(baseline) if f.code.startswith(("KL1", "KL2"))
                     and (req.fix_codes is None or f.code in req.fix_codes)]
         if not targeted:
             proposal.summary = "nothing to fix: no compile or verification error or warning in this file"
             return
         target_codes = {f.code for f in targeted}
-        others = Counter(f.code for f in _bad(baseline) if f.code not in target_codes)
+        others = Counter(f.code for f in unacceptable(baseline) if f.code not in target_codes)
         llm = self._llm()
         failures: list[Candidate] = []
         for round_no in range(1, self.rounds + 1):
@@ -235,7 +232,7 @@ class Proposer:
             reports = self.check_many([t for _, t in asked], measure=False)
             passing = []
             for (origin, text), report in zip(asked, reports):
-                bad = _bad(report)
+                bad = unacceptable(report)
                 still = sorted({f.code for f in bad if f.code in target_codes})
                 new = Counter(f.code for f in bad if f.code not in target_codes) - others
                 c = Candidate(origin, "verified", findings=_summary_lines(report),
@@ -254,7 +251,7 @@ class Proposer:
             for c, text, report in sorted(passing, key=lambda p: p[0].diff_lines):
                 req.progress("checking the fix once more in a fresh job")
                 again = self.check(text, measure=False)
-                if (_bad(again) and any(f.code in target_codes for f in _bad(again))) or self.unverified(again):
+                if (unacceptable(again) and any(f.code in target_codes for f in unacceptable(again))) or self.unverified(again):
                     c.verdict, c.reason = "rejected", "a second check of it disagrees (not deterministic)"
                     failures.append(c)
                     continue
@@ -266,7 +263,7 @@ class Proposer:
                             + (failures[-1].reason if failures else "the model gave none"))
 
     def optimize(self, baseline: FileReport, proposal: Proposal, on_gpu: bool) -> None:
-        if _bad(baseline):
+        if unacceptable(baseline):
             proposal.summary = "fix the file first: only a verified kernel is optimized"
             return
         llm = self._llm()
@@ -280,7 +277,7 @@ class Proposer:
 
     def tune(self, baseline: FileReport, proposal: Proposal, on_gpu: bool) -> None:
         req = self.req
-        if _bad(baseline):
+        if unacceptable(baseline):
             proposal.summary = "fix the file first: only a verified kernel is tuned"
             return
         sites = tune.launch_sites(req.text, req.kernel)
@@ -332,7 +329,7 @@ class Proposer:
         reports = self.check_many([t for _, t in asked], measure=True)
         out = []
         for (origin, text), report in zip(asked, reports):
-            bad = _bad(report)
+            bad = unacceptable(report)
             m = _measurement(report)
             c = Candidate(origin, "verified", findings=_summary_lines(report),
                           diff_lines=len(edits.unified_diff(self.req.text, text, "f").splitlines()))
@@ -372,7 +369,7 @@ class Proposer:
         m = _measurement(race)
         speed = m.speedup("current") if m else None
         best.speedup = speed
-        if _bad(race) or speed is None:
+        if unacceptable(race) or speed is None:
             best.verdict, best.reason = "rejected", "the race could not be run: " + "; ".join(_summary_lines(race)[:2])
             proposal.summary = f"no accepted candidate: {best.reason}"
             return

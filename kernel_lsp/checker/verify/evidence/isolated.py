@@ -81,20 +81,17 @@ def run_evidence(problem, job: CheckJob, rep, connect, device: str, cpu_sizes: d
                  values: bool = True, cpu_setting: dict | None = None, early: EarlyPlayer | None = None) -> None:
     """Plan the sets, run them in a fresh player and judge what comes back; every finding goes to `rep`. What keeps
     the runs from being made (sizes that cannot be shrunk, a reference that rejects the sets) is KL222. `early`: the
-    player started while the verifier ran (EarlyPlayer), else one is started here."""
+    player started while the verifier ran (EarlyPlayer), else one is started here; one left untaken is the caller's
+    to discard."""
     from ...player import Player, PlayerLost
     rep.w.stage("evidence", "fresh inputs, buffers refilled in place, launches skipped and watched")
     try:
         plan = prepare(job, problem, device, cpu_sizes, cpu_setting or {})
     except TooLarge as e:  # nothing of them was checked: a warning, so that a check that passes says so
-        if early is not None:
-            early.discard()
         rep.add("KL222", f"the evidence runs were not made: {e}; launches, caches and larger sizes are not checked",
                 source=SOURCE, severity=Severity.WARNING)
         return
     except Exception as e:
-        if early is not None:
-            early.discard()
         text = str(e).splitlines()[0][:300] if str(e) else ""
         rep.add("KL222", f"the evidence runs could not be prepared: {type(e).__name__}: {text}", source=SOURCE)
         return

@@ -4,7 +4,7 @@ verifier already judged the fine precision): an error no rounding explains."""
 
 from __future__ import annotations
 
-from ..signs import aligned
+from ..signs import flipped, signs_toward
 from .sets import REFILLS, SPARSE_CHANGES
 
 
@@ -95,11 +95,10 @@ def _gross(outputs: list, truth: list, reference: list, signs: bool = False) -> 
     from ..compare import compare_tensor
     if len(outputs) != len(truth):
         return f"{len(outputs)} outputs where the reference has {len(truth)}"
-    if signs:
-        outputs = aligned([y.to(t.device) if isinstance(y, torch.Tensor) else y for y, t in zip(outputs, truth)],
-                          truth)
     for j, (y, t, r) in enumerate(zip(outputs, truth, reference)):
         y = y.to(t.device)  # judged where the truth is
+        if signs:
+            y = flipped(y, signs_toward(y, t))
         name = "output" if len(outputs) == 1 else f"output {j}"
         if tuple(y.shape) != tuple(t.shape):
             return f"{name} has shape {tuple(y.shape)}, the truth {tuple(t.shape)}"
