@@ -6,6 +6,10 @@ task warms the worker (imports, CUDA context, the device's ceilings, torch.compi
 compile); the next ones are what a user waits for after each save. Prints a table (task | first check s | median s
 to the verification's verdict (its "verdict" stage) | to the evidence runs' end | to the performance diagnostics | max | measured |
 codes); --json writes the samples, --timeline each task's last save stage by stage.
+
+Saves come `--pause` seconds (default 2) after the previous check's end, as saves between edits do: the worker
+starts the next check's players in that time (run/players.py, spare players). `--pause 0` measures saves back to
+back, where a check may find its players still starting.
 """
 
 from __future__ import annotations
@@ -52,6 +56,7 @@ def main() -> int:
     ap.add_argument("--json")
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--timeline", action="store_true", help="print the last save's stages to stderr")
+    ap.add_argument("--pause", type=float, default=2.0, help="seconds between a check's end and the next save")
     ap.add_argument("tasks", nargs="*", default=DEFAULT)
     args = ap.parse_args()
     settings = Settings(device="cuda", timeout=600)
@@ -64,12 +69,13 @@ def main() -> int:
             first, info = one(path, settings, pool, text)
             warm, verdicts, evidence = [], [], []
             for i in range(args.repeats):
+                time.sleep(args.pause)  # the time between saves (an edit), not a wait on anything of the checker's
                 # An edit that changes nothing but a comment: a new text, as after a save.
                 seconds, info = one(path, settings, pool, text + f"\n# save {i}\n")
                 warm.append(seconds)
                 verdicts.append(info["verdict_s"] or seconds)
                 evidence.append(info["evidence_s"])
-            rows.append({"task": task, "first_s": round(first, 2), "warm_s": [round(s, 3) for s in warm],
+            rows.append({"task": task, "pause_s": args.pause, "first_s": round(first, 2), "warm_s": [round(s, 3) for s in warm],
                          "median_s": round(statistics.median(warm), 3), "max_s": round(max(warm), 3),
                          "verdict_median_s": round(statistics.median(verdicts), 3),
                          "evidence_median_s": round(statistics.median(evidence), 3), **info})

@@ -129,7 +129,8 @@ class ExecutorSettings:
     gpus: str | tuple[int, ...]  # "all", or indices among the visible GPUs
     sandbox: SandboxSettings
     secrets: tuple[str, ...]  # the names of variables no runner command may see: the LLM key's
-    warm: bool  # warm workers (KERNEL_LSP_WARM is not 0): the zygote, a long-lived worker per GPU
+    warm: bool  # warm workers (KERNEL_LSP_WARM is not 0): the zygote, long-lived workers per GPU
+    gpu_workers: int = 1  # long-lived workers per local GPU
 
 
 @dataclass
@@ -153,6 +154,9 @@ class Settings:
     runners: list[list[str]] = field(default_factory=list)
     # The local GPUs to use, one long-lived worker each: "all" (every visible GPU) or a list of indices.
     gpus: Any = "all"
+    # Long-lived workers per local GPU: they verify files at once, and time one at a time with nothing of kernel-lsp's
+    # own verifying on that GPU meanwhile (checker/measure/gpu_lease.py).
+    gpu_workers: int = 1
     sandbox: SandboxSettings = field(default_factory=SandboxSettings)
     # Where jobs run (docs/scale-out.md): "local", or "ray" (a Ray cluster at `ray_address`, "host:port" of its head or
     # "auto"; empty: a local cluster started for the run). A job whose Ray worker or node is lost runs again, at most
@@ -207,6 +211,8 @@ class Settings:
         if self.gpus != "all" and not (isinstance(self.gpus, list) and self.gpus and all(
                 isinstance(g, int) and not isinstance(g, bool) and g >= 0 for g in self.gpus)):
             raise ConfigError(f"gpus: expected \"all\" or a list of GPU indices such as [0, 2], got {self.gpus!r}")
+        if isinstance(self.gpu_workers, bool) or not isinstance(self.gpu_workers, int) or not 1 <= self.gpu_workers <= 16:
+            raise ConfigError(f"gpu-workers: expected an integer from 1 to 16, got {self.gpu_workers!r}")
         _validate_references(self.references)
         return self
 
@@ -239,7 +245,7 @@ class Settings:
             self.executor, self.ray_address, self.device, self.workers, self.retries,
             tuple(tuple(split_command("runner", c) if isinstance(c, str) else c) for c in runners),
             self.gpus if isinstance(self.gpus, str) else tuple(self.gpus), self.sandbox, (self.llm.api_key_env,),
-            os.environ.get("KERNEL_LSP_WARM", "1") != "0")
+            os.environ.get("KERNEL_LSP_WARM", "1") != "0", self.gpu_workers)
 
     def fingerprint(self) -> dict[str, Any]:
         """The settings that change a check's result, for the cache key."""

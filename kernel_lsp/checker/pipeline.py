@@ -97,6 +97,30 @@ class StageTracker(Sink):
 
 def _run_stages(job: CheckJob, w: Sink, rep: Reporter, player: Player, torch, interpreted: bool,
                 connect: Callable[[str], Any]) -> None:
+    """The stages after the player's start: everything up to the evidence runs, on a GPU never while a side is
+    timed on it (gpu_lease.verifying), then the measure stage, which times under the GPU's lease."""
+    with _verifying_on_gpu(w, interpreted):
+        problem = _verify_stages(job, w, rep, player, torch, interpreted, connect)
+    if problem is not None and job.measure.enabled:
+        measure_stage(problem, player, rep, job, interpreted)
+
+
+def _verifying_on_gpu(w: Sink, interpreted: bool):
+    """On a GPU, this check's shared hold of it for its verification (checker/measure/gpu_lease.py): other checks
+    verify beside it, and none times a side meanwhile. Under the interpreter, nothing to hold."""
+    import contextlib
+    if interpreted:
+        return contextlib.nullcontext()
+    from .measure import gpu_lease
+    uuid, index = gpu_lease.gpu_identity()
+    return gpu_lease.verifying(uuid, on_wait=lambda: w.stage("load", f"waiting for GPU {index}: another check is "
+                                                                       "timing on it"))
+
+
+def _verify_stages(job: CheckJob, w: Sink, rep: Reporter, player: Player, torch, interpreted: bool,
+                   connect: Callable[[str], Any]) -> Problem | None:
+    """Load, capture, compile, verify and gather evidence; the problem when the measure stage follows (None when
+    the file could not be loaded or its first run failed)."""
     path = job.path
     recorder = player.recorder
     targets = parse_targets(job.targets)
@@ -122,7 +146,7 @@ def _run_stages(job: CheckJob, w: Sink, rep: Reporter, player: Player, torch, in
             rep.add("KL005", _short(str(e)), Span(e.line, 0) if in_file else None, source=LOAD_SOURCE)
         else:
             rep.add("KL003", _short(str(e)), None, source=LOAD_SOURCE)
-        return
+        return None
 
     w.stage("capture", "the problem's own inputs")
     # Under the interpreter the capture is dry: launches are recorded, not executed, so the problem's own
@@ -138,7 +162,7 @@ def _run_stages(job: CheckJob, w: Sink, rep: Reporter, player: Player, torch, in
 
     if launch_error is not None:
         report_capture_error(rep, problem, launch_error, recorder.current in failed, job.link.reference)
-        return
+        return None
     captured = len(recorder.launches)
     verifier = None
     from .verify.evidence.isolated import EarlyPlayer, run_evidence
@@ -162,12 +186,11 @@ def _run_stages(job: CheckJob, w: Sink, rep: Reporter, player: Player, torch, in
             run_evidence(problem, job, rep, connect, "cpu" if interpreted else "cuda",
                          dict(verifier.base) if interpreted else {}, values,
                          dict(verifier.sizes.base) if interpreted and getattr(verifier, "sizes", None) else {},
-                         early)
+                         early, verifier.sign_free)
     finally:
         if early is not None:
             early.discard()  # no evidence runs (a failed verification): its player ends before anything is timed
-    if job.measure.enabled:
-        measure_stage(problem, player, rep, job, interpreted)
+    return problem
 
 
 def say_verdict(w: Sink, job: CheckJob, rep: Reporter, interpreted: bool) -> None:

@@ -641,6 +641,9 @@ def child(conn: socket.socket, request: dict, folder: str, device: str) -> None:
             import torch
             torch.cuda.init()
             import triton  # noqa: F401
+            if request.get("warm", True):  # a launch of the player's own, so the check's first pays for its kernel only
+                import warm
+                warm.warm("cuda")
             # Device memory by descriptor (devmem.py), tried once: the checker's CUDA tensors then arrive through
             # its arena, and this player's through its own once the checker has lent one.
             lends = request.get("devmem", True) and wire.devmem.unavailable(torch.cuda.current_device()) is None
@@ -713,6 +716,8 @@ def serve() -> int:
         import triton  # noqa: F401
         for name in ("capture", "guards", "interpreter", "interpreter_gaps", "compiler"):
             __import__(name)
+    else:
+        _warm_triton()
     isolate.become_subreaper()
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(os.path.join(HERE, "s"))
@@ -771,6 +776,19 @@ def serve() -> int:
     isolate.kill_descendants()
     shutil.rmtree(base, ignore_errors=True)
     return 0
+
+
+def _warm_triton() -> None:
+    """On a GPU, before any fork: what each player's first Triton compile would redo and what opens nothing of CUDA:
+    Triton's import, its hash of its own files (`triton_key`, 0.7 s on an H100 machine) and the modules its first
+    launch imports. The players inherit them; CUDA itself starts in each player (`child`)."""
+    try:
+        import triton  # noqa: F401
+        from triton.runtime.cache import triton_key
+        triton_key()
+        import triton.experimental.gluon  # noqa: F401
+    except Exception:  # noqa: BLE001  (a player's first launch does the same and meets what failed here)
+        pass
 
 
 def _tail(path: str) -> str:

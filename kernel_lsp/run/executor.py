@@ -59,7 +59,7 @@ def build_executor(chosen: ExecutorSettings, workers: int | None = None) -> Exec
             log.warning("%s; using every GPU", e)
             gpus = None
         return HostExecutor(cpu, WorkerPoolExecutor.local_gpus("cuda" if chosen.device == "cuda" else "auto",
-                                                               gpus, options))
+                                                               gpus, options, per_gpu=chosen.gpu_workers))
     return HostExecutor(cpu)
 
 

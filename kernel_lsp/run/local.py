@@ -122,14 +122,15 @@ class WorkerPoolExecutor(Executor):
 
     @classmethod
     def local_gpus(cls, device: str = "auto", gpus: list[str] | None = None,
-                   sandbox: SandboxOptions | None = None) -> "WorkerPoolExecutor":
-        """One worker per GPU (each sees only its own, as CUDA_VISIBLE_DEVICES says); files go to whichever is
-        free. `gpus`: indices among those this process may use (default: all of them)."""
+                   sandbox: SandboxOptions | None = None, per_gpu: int = 1) -> "WorkerPoolExecutor":
+        """`per_gpu` workers per GPU (each sees only its own, as CUDA_VISIBLE_DEVICES says); files go to whichever
+        is free. Workers of one GPU verify at once and time one at a time, none verifying meanwhile (the GPU's
+        lease, checker/measure/gpu_lease.py). `gpus`: indices among those this process may use (default: all)."""
         gpus = gpus or visible_gpus() or ["0"]
         sandbox = sandbox or SandboxOptions()
         return cls([PersistentWorker(local_command(device, sandbox),
                                      env=child_env(sandbox, {**os.environ, "CUDA_VISIBLE_DEVICES": g}),
-                                     name=f"gpu-{g}") for g in gpus], warmer=True)
+                                     name=f"gpu-{g}") for _ in range(max(1, per_gpu)) for g in gpus], warmer=True)
 
     @classmethod
     def runners(cls, commands: list[list[str]], device: str = "auto", sandbox: SandboxOptions | None = None,

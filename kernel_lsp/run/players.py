@@ -27,6 +27,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+from typing import Callable
 
 from ..jobs import SandboxOptions
 from ..player import wire
@@ -87,6 +88,15 @@ class PlayerServer:
             shutil.copy(src, os.path.join(self.dir, name))
         self.env = neutral_env(device, base_env)
         self.socket_path = os.path.join(self.dir, "s")
+        # Players started ahead of need (`after_check` starts them once a check has ended): on a GPU a player's start
+        # (its CUDA context, Triton's driver, the first exchange through device arenas) is half a second that a
+        # save's verdict would otherwise wait for, twice (the check's player and the evidence runs'). Each is a fresh
+        # player in the sandbox of the check that asked last, with nothing loaded; each serves one check.
+        self.spares = 2 if device == "cuda" else 0
+        self.warm = True  # each player makes a first Triton launch of its own before it is ready (player/warm.py)
+        self._spare: list[tuple[SandboxOptions, socket.socket]] = []
+        self._spare_lock = threading.Lock()
+        self._filling: threading.Thread | None = None
         self._ready = threading.Event()
         self._failed: str | None = None
         self.announced: dict = {}  # the server's ready message (its pid, how it was isolated)
@@ -136,9 +146,14 @@ class PlayerServer:
         return self._ready.wait(timeout) and self._failed is None and self.proc.poll() is None
 
     def fork(self, options: SandboxOptions, timeout: float = READY_TIMEOUT) -> socket.socket:
-        """A connection to a new player that has entered its sandbox (options: the job's sandbox settings). On a GPU
-        the player's CUDA tensors cross through device arenas once a first exchange through them came back exact;
-        where it did not, this process's players use host memory from then on."""
+        """A connection to a new player that has entered its sandbox (options: the job's sandbox settings): a spare
+        started ahead for the same options when one is ready, else one started now. On a GPU the player's CUDA
+        tensors cross through device arenas once a first exchange through them came back exact; where it did not,
+        this process's players use host memory from then on."""
+        spare = self._take_spare(options)
+        return spare if spare is not None else self._start(options, timeout)
+
+    def _start(self, options: SandboxOptions, timeout: float) -> socket.socket:
         global _ARENAS_FAILED
         sock = self._fork(options, timeout, devmem=not _ARENAS_FAILED)
         if wire.lends_device(sock):
@@ -149,6 +164,61 @@ class PlayerServer:
                 sock.close()
                 sock = self._fork(options, timeout, devmem=False)
         return sock
+
+    def _take_spare(self, options: SandboxOptions) -> socket.socket | None:
+        """A spare player for these options that is still there (one that ended has said so, or closed: its socket
+        reads), or None; spares found ended are closed. The others stay for later checks."""
+        if os.getpid() != self.owner:
+            return None  # a forked child (a zygote's job) shares its parent's spares' sockets: never take them
+        with self._spare_lock:
+            while True:
+                i = next((i for i, (opts, _) in enumerate(self._spare) if opts == options), None)
+                if i is None:
+                    return None
+                sock = self._spare.pop(i)[1]
+                if _idle(sock):
+                    return sock
+                wire.forget(sock)
+                sock.close()
+
+    def fill_spares(self, options: SandboxOptions, idle: Callable[[], bool] = lambda: True) -> None:
+        """Start players for `options` in a thread until `spares` of them are ready, each only while `idle()` says
+        no check is running or waiting (spares for other options are ended: the next check most likely asks as the
+        last one did)."""
+        if self.spares <= 0 or os.getpid() != self.owner or not self.alive():
+            return
+        with self._spare_lock:
+            if self._filling is not None and self._filling.is_alive():
+                return
+            for opts, sock in [s for s in self._spare if s[0] != options]:
+                wire.forget(sock)
+                sock.close()
+            self._spare = [s for s in self._spare if s[0] == options]
+            self._filling = threading.Thread(target=self._fill, args=(options, idle), name="kernel-lsp-spare-players",
+                                             daemon=True)
+            self._filling.start()
+
+    def _fill(self, options: SandboxOptions, idle: Callable[[], bool]) -> None:
+        while idle():
+            with self._spare_lock:
+                if sum(o == options for o, _ in self._spare) >= self.spares:
+                    return
+            try:
+                with _quiet_gpu(self.device):  # a player's start is GPU work: never while a side is timed there
+                    sock = self._start(options, READY_TIMEOUT)
+            except (PlayerError, OSError) as e:
+                log.warning("no spare player: %s", e)
+                return
+            with self._spare_lock:
+                self._spare.append((options, sock))
+
+    def wait_for_spares(self, timeout: float) -> bool:
+        """Wait until the spares being started are ready (benchmarks and tests); True when none is still starting."""
+        filling = self._filling
+        if filling is not None:
+            filling.join(timeout)
+            return not filling.is_alive()
+        return True
 
     def _fork(self, options: SandboxOptions, timeout: float, devmem: bool) -> socket.socket:
         if not self.ready(timeout):
@@ -167,7 +237,7 @@ class PlayerServer:
             sock.connect(self.socket_path)
             env = {k: v for k, v in self.env.items() if not k.startswith("PLAY_")}
             wire.send(sock, {"op": "fork", "env": env, "confine": options.enabled, "network": options.network,
-                             "writable": writable + list(options.writable), "devmem": devmem})
+                             "writable": writable + list(options.writable), "devmem": devmem, "warm": self.warm})
             reply = wire.recv(sock)
             sock.settimeout(None)
         except (OSError, wire.WireError) as e:
@@ -181,6 +251,11 @@ class PlayerServer:
         return sock
 
     def close(self) -> None:
+        with self._spare_lock:
+            spare, self._spare, self.spares = self._spare, [], 0
+        for _, sock in spare:
+            wire.forget(sock)
+            sock.close()
         try:
             if self.proc.stdin is not None:
                 self.proc.stdin.close()
@@ -212,6 +287,34 @@ def _arenas_fail(sock: socket.socket) -> str | None:
         return None if ok else f"the player's echo differs ({type(back).__name__})"
     except (OSError, wire.WireError, RuntimeError) as e:
         return f"{type(e).__name__}: {e}"
+
+
+def _quiet_gpu(device: str):
+    """On a GPU, a verification's shared hold of it (checker/measure/gpu_lease.py); elsewhere nothing."""
+    import contextlib
+    if device != "cuda":
+        return contextlib.nullcontext()
+    from ..checker.measure import gpu_lease
+    return gpu_lease.verifying(gpu_lease.gpu_identity()[0])
+
+
+def _idle(sock: socket.socket) -> bool:
+    """A spare player's connection is as it was left: nothing to read (a player that ended would have said so, or
+    its end closed the connection)."""
+    import select
+    try:
+        readable, _, _ = select.select([sock], [], [], 0)
+    except (OSError, ValueError):
+        return False
+    return not readable
+
+
+def after_check(options: SandboxOptions, idle: Callable[[], bool] = lambda: True) -> None:
+    """A check with these sandbox options has ended in this process and none is waiting: start the spare players
+    the next check will take (`PlayerServer.spares` of them; none on the CPU, where a player's fork is cheap), each
+    while `idle()`."""
+    if _SERVER is not None:
+        _SERVER.fill_spares(options, idle)
 
 
 def install(server: PlayerServer) -> None:

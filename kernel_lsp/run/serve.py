@@ -104,6 +104,11 @@ def serve(device: str = "auto", sandbox: SandboxOptions | None = None) -> int:
     current: dict[str, Any] = {"id": None}
     threading.Thread(target=_read_stdin, args=(jobs, current), name="kernel-lsp-worker-stdin", daemon=True).start()
     send(WorkerReady(os.getpid(), device, gpu, startup, version=__version__, sandbox=confined))
+
+    def idle() -> bool:
+        return jobs.empty() and current["id"] is None
+
+    players.after_check(sandbox or SandboxOptions(), idle)  # spare players for the first check (run/players.py)
     while True:
         try:
             message = jobs.get()
@@ -115,6 +120,8 @@ def serve(device: str = "auto", sandbox: SandboxOptions | None = None) -> int:
             kill_descendants(keep=frozenset({players.installed().proc.pid}) if players.installed() else frozenset())
             if poisoned:
                 return 3  # the CUDA context cannot be trusted after a fault: the parent starts a fresh worker
+            # Idle now: the next check's players start while none runs (a queued check would compete with them).
+            players.after_check(message.job.sandbox, idle)
         except KeyboardInterrupt:
             continue  # a cancel that arrived between jobs
 

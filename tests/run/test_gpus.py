@@ -12,7 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from kernel_lsp.check import CheckRequest, check_file
-from kernel_lsp.config import Settings, apply_overrides
+from kernel_lsp.config import ConfigError, Settings, apply_overrides
 from kernel_lsp.run import executor as ex
 from kernel_lsp.run import local
 from tests.conftest import CORPUS, run_cli
@@ -66,6 +66,24 @@ def test_gpus_all_uses_every_visible_gpu(fake_gpus):
         assert [w.name for w in executor.workers.workers] == ["gpu-0", "gpu-1", "gpu-2"]
 
 
+def test_gpus_several_workers_per_gpu_check_files_at_once(fake_gpus):
+    """`gpu-workers = 2`: two long-lived workers per chosen GPU, so two files of one GPU are in flight at once (the
+    timing itself is one at a time per GPU: gpu_lease.py, tests/checker/measure/test_gpu_lease.py)."""
+    files = [shutil.copy(CORPUS / "ok_add_fp32.py", fake_gpus / f"add{i}.py") for i in range(4)]
+    settings = apply_overrides(Settings(), {"gpus": "1", "gpu-workers": 2, "verification": False})
+    with ex.executor_for(settings) as executor:
+        assert [w.name for w in executor.workers.workers] == ["gpu-1", "gpu-1"] and executor.capacity == 2
+        with ThreadPoolExecutor(executor.capacity) as pool:
+            reports = list(pool.map(lambda f: check_file(CheckRequest(f, settings, fake_gpus, executor=executor)),
+                                    files))
+        pids = {w.info.get("pid") for w in executor.workers.workers}
+    assert {r.findings[0].message for r in reports} == {"timed on GPU 1"}
+    assert len(pids) == 2 and None not in pids  # both workers ran files
+    for bad in (0, 17, True, "2"):
+        with pytest.raises(ConfigError, match="gpu-workers"):
+            apply_overrides(Settings(), {"gpu-workers": bad})
+
+
 def test_gpus_that_do_not_exist_are_a_usage_error(fake_gpus):
     problem = ex.check_gpus(apply_overrides(Settings(), {"gpus": [0, 5]}))
     assert problem == "gpus: GPU 5 is not among the 3 this process can use (0, 1, 2)"
@@ -77,7 +95,6 @@ def test_gpus_on_a_machine_without_one_is_a_clear_usage_error():
 
 
 def test_gpus_setting_rejects_what_is_not_a_list_of_indices():
-    from kernel_lsp.config import ConfigError
     for bad in ("first", [-1], [True], "0,x"):
         with pytest.raises(ConfigError, match="gpus"):
             apply_overrides(Settings(), {"gpus": bad})

@@ -228,3 +228,44 @@ def test_player_wire_refuses_an_arena_it_cannot_map_whole():
             sent({**ok, "t": [[arena.size - 8, 16, 1]]})
     finally:
         arena.close()
+
+
+def test_player_spares_serve_one_check_each_and_only_for_their_sandbox():
+    """Players started ahead of need (`after_check`): a check with the same sandbox options takes a ready one (no
+    start on its path), each spare serves one check, a check with other options starts its own, and a spare that
+    ended meanwhile is passed over for a fresh player."""
+    from kernel_lsp.checker.player import Player
+    from kernel_lsp.jobs import SandboxOptions
+    from kernel_lsp.player import wire
+    from kernel_lsp.run.players import PlayerServer
+    server = PlayerServer("cpu")
+    assert server.spares == 0  # on the CPU a player's fork is cheap: none by default
+    server.spares = 2
+    options = SandboxOptions()
+    try:
+        server.fill_spares(options)
+        assert server.wait_for_spares(120)
+        spares = [sock for _, sock in server._spare]
+        assert len(spares) == 2
+        taken = server.fork(options)
+        assert taken in spares and len(server._spare) == 1
+        other = server.fork(SandboxOptions(network=True))  # other options: a player of its own
+        assert other not in spares and len(server._spare) == 1
+        for sock in (taken, other):
+            player = Player(sock, "cpu")
+            player.load(str(FIXTURES / "player" / "echo.py"))
+            out = player.build("function", "echo")(torch.ones(3))
+            assert torch.equal(out[0], torch.ones(3))
+            player.close()
+        last = server._spare[0][1]
+        pid = wire.request(last, {"op": "echo", "values": [os.getpid()]})  # it answers: a live player
+        assert pid == {"values": [os.getpid()]}
+        last.shutdown(socket.SHUT_RDWR)  # as if it had ended: its connection reads
+        fresh = server.fork(options)
+        assert fresh is not last and server._spare == []
+        Player(fresh, "cpu").close()
+        server.fill_spares(options)
+        assert server.wait_for_spares(120) and len(server._spare) == 2
+    finally:
+        server.close()
+    assert server._spare == []

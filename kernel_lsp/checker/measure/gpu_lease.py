@@ -7,6 +7,13 @@ process of the user (KERNEL_LSP_LOCKS_DIR, which the parent pins and the sandbox
 flock when its holder dies, however it dies, so a crashed holder never blocks the GPU. The holder writes its pid
 and what it times into the file, so a waiter can say whom it waits for. Held only around the measure stage's
 timed calls: verification runs in parallel on a GPU, timing never does.
+
+A quiet GPU while timing: verification on a GPU holds `<GPU UUID>.busy` shared (`verifying`), the timing holds it
+exclusively (inside `lease`), so nothing of kernel-lsp's own verifies on that GPU or its host while a side is timed,
+and several checks verify at once otherwise. A turnstile, `<GPU UUID>.gate`, keeps a waiting timing from starving:
+a verification passes through it before it takes its shared hold, and a timing holds it while it waits for the
+verifications in flight, so none starts meanwhile. Either wait has a deadline past which it goes on anyway (a
+holder that hangs must not stop every check).
 """
 
 from __future__ import annotations
@@ -19,6 +26,7 @@ import time
 from typing import Callable, Iterator
 
 POLL_S = 0.05
+QUIET_TIMEOUT_S = 120.0  # the longest a timing waits for verifications in flight (then it times, disturbed)
 
 
 def default_locks_folder(env: dict[str, str] | None = None) -> str:
@@ -58,37 +66,86 @@ def holder_of(path: str) -> str:
         return ""
 
 
+def _flock(fd: int, mode: int, deadline: float, on_wait: Callable[[], None] | None = None,
+           after: float = 0.0) -> bool:
+    """Take `mode` (LOCK_EX or LOCK_SH) on `fd`, polling until `deadline` (time.monotonic()); `on_wait()` once if it
+    has waited longer than `after` seconds. True when held."""
+    told = False
+    start = time.monotonic()
+    while True:
+        try:
+            fcntl.flock(fd, mode | fcntl.LOCK_NB)
+            return True
+        except BlockingIOError:
+            if not told and on_wait is not None and time.monotonic() - start >= after:
+                on_wait()
+                told = True
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(POLL_S)
+
+
+def _open(folder: str | None, name: str, suffix: str) -> tuple[str, int]:
+    path = os.path.join(folder or locks_folder(), f"{name}.{suffix}")
+    return path, os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+
+
 @contextlib.contextmanager
 def lease(name: str, what: str, on_wait: Callable[[str], None] | None = None,
-          folder: str | None = None, timeout: float = 600.0) -> Iterator[float]:
+          folder: str | None = None, timeout: float = 600.0,
+          quiet_timeout: float = QUIET_TIMEOUT_S) -> Iterator[float]:
     """Hold the GPU `name` exclusively; yields the seconds waited for it. `on_wait(holder)` is called once if
-    another process holds it (holder: "pid 1234: timing softmax.py"). Past `timeout` the GPU is used anyway (a
-    holder that hangs must not stop every check): the caller is told by the wait having reached it."""
-    path = os.path.join(folder or locks_folder(), f"{name}.lock")
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    another process holds it (holder: "pid 1234: timing softmax.py"), or once verifications are in flight on it
+    (holder: "verifications in flight"). Past `timeout` the GPU is used anyway (a holder that hangs must not stop
+    every check): the caller is told by the wait having reached it. Once held, the verifications on this GPU
+    (`verifying`) in flight are waited for, up to `quiet_timeout`, and no new one starts until the lease ends."""
+    path, fd = _open(folder, name, "lock")
+    gate_path, gate = _open(folder, name, "gate")
+    busy_path, busy = _open(folder, name, "busy")
     start = time.monotonic()
-    told = False
-    held = False
+    held = gated = quiet = False
     try:
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                held = True
-                break
-            except BlockingIOError:
-                if not told and on_wait is not None:
-                    on_wait(holder_of(path))
-                    told = True
-                if time.monotonic() - start > timeout:
-                    break
-                time.sleep(POLL_S)
+        held = _flock(fd, fcntl.LOCK_EX, start + timeout,
+                      (lambda: on_wait(holder_of(path))) if on_wait is not None else None)
         if held:
             os.ftruncate(fd, 0)
             os.pwrite(fd, f"pid {os.getpid()}: {what}".encode(), 0)
+        gated = _flock(gate, fcntl.LOCK_EX, time.monotonic() + quiet_timeout)
+        quiet = _flock(busy, fcntl.LOCK_EX, time.monotonic() + quiet_timeout,
+                       (lambda: on_wait("verifications in flight")) if on_wait is not None else None)
         yield time.monotonic() - start
     finally:
+        for lock, on in ((busy, quiet), (gate, gated)):
+            if on:
+                fcntl.flock(lock, fcntl.LOCK_UN)
+            os.close(lock)
         if held:
             with contextlib.suppress(OSError):
                 os.ftruncate(fd, 0)
             fcntl.flock(fd, fcntl.LOCK_UN)
         os.close(fd)
+
+
+@contextlib.contextmanager
+def verifying(name: str, folder: str | None = None, timeout: float = 600.0,
+              on_wait: Callable[[], None] | None = None) -> Iterator[float]:
+    """Verify on the GPU `name` beside other verifications, never while a side is timed on it: passes through the
+    turnstile (waiting while a timing waits or runs; `on_wait()` once if it does), then holds the GPU's `busy` file
+    shared. Yields the seconds waited. Past `timeout` it goes on anyway."""
+    gate_path, gate = _open(folder, name, "gate")
+    busy_path, busy = _open(folder, name, "busy")
+    start = time.monotonic()
+    shared = False
+    try:
+        # Other verifications pass through the turnstile in a moment: only a longer wait is a timing's.
+        if _flock(gate, fcntl.LOCK_EX, start + timeout, on_wait, after=0.5):
+            try:
+                shared = _flock(busy, fcntl.LOCK_SH, start + timeout)
+            finally:
+                fcntl.flock(gate, fcntl.LOCK_UN)
+        yield time.monotonic() - start
+    finally:
+        if shared:
+            fcntl.flock(busy, fcntl.LOCK_UN)
+        os.close(busy)
+        os.close(gate)

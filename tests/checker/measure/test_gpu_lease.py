@@ -86,3 +86,65 @@ def test_neighbours_without_nvml_claim_nothing(monkeypatch):
     monkeypatch.setitem(sys.modules, "pynvml", None)
     watch = neighbours.start("GPU-abc")
     assert watch.handle is None and "NVML" in watch.note and neighbours.disturbers(watch) == []
+
+
+VERIFY = r'''
+import sys, time
+from kernel_lsp.checker.measure.gpu_lease import verifying
+with verifying("GPU-test", folder=sys.argv[1]):
+    print("verifying", time.monotonic(), flush=True)
+    time.sleep(float(sys.argv[2]))
+'''
+
+
+def _verifier(folder, seconds) -> tuple[subprocess.Popen, float]:
+    """A process verifying on the GPU for `seconds`, once it has begun; and when it began (time.monotonic())."""
+    proc = subprocess.Popen([sys.executable, "-c", VERIFY, str(folder), str(seconds)], stdout=subprocess.PIPE,
+                            text=True)
+    word, at = proc.stdout.readline().split()
+    assert word == "verifying"
+    return proc, float(at)
+
+
+def test_gpu_lease_verifications_run_together_and_a_timing_waits_for_them(tmp_path):
+    first, began = _verifier(tmp_path, 1.5)
+    second, _ = _verifier(tmp_path, 0.1)  # beside the first: it began while the first verifies
+    told: list[str] = []
+    with gpu_lease.lease("GPU-test", "timing a.py", told.append, folder=str(tmp_path)) as waited:
+        assert time.monotonic() >= began + 1.5  # the timing began only once the verification in flight had ended
+    assert told == ["verifications in flight"] and waited > 0.5
+    first.wait()
+    second.wait()
+
+
+def test_gpu_lease_no_verification_begins_while_a_side_is_timed_or_a_timing_waits(tmp_path):
+    import threading
+    flight, _ = _verifier(tmp_path, 1.5)
+    waiting, ended = threading.Event(), []
+
+    def timing():
+        with gpu_lease.lease("GPU-test", "timing a.py", lambda holder: waiting.set(), folder=str(tmp_path)):
+            time.sleep(0.5)
+            ended.append(time.monotonic())
+    t = threading.Thread(target=timing)
+    t.start()
+    assert waiting.wait(30)  # the timing waits for the verification in flight
+    late, began = _verifier(tmp_path, 0.0)  # arrives after the timing began to wait: it goes after it
+    t.join()
+    assert began >= ended[0], (began, ended)
+    flight.wait()
+    late.wait()
+    told: list[int] = []
+    with gpu_lease.lease("GPU-test", "timing b.py", folder=str(tmp_path)):  # a verification waits for the timing
+        proc = subprocess.Popen([sys.executable, "-c", "import sys, time\n"
+                                 "from kernel_lsp.checker.measure.gpu_lease import verifying\n"
+                                 "told = []\n"
+                                 "with verifying('GPU-test', folder=sys.argv[1], on_wait=lambda: told.append(1)):\n"
+                                 "    print(len(told), flush=True)\n", str(tmp_path)], stdout=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 2.0
+        while time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.05)
+        assert proc.poll() is None  # still waiting at the turnstile while the side is timed
+    told.append(int(proc.stdout.readline()))
+    proc.wait()
+    assert told == [1]  # and it said that it waited

@@ -78,15 +78,16 @@ def _knob_files(job: CheckJob) -> list[str]:
 
 
 def run_evidence(problem, job: CheckJob, rep, connect, device: str, cpu_sizes: dict[str, int],
-                 values: bool = True, cpu_setting: dict | None = None, early: EarlyPlayer | None = None) -> None:
+                 values: bool = True, cpu_setting: dict | None = None, early: EarlyPlayer | None = None,
+                 sign_free: list[str] | None = None) -> None:
     """Plan the sets, run them in a fresh player and judge what comes back; every finding goes to `rep`. What keeps
     the runs from being made (sizes that cannot be shrunk, a reference that rejects the sets) is KL222. `early`: the
     player started while the verifier ran (EarlyPlayer), else one is started here; one left untaken is the caller's
-    to discard."""
+    to discard. `sign_free`: what the verifier found of the reference's sign-free calls (None: asked again)."""
     from ...player import Player, PlayerLost
     rep.w.stage("evidence", "fresh inputs, buffers refilled in place, launches skipped and watched")
     try:
-        plan = prepare(job, problem, device, cpu_sizes, cpu_setting or {})
+        plan = prepare(job, problem, device, cpu_sizes, cpu_setting or {}, sign_free)
     except TooLarge as e:  # nothing of them was checked: a warning, so that a check that passes says so
         rep.add("KL222", f"the evidence runs were not made: {e}; launches, caches and larger sizes are not checked",
                 source=SOURCE, severity=Severity.WARNING)

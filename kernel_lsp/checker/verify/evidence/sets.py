@@ -142,11 +142,13 @@ def _truth(reference, inputs: list, seed: int) -> tuple[list, list, bool]:
     return keep(t), keep(r), draws
 
 
-def prepare(job: CheckJob, problem, device: str, cpu_sizes: dict[str, int], cpu_setting: dict | None = None) -> dict:
+def prepare(job: CheckJob, problem, device: str, cpu_sizes: dict[str, int], cpu_setting: dict | None = None,
+            sign_free: list[str] | None = None) -> dict:
     """The sets, their truth and the implementation's build: sizes shrunk to the device's budget (and on the CPU no
     larger than the verifier's own), inputs A, B, C, D, S and maybe a larger set, each with its float64 truth and
     PyTorch's own result. A problem without size knobs runs at its own sizes on a GPU and, on the CPU, at the sizes
-    the verifier read from its inputs and shrank (`cpu_setting`, shapes.py), where the reference accepts them."""
+    the verifier read from its inputs and shrank (`cpu_setting`, shapes.py), where the reference accepts them.
+    `sign_free`: the sign-free decompositions the verifier found the reference calls (signs.py); None: asked here."""
     on_gpu = device == "cuda"
     budget = GPU_BUDGET if on_gpu else CPU_BUDGET
     knobs = dict(problem.size_knobs)
@@ -193,7 +195,7 @@ def prepare(job: CheckJob, problem, device: str, cpu_sizes: dict[str, int], cpu_
     # numbers. There only the launches are judged, as for a random reference.
     drew = any(v[2] for v in truth.values())
     # Outputs defined up to sign (signs.py): PyTorch's own result is brought to the truth's signs here, once.
-    signs = not problem.random and bool(sign_free_calls(reference, sets["A"]))
+    signs = not problem.random and bool(sign_free if sign_free is not None else sign_free_calls(reference, sets["A"]))
     if signs:
         truth = {name: (t, aligned(r, t), *rest) for name, (t, r, *rest) in truth.items()}
     return {"sets": {**sets}, "truth": {name: v[:2] for name, v in truth.items()},
