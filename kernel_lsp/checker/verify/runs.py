@@ -1,0 +1,295 @@
+"""One variant's run and its evidence record (rules.py judges it): the reference and the implementation the variant
+calls (fresh models where it changes them), its inputs, the reference side (truth.py), and the implementation's two
+runs in the player, poisoned first with NaN and then with the drawn sentinel, its out-of-bounds accesses collected
+and an error it raises reported (KL209). A mixin of the Verifier (verifier.py)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ...player.state import float_state, perturb
+from ..compile.positions import api_note, readable
+from ..player import CallResult
+from ..problem.errors import IMPLEMENTATION, DeviceFault, UserCodeError, deepest_line, raise_device_fault
+from .compare import flatten_outputs
+from .plan.shapes import describe_init
+from .plan.ties import NotApplicable
+from .plan.variants import Variant, clone_inputs, describe_inputs, has_integers, outside_profile
+from .probes import no_grad_call
+from .rules import Evidence
+from .signs import aligned
+from .truth import CALL_SEED, _seeded_call
+
+
+# The variants run besides the planned ones (schedule.py), which change how a side is built or called.
+TRAIN_MODE = "train-mode"
+PARAMETERS = "parameters"
+NO_GRAD = "no-grad"
+SAME_MODULE = "same-module"
+
+
+class BudgetStop(BaseException):
+    """A call of the implementation was stopped by its operation budget: the variant ends here (run_within_budget)."""
+
+
+class VariantRuns:
+    """Collect one variant's evidence (collect), and call the implementation in the player (impl)."""
+
+    def collect(self, v: Variant) -> Evidence | None:
+        """Run the reference and the implementation on this variant's inputs and gather the evidence. Returns
+        None when the variant is skipped (the reference or the input factory rejects it) or the implementation
+        raised (reported here as KL209, with its row). The variant's size knobs stay set throughout: a reference
+        that reads a module-level size when called (`torch.zeros(ROWS, ...)` beside `randint(0, ROWS, ...)` in the
+        input factory) sees the size its inputs were drawn for. (On a GPU, indices drawn for a larger ROWS than the
+        reference used made index_add_ fail a device-side assert, which ends the whole job.)"""
+        with self.problem.knobs_set(v.knobs):
+            return self._collect(v)
+
+    def _collect(self, v: Variant) -> Evidence | None:
+        """One variant's evidence (collect, with the variant's size knobs set): its reference and implementation,
+        its inputs, the reference's outputs and their truth, what the error budget is made of, and the
+        implementation's two runs. None where one of them skips the variant or ends it."""
+        built = self._variant_callables(v)
+        if built is None:
+            return None
+        ref, impl = built
+        drawn = self._variant_inputs(v, ref)
+        if drawn is None:
+            return None
+        inputs, shapes = drawn
+        call = _seeded_call(v)
+        reference = self._reference_and_truth(v, ref, inputs, shapes, call)
+        if reference is None:
+            return None
+        ref_inputs, draws, updated, r_flat, t_flat, truth_dtype = reference
+        spread, constants, terms, a_flat = self._budget_inputs(v, ref, inputs, r_flat, t_flat, updated, truth_dtype,
+                                                               call)
+        if self._nothing_to_judge(v, r_flat, t_flat):
+            return None
+        runs = self._implementation_runs(v, impl, inputs, shapes, updated, draws)
+        if runs is None:
+            return None
+        y1_flat, y2_flat, impl_inputs, launches, rerun_launches, result_line = runs
+        # Kernels the interpreter computes wrongly, among those that ran here (a variant may launch one the
+        # capture did not): values are not judged on this variant.
+        ran = {launch.spec.qualname for launch in self.recorder.launches[self.launch_mark:]}
+        untrusted = bool(ran & set(self.untrusted_kernels()))
+        if self.sign_free:  # outputs defined up to sign (signs.py): both sides judged with the truth's signs
+            y1_flat, r_flat = aligned(y1_flat, t_flat), aligned(r_flat, t_flat)
+            y2_flat = aligned(y2_flat, t_flat, keep=self.sentinel)
+        p = self.problem
+        sample_message = None
+        if p.random and p.sample_check is not None and len(y1_flat) == len(r_flat):
+            sample_message = p.sample_check(inputs, y1_flat[0] if len(y1_flat) == 1 else y1_flat)
+        return Evidence(v.name, v.kind, v.description, shapes, y1_flat, y2_flat, r_flat, t_flat, a_flat, truth_dtype,
+                        launches, impl_inputs, ref_inputs, self.state.outputs, self.state.prints,
+                        self.state.sketches, untrusted,
+                        sample_message, result_line, updated, spread, terms, constants, inputs,
+                        bool(self.fresh_draws), rerun_launches, self.sentinel, correlated=v.name == "structured")
+
+    def _variant_callables(self, v: Variant) -> tuple[Any, Any] | None:
+        """The reference and the implementation the variant calls: fresh models for the variants that change them,
+        for the same-module variant the reference at its sizes beside the implementation built for the base, else
+        the problem's own at the variant's sizes. None when the variant is skipped (a side other than the
+        implementation cannot be built, or the models have no parameter in common) or the implementation raised
+        while it was built (KL209, reported here)."""
+        p = self.problem
+        try:
+            self.ties_reference = None
+            if v.name in (TRAIN_MODE, PARAMETERS) or (v.name == "ties" and self.has_parameters()
+                                                         and self.reference_rounds(v)):
+                return self._fresh_models(v)
+            if v.name == SAME_MODULE:  # the reference at these sizes, the implementation as built for the base
+                ref, _ = p.callables(v.knobs, v.setting)
+                _, impl = p.callables(*self.module_built_at)
+            else:
+                ref, impl = p.callables(v.knobs, v.setting)
+            return ref, impl
+        except UserCodeError as e:
+            if e.side != IMPLEMENTATION:
+                self.skipped.append((v.name, f"the {e.side} cannot be built at these sizes"))
+                return None
+            self.fail("KL209", v, f"{e}; {self.where(v, None)}", deepest_line(e.exc, self.job.path))
+            return None
+
+    def _fresh_models(self, v: Variant) -> tuple[Any, Any] | None:
+        """Fresh models for a variant that changes them, since later variants read the ones they change: the
+        reference in training mode, the ties variant's scales at powers of two on both sides, or the parameters
+        moved alike on both sides. None when the implementation's parameters are not the reference's (the variant
+        is skipped)."""
+        import torch
+        p = self.problem
+        init = {q: n for q, n in (v.setting or {}).items() if q[0] == "init"}
+        with p.knobs_set(v.knobs):
+            ref, impl = p.build(v.knobs or {}, p.init(v.knobs, init) if init else None)
+        if isinstance(ref, torch.nn.Module) and v.name == TRAIN_MODE:
+            ref.train()
+        elif isinstance(ref, torch.nn.Module) and v.name == "ties":
+            # Scales the model holds (a quantizer's calibrated buffer) at powers of two on both sides, so
+            # that the ties built from the inputs are ties there too (ties.py).
+            moved = self.player.perturb(impl, v.seed, float_state(ref), mode="pow2")
+            perturb(ref, v.seed, set(moved), mode="pow2")
+            self.ties_reference = ref
+        elif isinstance(ref, torch.nn.Module):
+            moved = self.player.perturb(impl, v.seed, float_state(ref))
+            if not moved:
+                self.skipped.append((v.name, "the implementation's parameters are not the reference's (no "
+                                             "name and shape in common)"))
+                return None
+            perturb(ref, v.seed, set(moved))
+        return ref, impl
+
+    def _variant_inputs(self, v: Variant, ref) -> tuple[list, str] | None:
+        """The variant's inputs, drawn by the input factory and transformed from the variant's seed, and their
+        description for messages; how they leave the problem's own distribution is noted. None when the variant
+        does not apply to these inputs, the input factory rejects its sizes, or (on a GPU) the reference rejects
+        its integers, which there would be a device-side assert that ends the check."""
+        import torch
+        p = self.problem
+        try:
+            inputs = own = p.make_inputs(v.seed, v.knobs, v.setting)
+            if v.transform is not None:
+                torch.manual_seed(v.seed)
+                inputs = v.transform(inputs)
+        except NotApplicable:
+            return None
+        except Exception as e:
+            raise_device_fault(e)
+            self.skipped.append((v.name, f"the input factory rejects these sizes ({type(e).__name__})"))
+            return None
+        if v.kind == "values" and v.name not in ("seed-1", "seed-2"):
+            ood = outside_profile(inputs, self.profile)
+            if ood:
+                self.outside[v.name] = ood
+        if v.name == "transposed" and not any(isinstance(x, torch.Tensor) and x.dim() >= 2 for x in inputs):
+            return None  # for 1-D inputs this is the same as the strided variant
+        if v.name.startswith("int-") and not has_integers(inputs):
+            return None  # no integer input: the same as seed-1
+        shapes = describe_inputs(inputs) + describe_init(p.init(v.knobs, v.setting), v.setting)
+        if v.name.startswith("int-") and p.device != "cpu":
+            refused = screen_on_cpu(ref, inputs, own)
+            if refused:
+                self.skipped.append((v.name, refused + "; on a GPU, integers the reference rejects are a device-side "
+                                                       "assert, which would end the check"))
+                return None
+        return inputs, shapes
+
+    def _implementation_runs(self, v: Variant, impl, inputs: list, shapes: str, updated: list[int],
+                             draws: bool) -> tuple | None:
+        """The implementation's two runs in the player, its allocations poisoned with NaN (stores tracked for
+        placement) and then with the sentinel. Returns the flat outputs of both runs (each followed by the inputs
+        updated in place, None for a second run that raised), the first run's inputs as the call left them, the
+        launches of both runs, and the line that returns the result when nothing was launched. None when the first
+        run raised (_implementation_raised)."""
+        import torch
+        if not self.interpreted and self.recorder.autotuners and not self.recorder.forced:
+            # On a GPU the autotuner benchmarks every config on a new key (a new size) inside the call, writing the
+            # outputs with each: a config that leaves elements unwritten would look complete in run 1 and
+            # "racy" in run 2. Benchmark it here, outside the judged runs (a forced config is never benchmarked).
+            self.impl(impl, inputs, v)
+        seed = v.seed + CALL_SEED if draws else None  # an implementation drawing alike gets the reference's draws
+        # Implementation, run 1: allocations poisoned with NaN; stores tracked for placement.
+        self.impl_runs += 1
+        r1 = self.impl(impl, inputs, v, seed=seed, poison=float("nan"), guard_regions=self.gpu_guards,
+                       track_stores=True, return_args=True)
+        self.writers, self.store_lines = r1.writers, r1.store_lines
+        if r1.error is not None:
+            self._implementation_raised(v, r1, shapes)
+            return None
+        y1, impl_inputs, launches = r1.out, r1.args, r1.count
+        self.collect_oob(v, r1)
+        # Run 2: allocations poisoned with a finite sentinel; same inputs. Under the interpreter (programs run one
+        # after another: no race to catch) it only tells unwritten elements from computed NaN, so it is skipped
+        # when the first run left no NaN at all: half the CPU time of a correct kernel.
+        if self.interpreted and not self.problem.random and not any(
+                isinstance(y, torch.Tensor) and y.is_floating_point() and bool(torch.isnan(y).any())
+                for y in flatten_outputs(y1) + [impl_inputs[i] for i in updated]):
+            y2, rerun_inputs = y1, impl_inputs
+            rerun_launches = None
+        else:
+            self.impl_runs += 1
+            r2 = self.impl(impl, inputs, v, seed=seed, poison=self.sentinel, return_args=True)
+            y2, rerun_inputs = (r2.out, r2.args) if r2.error is None else (None, clone_inputs(inputs))
+            rerun_launches = r2.count
+            self.collect_oob(v, r2)
+        y1_flat = flatten_outputs(y1)
+        y2_flat = flatten_outputs(y2) if y2 is not None else [None] * len(y1_flat)
+        y1_flat += [impl_inputs[i] for i in updated]
+        y2_flat += [rerun_inputs[i] if y2 is not None else None for i in updated]
+        result_line = (self.impl(impl, inputs, v, trace_return=True).result_line if launches == 0 else None)
+        return y1_flat, y2_flat, impl_inputs, launches, rerun_launches, result_line
+
+    def _implementation_raised(self, v: Variant, r1: CallResult, shapes: str) -> None:
+        """Report the first run's error with the variant's row: the accesses before it first (collect_oob), then
+        the interpreter's own limit (reported once, by interpreter_limits), an OpBudgetExceeded raised while no
+        budget had run out, a layout variant's refusal (a warning) or any other error (KL209)."""
+        e = r1.error
+        self.collect_oob(v, r1)  # accesses before the failure are findings of their own
+        limit = e.limit if self.interpreted else None
+        if limit is not None:  # the interpreter's gap, not the kernel's bug: reported once (interpreter_limits)
+            self.limits.setdefault(readable(limit), []).append(v.name)
+            self.row(v, shapes, "cpu-limit", None)
+            return
+        line = e.line
+        raised = f"{type(e).__name__}: {api_note(readable(str(e)))[:400]}"
+        if e.info.get("budget_raised"):
+            self.fail("KL209", v, "the implementation raised kernel-lsp's OpBudgetExceeded while no "
+                      f"budget had run out; {self.where(v, '')}", self.launch_line())
+        elif v.kind == "layout":
+            # A loud refusal is not a silent wrong value: a warning that says what it rejects.
+            self.fail("KL209", v, f"rejects non-contiguous input: raises {raised}; the reference accepts it "
+                      f"({v.description}; {shapes})", line, "warning", cause=readable(str(e)))
+        else:
+            self.fail("KL209", v, f"the implementation raised {raised}; {self.where(v, shapes)}", line,
+                      cause=readable(str(e)))
+        self.row(v, shapes, "raised", None)
+
+    def impl(self, impl, inputs: list, v: Variant, **mode) -> CallResult:
+        """One call of the implementation in the player, on copies of `inputs`, at the variant's sizes. A call that a
+        GPU fault ended stops the check (DeviceFault); one stopped by the operation budget stops the variant."""
+        r = self.player.call(impl, inputs, budget=self.budget, knobs=v.knobs or None, train=v.name == TRAIN_MODE,
+                             grad=v.name != NO_GRAD, **mode)
+        self.ops += r.ops
+        if r.error is not None and r.error.device_fault:
+            raise DeviceFault(r.error)
+        if r.stopped:
+            raise BudgetStop()
+        return r
+
+
+# Elements of a GPU variant's inputs (and its reference's weights) up to which its integers are tried on the CPU first.
+CPU_SCREEN_ELEMENTS = 1 << 27
+
+
+def screen_on_cpu(ref, inputs: list, own: list) -> str | None:
+    """Why the integer variant `inputs` must not reach the reference on a GPU, or None when it may. Integers drawn of
+    both signs or at the dtype's limits are indices or labels to some references; on the CPU an out-of-range index is
+    an exception, on a GPU a device-side assert that ends the CUDA context for the rest of the job (index_add on the
+    H200, 2026-12-01). The reference runs on a CPU copy, first on the problem's own inputs (`own`): where it cannot
+    run there (a model that cannot be copied, an op or a tensor tied to the GPU), these integers cannot be tried
+    first either, and are not run."""
+    import copy
+
+    import torch
+    tensors = [x for x in inputs if isinstance(x, torch.Tensor)]
+    weights = [*ref.parameters(), *ref.buffers()] if isinstance(ref, torch.nn.Module) else []
+    if sum(t.numel() for t in tensors + weights) > CPU_SCREEN_ELEMENTS:
+        return "too large to try on a CPU copy of the reference first"
+
+    def on_cpu(fn, args) -> str | None:
+        try:
+            no_grad_call(fn, [x.detach().cpu() if isinstance(x, torch.Tensor) else x for x in args])
+        except Exception as e:
+            raise_device_fault(e)
+            return f"{type(e).__name__}: {readable(str(e))[:120]}"
+        return None
+    try:
+        fn = copy.deepcopy(ref).to("cpu") if isinstance(ref, torch.nn.Module) else ref
+    except Exception as e:
+        raise_device_fault(e)
+        return f"the reference cannot be copied to the CPU to try them first ({type(e).__name__})"
+    cannot = on_cpu(fn, own)
+    if cannot is not None:
+        return f"the reference does not run on a CPU copy to try them first ({cannot})"
+    rejects = on_cpu(fn, inputs)
+    return f"the reference rejects these integers on the CPU ({rejects})" if rejects is not None else None

@@ -1,0 +1,191 @@
+"""The reference side of one variant's run (runs.py gathers it into the evidence record): the reference called on a
+copy of the inputs, from the random state every side starts from; its truth, the reference in float64; and what each
+output's error budget is made of (compare.py): the reference's spread, the rounding of float constants, the input
+terms that feed each element, the reference on absolute values. A mixin of the Verifier (verifier.py)."""
+
+from __future__ import annotations
+
+import math
+import os
+from typing import Any, Callable
+
+from ..compile.positions import readable
+from ..problem.errors import deepest_line, raise_device_fault
+from ..problem.problem import resizes_out
+from .compare import flatten_outputs, same_draws, same_finiteness
+from .plan.variants import Variant, absolute, clone_inputs, input_dtype, upcast
+from .probes import constant_rounding, no_grad_call, reference_repeat, reference_spread, rng_state
+from .rules import same
+from .signs import sign_free_calls
+
+
+# The calls start from a random state other than the one the inputs were drawn from: on a GPU the input factory
+# draws on the device, and a reference seeded alike would draw the same Philox stream again. On an H200 torch's
+# dropout then kept the inputs' larger values (its mask made from the numbers that made them: output std 1.31 where
+# an unbiased mask gives 1.16), and a correct dropout failed the distribution test.
+CALL_SEED = 7919
+
+
+class ReferenceTruth:
+    """The reference's outputs, their truth and the error budget's parts, for one variant (VariantRuns._collect)."""
+
+    def _reference_outputs(self, v: Variant, ref, inputs: list, shapes: str) -> tuple[Any, list, bool] | None:
+        """The reference called on a copy of the inputs, from the random state every side starts from. Returns its
+        output, that copy as the call left it, and whether the call drew random numbers though the problem is not
+        random; for a random problem, whether the reference draws new numbers on every call is asked once. None when
+        the variant is skipped: the reference rejects the inputs, or accepts them only by resizing an out= tensor."""
+        import torch
+        p = self.problem
+        ref_inputs = clone_inputs(inputs)
+        try:
+            torch.manual_seed(v.seed + CALL_SEED)
+            rng = rng_state()
+            with resizes_out() as resized:
+                r = no_grad_call(ref, ref_inputs)
+            draws = not p.random and rng_state() != rng
+            if resized:
+                self.skipped.append((v.name, f"the reference accepts {shapes} only by resizing a mis-sized out= "
+                                             "tensor, which PyTorch deprecates"))
+                return None
+        except Exception as e:
+            raise_device_fault(e)
+            if v.name.startswith("int-"):
+                return None  # integers the reference has no use for (negative indices, labels): nothing to say
+            where = deepest_line(e, self.problem_reference_file())
+            at = f" (at {os.path.basename(self.problem_reference_file())}:{where + 1})" if where is not None else ""
+            self.skipped.append((v.name, f"the reference rejects {shapes}: {type(e).__name__}: "
+                                         f"{readable(str(e))[:200]}{at}"))
+            return None
+        if p.random and self.fresh_draws is None:
+            # Called again without a new seed: a reference with no seed among its inputs draws new numbers.
+            try:
+                again = flatten_outputs(no_grad_call(ref, clone_inputs(inputs)))
+                self.fresh_draws = not all(same(a, b) for a, b in zip(flatten_outputs(r), again))
+            except Exception as e:
+                raise_device_fault(e)
+        return r, ref_inputs, draws
+
+    def _reference_and_truth(self, v: Variant, ref, inputs: list, shapes: str, call: Callable) -> tuple | None:
+        """The reference's outputs and their truth, the reference in float64 (in the task's dtype where that raises
+        or draws other numbers). Returns the reference's copy of the inputs, whether it drew random numbers, the
+        inputs it updates in place, the flat outputs of the reference and of the truth (each followed by those
+        updated inputs), and the truth's dtype. None when the variant is skipped (_reference_outputs) or the
+        reference does not repeat itself."""
+        import torch
+        p = self.problem
+        ran = self._reference_outputs(v, ref, inputs, shapes)
+        if ran is None:
+            return None
+        r, ref_inputs, draws = ran
+        # Inputs the reference updates in place (an optimizer step, `out=`, running statistics) are outputs too.
+        updated = [i for i, (a, b) in enumerate(zip(inputs, ref_inputs))
+                   if isinstance(a, torch.Tensor) and not same(a, b)]
+        truth_inputs = upcast(clone_inputs(inputs))
+        r_flat = flatten_outputs(r) + [ref_inputs[i] for i in updated]
+        if not p.random and self.unrepeatable is None and not self.probing:
+            self.unrepeatable = reference_repeat(ref, inputs, r_flat, updated) or ""
+            if self.unrepeatable:
+                return None  # reported once, on the link (report): no implementation can match it element by element
+        try:
+            truth = call(self.problem.float64(ref), truth_inputs)
+            truth_dtype = "float64"
+            if draws and not same_draws(r_flat, flatten_outputs(truth) + [truth_inputs[i] for i in updated]):
+                # A reference that draws random numbers in its own dtype (randn_like) draws other numbers in
+                # float64: that is no truth for these outputs; the reference in the task's dtype is.
+                truth, truth_dtype, truth_inputs = r, str(input_dtype(inputs)), ref_inputs
+        except Exception as e:
+            raise_device_fault(e)
+            truth, truth_dtype, truth_inputs = r, str(input_dtype(inputs)), ref_inputs
+        t_flat = flatten_outputs(truth) + [truth_inputs[i] for i in updated]
+        return ref_inputs, draws, updated, r_flat, t_flat, truth_dtype
+
+    def _reference_spread(self, v: Variant, ref, inputs: list, r_flat: list, updated: list[int], truth_dtype: str,
+                          call: Callable) -> list | None:
+        """How far the reference moves when its inputs move by about an ulp, per output (reference_spread): per
+        element and row for the structured variant, else where it stands in for PyTorch's own error (no float64
+        truth, or a float64 task); None otherwise. Which sign-free decompositions the reference calls is asked
+        here, once."""
+        import torch
+        p = self.problem
+        # A float64 problem's reference is its own float64 truth, so PyTorch's own error there is 0 by construction:
+        # as without a float64 truth, how far it moves when its inputs move by one ulp stands in for it.
+        floats = [o for o in r_flat if isinstance(o, torch.Tensor) and o.is_floating_point()]
+        own_truth = bool(floats) and all(o.dtype == torch.float64 for o in floats)
+        if self.sign_free is None:  # asked once: the same code at every size
+            self.sign_free = [] if p.random else sign_free_calls(ref, inputs)
+        signs = bool(self.sign_free)
+        if v.name == "structured":
+            # Rows conditioned very differently (a constant row's normalization is ill-conditioned, an ordinary one is
+            # not): each element's budget is its own move when the inputs move by as much as a kernel's fp32 row
+            # reduction moves them, sqrt(row length) ulps (a sum of n terms is backward stable to about sqrt(n) u).
+            row = max((x.shape[-1] for x in inputs if isinstance(x, torch.Tensor) and x.is_floating_point()
+                       and x.dim()), default=1)
+            spread = reference_spread(ref, inputs, r_flat, updated, call, elementwise=True,
+                                      ulps=max(1.0, math.sqrt(row)), signs=signs)
+            # One structure per row: an element's budget is its row's largest move (random signs can cancel at one
+            # element, x + r moved by +e and -e, where a kernel's own rounding does not).
+            return [s.amax(dim=-1, keepdim=True).expand_as(s) if isinstance(s, torch.Tensor) and s.dim() else s
+                    for s in spread]
+        return (reference_spread(ref, inputs, r_flat, updated, call, signs=signs)
+                if truth_dtype != "float64" or own_truth else None)
+
+    def _budget_inputs(self, v: Variant, ref, inputs: list, r_flat: list, t_flat: list, updated: list[int],
+                       truth_dtype: str, call: Callable) -> tuple[list | None, list | None, list, list]:
+        """What the error budget of each output is made of (compare.py): the reference's spread
+        (_reference_spread), the rounding of the float constants for kernels given them as fp32 scalars, the
+        number of input terms that feed each output element, and the reference on absolute values (the
+        accumulation floor; None per output where it cannot be had). Returned in that order, the absolute values
+        last."""
+        import torch
+        spread = self._reference_spread(v, ref, inputs, r_flat, updated, truth_dtype, call)
+        # The allowance for float constants is for kernels that receive them as fp32 scalars, and only for them.
+        constants = (constant_rounding(self.problem.float64(ref), upcast(clone_inputs(inputs)), t_flat, updated,
+                                       call) if truth_dtype == "float64" and self.takes_float_scalars() else None)
+        fed = sum(x.numel() for x in inputs if isinstance(x, torch.Tensor) and x.is_floating_point())
+        terms = [fed / out.numel() if isinstance(out, torch.Tensor) and out.numel() else 1.0 for out in r_flat]
+        # A float64 output's floor has float64's roundoff (compare.py), where fed / out undercounts a reduction that
+        # feeds every element (a softmax's row sum): its length is taken as the longest input dimension there.
+        longest = max((max(x.shape) for x in inputs if isinstance(x, torch.Tensor) and x.is_floating_point()
+                       and x.dim()), default=1)
+        terms = [max(n, longest) if getattr(out, "dtype", None) == torch.float64 else n
+                 for n, out in zip(terms, r_flat)]
+        abs_inputs = absolute(upcast(clone_inputs(inputs)))
+        try:  # the reference on absolute values: the accumulation floor of the budget (compare.py)
+            a_flat = flatten_outputs(call(self.problem.float64(ref, absolute=True), abs_inputs))
+            a_flat += [abs_inputs[i] for i in updated]
+        except Exception as e:
+            raise_device_fault(e)
+            a_flat = [None] * len(r_flat)
+        if len(a_flat) != len(r_flat):
+            a_flat = [None] * len(r_flat)
+        return spread, constants, terms, a_flat
+
+    def _nothing_to_judge(self, v: Variant, r_flat: list, t_flat: list) -> bool:
+        """The reference's outputs leave nothing to judge on this variant: NaN or infinities where its truth has
+        none, or the other way round (noted as skipped), or a random op's special values, whose distributions
+        are not compared."""
+        import torch
+        if v.name != "special" and not same_finiteness(r_flat, t_flat):
+            # NaN/inf the reference returns in its own dtype and in the truth alike (a log of a negative draw)
+            # are part of the answer; where only one of them has it, it overflowed: nothing to judge.
+            self.skipped.append((v.name, "the reference itself overflows or returns NaN/inf here"))
+            return True
+        if self.problem.random and v.name == "special":
+            return True  # distributions with NaN and infinities are not compared
+        if v.name == "special" and any(isinstance(a, torch.Tensor) and a.is_floating_point() and
+                                       bool((torch.isfinite(b.double()) & ~torch.isfinite(a.double())).any())
+                                       for a, b in zip(r_flat, t_flat) if isinstance(b, torch.Tensor)):
+            self.skipped.append((v.name, "the reference overflows in its own dtype here"))
+            return True
+        return False
+
+
+def _seeded_call(v: Variant) -> Callable:
+    """A call of user code as the verifier makes it (no_grad_call), from the random state the variant's seed and
+    CALL_SEED set: every side starts from the same random state, so a reference that draws is repeatable."""
+    import torch
+
+    def call(fn, args):
+        torch.manual_seed(v.seed + CALL_SEED)
+        return no_grad_call(fn, args)
+    return call
