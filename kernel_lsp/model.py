@@ -145,27 +145,13 @@ class Finding:
     data: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "path": self.path,
-            "range": self.span.to_dict(),
-            "severity": self.severity.label,
-            "code": self.code,
-            "message": self.message,
-            "source": self.source,
-            "data": self.data,
-        }
+        return {"path": self.path, "range": self.span.to_dict(), "severity": self.severity.label, "code": self.code,
+                "message": self.message, "source": self.source, "data": self.data}
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "Finding":
-        return cls(
-            path=d["path"],
-            span=Span.from_dict(d["range"]),
-            severity=Severity.parse(d["severity"]),
-            code=d["code"],
-            message=d["message"],
-            source=d.get("source", "kernel-lsp"),
-            data=d.get("data", {}),
-        )
+        return cls(d["path"], Span.from_dict(d["range"]), Severity.parse(d["severity"]), d["code"], d["message"],
+                   d.get("source", "kernel-lsp"), d.get("data", {}))
 
     def sort_key(self) -> tuple:
         # At one place and code, the finding on the problem's own inputs (the verifier's seed-1 variant) leads: the

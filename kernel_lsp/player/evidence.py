@@ -176,14 +176,16 @@ def _shares(a, b) -> bool:
         return False
 
 
-def _flatten(out) -> list:
+def tensors_of(value) -> list:
+    """The tensors in a value, in order: itself, or those in its lists, tuples and dicts (the measure stage's
+    roofline counts the same way: checker/measure/roofline.py)."""
     import torch
-    if isinstance(out, torch.Tensor):
-        return [out]
-    if isinstance(out, (list, tuple)):
-        return [t for o in out for t in _flatten(o)]
-    if isinstance(out, dict):
-        return [t for o in out.values() for t in _flatten(o)]
+    if isinstance(value, torch.Tensor):
+        return [value]
+    if isinstance(value, (list, tuple)):
+        return [t for v in value for t in tensors_of(v)]
+    if isinstance(value, dict):
+        return [t for v in value.values() for t in tensors_of(v)]
     return []
 
 
@@ -237,7 +239,7 @@ def run(call, spec: dict, device: str, launches: "Launches") -> dict:
                 out = call(*inputs)
             if device == "cuda":
                 torch.cuda.synchronize()
-            flat = _flatten(out)
+            flat = tensors_of(out)
             runs[name] = {"outputs": [t.detach().to("cpu").clone() for t in flat], "launches": launches.count,
                           "aliases": [j for j, t in enumerate(flat)
                                       if any(_shares(t, x) for x in launches.protected)],

@@ -17,19 +17,31 @@ import sys
 _installed = False
 
 
+def _interpreter_parts(*names: str) -> list | None:
+    """Triton's interpreter module, then each attribute named (dotted from the module), or None where this Triton
+    lacks one of them (the hooks below are then not installed)."""
+    try:
+        import triton.runtime.interpreter as interp
+        parts: list = [interp]
+        for name in names:
+            obj = interp
+            for attr in name.split("."):
+                obj = getattr(obj, attr)
+            parts.append(obj)
+        return parts
+    except (ImportError, AttributeError):
+        return None
+
+
 def faithful_scalars() -> bool:
     """Wrap the interpreter's argument conversion once per process; False where this Triton lacks the hook."""
     global _installed
-    if _installed:
-        return True
-    try:
-        import numpy as np
-        import triton.language as tl
-        import triton.runtime.interpreter as interp
-        original = interp._implicit_cvt
-        handle_type = interp.TensorHandle
-    except (ImportError, AttributeError):
-        return False
+    found = None if _installed else _interpreter_parts("_implicit_cvt", "TensorHandle")
+    if found is None:
+        return _installed  # installed already, or this Triton lacks the hook
+    interp, original, handle_type = found
+    import numpy as np
+    import triton.language as tl
 
     def convert(arg):
         if type(arg) is float:
@@ -169,14 +181,10 @@ def watch_dots() -> bool:
     starts a fresh record); False where this Triton lacks the hook."""
     global _watching
     _tf32_dots.clear()
-    if _watching:
-        return True
-    try:
-        import triton.runtime.interpreter as interp
-        builder = interp.interpreter_builder
-        original = builder.create_dot
-    except (ImportError, AttributeError):
-        return False
+    found = None if _watching else _interpreter_parts("interpreter_builder", "interpreter_builder.create_dot")
+    if found is None:
+        return _watching  # watching already, or this Triton lacks the hook
+    _, builder, original = found
 
     def create_dot(a, b, d, input_precision, *rest, **kwargs):
         try:

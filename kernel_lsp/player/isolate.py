@@ -59,20 +59,10 @@ def without_secrets(env: dict[str, str], drop: tuple[str, ...] | list[str] = (),
 _CREATE_RULESET, _ADD_RULE, _RESTRICT_SELF = 444, 445, 446  # the same numbers on x86_64 and aarch64
 _PATH_BENEATH, _NET_PORT = 1, 2
 _PR_SET_NO_NEW_PRIVS, _PR_SET_CHILD_SUBREAPER = 38, 36
-_FS_WRITE = {  # access right -> the first ABI that has it
-    1 << 1: 1,   # WRITE_FILE
-    1 << 4: 1,   # REMOVE_DIR
-    1 << 5: 1,   # REMOVE_FILE
-    1 << 6: 1,   # MAKE_CHAR
-    1 << 7: 1,   # MAKE_DIR
-    1 << 8: 1,   # MAKE_REG
-    1 << 9: 1,   # MAKE_SOCK
-    1 << 10: 1,  # MAKE_FIFO
-    1 << 11: 1,  # MAKE_BLOCK
-    1 << 12: 1,  # MAKE_SYM
-    1 << 13: 2,  # REFER
-    1 << 14: 3,  # TRUNCATE
-}
+# The write rights, as bit numbers, by the first Landlock ABI that has them: WRITE_FILE, REMOVE_DIR, REMOVE_FILE,
+# MAKE_CHAR, MAKE_DIR, MAKE_REG, MAKE_SOCK, MAKE_FIFO, MAKE_BLOCK, MAKE_SYM (1); REFER (2); TRUNCATE (3).
+_FS_WRITE_BY_ABI = {1: (1, 4, 5, 6, 7, 8, 9, 10, 11, 12), 2: (13,), 3: (14,)}
+_FS_WRITE = {1 << bit: abi for abi, bits in _FS_WRITE_BY_ABI.items() for bit in bits}  # access right -> its first ABI
 _FILE_WRITE = (1 << 1) | (1 << 14)  # the rights a rule on a single file may grant: WRITE_FILE, TRUNCATE
 _NET_TCP = (1 << 0) | (1 << 1)  # BIND_TCP, CONNECT_TCP (ABI 4)
 _SCOPE_SIGNAL = 1 << 1  # ABI 6

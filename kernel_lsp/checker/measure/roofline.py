@@ -17,6 +17,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from ...model import Ceilings, Roofline
+from ...player.evidence import tensors_of  # noqa: F401  (the measure stage's too: stage.py, report.py)
 
 # The compute ceiling that binds a reference of each dtype (torch runs fp32 matmuls in fp32 unless told
 # otherwise), and the fastest one a correct kernel of that dtype could use (tf32 for fp32), which a claim of
@@ -28,15 +29,6 @@ FASTEST_CEILING = {"float32": "matmul tf32", "float16": "matmul fp16", "bfloat16
 L2_FACTOR = 2  # data smaller than twice the L2 may be served from it: the HBM ceiling need not bind
 
 
-def tensors_of(value: Any) -> list:
-    import torch
-    if isinstance(value, torch.Tensor):
-        return [value]
-    if isinstance(value, (list, tuple)):
-        return [t for v in value for t in tensors_of(v)]
-    if isinstance(value, dict):
-        return [t for v in value.values() for t in tensors_of(v)]
-    return []
 
 
 def minimal_bytes(inputs: list, outputs: Any, module: Any = None) -> int:
