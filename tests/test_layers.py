@@ -28,10 +28,12 @@ ALLOWED = {
     "cache": {"model", "device"},
     "render": {"model", "codes", "verdict"},
     "check": {"source", "run", "cache", "config", "jobs", "model", "codes", "device"},
+    "cli_common": {"config", "device", "run"},  # what the commands share: exit codes, UsageError, settings from flags
     "propose": {"check", "source", "run", "config", "model", "codes", "verdict"},
     "lsp": {"check", "source", "run", "cache", "config", "jobs", "model", "codes", "device", "render", "propose"},
+    "cli_check": {"cli_common", "check", "source", "run", "cache", "config", "model", "render", "verdict"},
     "cli": {"check", "source", "run", "cache", "config", "jobs", "model", "codes", "device", "render", "lsp",
-            "propose", "bundled", "verdict"},
+            "propose", "bundled", "verdict", "cli_check", "cli_common"},
     "api": {"check", "run", "config", "model", "codes", "verdict"},
 }
 
@@ -165,7 +167,7 @@ def test_layers_the_cycle_finder_finds_a_circle_through_three_modules():
 
 # Front ends schedule and render: they reach workers only through the Executor seam (run/executor.py), never by
 # building pools or talking to a worker's process themselves. `kernel-lsp worker` (cli) starts serve.py's loop.
-FRONT_ENDS = {"cli", "lsp", "propose", "api"}
+FRONT_ENDS = {"cli", "cli_check", "cli_common", "lsp", "propose", "api"}
 FRONT_END_WORKER_MODULES = {"executor", "serve"}
 
 

@@ -415,7 +415,7 @@ def test_ray_head_lost_mid_run_ends_the_run_with_every_unfinished_file_KL303(tmp
 
 HELD_EXECUTOR = '''
 import sys, threading
-from kernel_lsp import cli
+from kernel_lsp import cli, cli_check
 from kernel_lsp.run.executor import Executor
 from kernel_lsp.run.outcome import WorkerOutcome
 
@@ -430,7 +430,7 @@ class Held(Executor):
         threading.Timer(1.0, setattr, (self, "lost", "the test's cluster was lost")).start()
         threading.Event().wait()
 
-cli.executor_for = lambda settings, workers=None: Held()
+cli_check.executor_for = lambda settings, workers=None: Held()  # where cmd_check looks it up
 sys.exit(cli.main(sys.argv[1:]))
 '''
 
