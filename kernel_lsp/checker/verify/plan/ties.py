@@ -1,6 +1,6 @@
 """Rounding ties made where the reference itself rounds: inputs built from its own intermediate values. Worker only.
 
-The grid variant (variants.dyadic_grid) puts x / scale on halves when the scale is absmax / 127 of grid values, but a
+The grid variant (transforms.dyadic_grid) puts x / scale on halves when the scale is absmax / 127 of grid values, but a
 quantizer whose scale is computed otherwise from the data (absmax / 7 for 4 bits, a mean, a percentile) never
 meets a tie there, and a kernel that breaks ties away from zero, where torch.round breaks them to even, passes.
 
