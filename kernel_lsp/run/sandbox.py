@@ -77,6 +77,8 @@ def writable_folders(options: SandboxOptions, private: str, env: dict[str, str] 
     home = env.get("HOME") or str(Path.home())
     folders.append(os.path.join(home, ".nv"))  # the CUDA driver's JIT cache
     folders += list(options.writable)
+    if env.get("KERNEL_LSP_PROFILE"):  # a profiling run's stats, which a long-lived worker writes (run/serve.py)
+        folders.append(env["KERNEL_LSP_PROFILE"])
     for folder in folders[1:]:
         try:
             os.makedirs(folder, exist_ok=True)  # a rule needs the folder to exist

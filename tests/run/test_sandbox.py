@@ -124,3 +124,14 @@ def test_sandbox_env_keeps_what_toolchains_need_and_drops_secrets():
     assert SECRET not in env.values() and "HF_HOME" not in env
     assert child_env(SandboxOptions(env=["HF_HOME"]), base)["HF_HOME"] == "/hf"
     assert "OPENAI_API_KEY" in child_env(SandboxOptions(enabled=False), base)  # the opt-out passes everything
+
+
+def test_sandbox_a_profiling_run_writes_its_profiles_and_checks_as_usual(tmp_path):
+    """KERNEL_LSP_PROFILE=DIR (docs/performance.md): a long-lived worker, confined, may write its job profiles there.
+    Before, the confined worker could not create DIR and the check itself failed (KL900 PermissionError)."""
+    from tests.conftest import CORPUS, run_cli
+    folder = tmp_path / "profiles"
+    proc = run_cli("check", str(CORPUS / "ok_add_fp32.py"), "--no-cache", "--format", "json",
+                   "--runner", f"{sys.executable} -m kernel_lsp.cli worker", env={"KERNEL_LSP_PROFILE": str(folder)})
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert [p.suffix for p in folder.iterdir()] == [".prof"]
