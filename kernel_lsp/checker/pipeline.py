@@ -26,7 +26,7 @@ from .compile.positions import readable
 from .compile.stage import compile_stage
 from .reporter import Reporter
 
-from .first_run import LOAD_SOURCE, _capture, _short, report_capture_error  # noqa: F401  (LOAD_SOURCE: callers import it here)
+from .first_run import LOAD_SOURCE, _capture, _short, report_capture_error  # noqa: F401  (callers import LOAD_SOURCE)
 
 
 def run_check(job: CheckJob, w: Sink, connect: Callable[[str], Any] | None = None) -> None:
@@ -99,22 +99,14 @@ def _run_stages(job: CheckJob, w: Sink, rep: Reporter, player: Player, torch, in
                 connect: Callable[[str], Any]) -> None:
     """The stages after the player's start: everything up to the evidence runs, on a GPU never while a side is
     timed on it (gpu_lease.verifying), then the measure stage, which times under the GPU's lease."""
-    with _verifying_on_gpu(w, interpreted):
+    from .measure import gpu_lease
+    # On a GPU, this check's shared hold of it: other checks verify beside it, none times a side meanwhile.
+    def waiting(index: int) -> None:
+        w.stage("load", f"waiting for GPU {index}: another check is timing on it")
+    with gpu_lease.verifying_here("cpu" if interpreted else "cuda", waiting):
         problem = _verify_stages(job, w, rep, player, torch, interpreted, connect)
     if problem is not None and job.measure.enabled:
         measure_stage(problem, player, rep, job, interpreted)
-
-
-def _verifying_on_gpu(w: Sink, interpreted: bool):
-    """On a GPU, this check's shared hold of it for its verification (checker/measure/gpu_lease.py): other checks
-    verify beside it, and none times a side meanwhile. Under the interpreter, nothing to hold."""
-    import contextlib
-    if interpreted:
-        return contextlib.nullcontext()
-    from .measure import gpu_lease
-    uuid, index = gpu_lease.gpu_identity()
-    return gpu_lease.verifying(uuid, on_wait=lambda: w.stage("load", f"waiting for GPU {index}: another check is "
-                                                                       "timing on it"))
 
 
 def _verify_stages(job: CheckJob, w: Sink, rep: Reporter, player: Player, torch, interpreted: bool,

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Callable
 
 from ..jobs import SandboxOptions
+from ..checker.measure import gpu_lease
 from ..player import wire
 from .sandbox import cache_folders, child_env
 
@@ -204,7 +205,8 @@ class PlayerServer:
                 if sum(o == options for o, _ in self._spare) >= self.spares:
                     return
             try:
-                with _quiet_gpu(self.device):  # a player's start is GPU work: never while a side is timed there
+                # A player's start is GPU work: never while a side is timed there.
+                with gpu_lease.verifying_here(self.device):
                     sock = self._start(options, READY_TIMEOUT)
             except (PlayerError, OSError) as e:
                 log.warning("no spare player: %s", e)
@@ -287,15 +289,6 @@ def _arenas_fail(sock: socket.socket) -> str | None:
         return None if ok else f"the player's echo differs ({type(back).__name__})"
     except (OSError, wire.WireError, RuntimeError) as e:
         return f"{type(e).__name__}: {e}"
-
-
-def _quiet_gpu(device: str):
-    """On a GPU, a verification's shared hold of it (checker/measure/gpu_lease.py); elsewhere nothing."""
-    import contextlib
-    if device != "cuda":
-        return contextlib.nullcontext()
-    from ..checker.measure import gpu_lease
-    return gpu_lease.verifying(gpu_lease.gpu_identity()[0])
 
 
 def _idle(sock: socket.socket) -> bool:

@@ -100,8 +100,8 @@ def lease(name: str, what: str, on_wait: Callable[[str], None] | None = None,
     every check): the caller is told by the wait having reached it. Once held, the verifications on this GPU
     (`verifying`) in flight are waited for, up to `quiet_timeout`, and no new one starts until the lease ends."""
     path, fd = _open(folder, name, "lock")
-    gate_path, gate = _open(folder, name, "gate")
-    busy_path, busy = _open(folder, name, "busy")
+    _, gate = _open(folder, name, "gate")
+    _, busy = _open(folder, name, "busy")
     start = time.monotonic()
     held = gated = quiet = False
     try:
@@ -132,8 +132,8 @@ def verifying(name: str, folder: str | None = None, timeout: float = 600.0,
     """Verify on the GPU `name` beside other verifications, never while a side is timed on it: passes through the
     turnstile (waiting while a timing waits or runs; `on_wait()` once if it does), then holds the GPU's `busy` file
     shared. Yields the seconds waited. Past `timeout` it goes on anyway."""
-    gate_path, gate = _open(folder, name, "gate")
-    busy_path, busy = _open(folder, name, "busy")
+    _, gate = _open(folder, name, "gate")
+    _, busy = _open(folder, name, "busy")
     start = time.monotonic()
     shared = False
     try:
@@ -149,3 +149,12 @@ def verifying(name: str, folder: str | None = None, timeout: float = 600.0,
             fcntl.flock(busy, fcntl.LOCK_UN)
         os.close(busy)
         os.close(gate)
+
+
+def verifying_here(device: str, on_wait: Callable[[int], None] | None = None):
+    """`verifying` on this process's current CUDA device (`on_wait(index)` once if it waits for a timing), or nothing
+    to hold where `device` is not "cuda" (the CPU interpreter)."""
+    if device != "cuda":
+        return contextlib.nullcontext()
+    uuid, index = gpu_identity()
+    return verifying(uuid, on_wait=(lambda: on_wait(index)) if on_wait is not None else None)
