@@ -7,7 +7,9 @@ No torch and no GPU: tests/checker/measure/test_perf_rules.py feeds hand-made me
 - KL404 for each side that is launch-bound: its host issue time (the Python wrapper) exceeds its GPU time, so a
   loop that calls it pays the host's time; the GPU time and the CUDA-graph time beside it;
 - KL408 (information) when another process used the GPU during the timing, after one retry;
-- KL400 when the whole 95% interval of the speedup over eager lies below 1, KL401 likewise for torch.compile;
+- KL400 when the whole 95% interval of the speedup over eager lies below 1, KL401 likewise for torch.compile (each
+  baseline's code is registered with it, baselines.py); information only when the timing was disturbed (KL408) or
+  taken by the host clock (KL406);
 - KL402, always otherwise: the summary that the code lens shows.
 """
 
@@ -16,11 +18,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ...model import Measurement, SideTiming, Speedup, us
+from . import baselines
 
 LAUNCH_BOUND_WALL_FRACTION = 1.2  # issue and back-to-back times over this times the GPU time (plus LAUNCH_BOUND_MIN_US)
 LAUNCH_BOUND_MIN_US = 5.0
-SIDE_LABEL = {"triton": "the implementation", "eager": "PyTorch eager", "torch.compile": "torch.compile",
-              "current": "the current version"}
 
 
 @dataclass
@@ -99,7 +100,7 @@ def launch_bound(m: Measurement) -> str | None:
         return None
     parts = []
     for t in bound:
-        who = SIDE_LABEL.get(t.side, t.side)
+        who = baselines.label(t.side)
         extra = [f"back to back {us(t.wall_us)} per call"] if t.wall_us is not None else []
         extra += [f"as a CUDA graph {us(t.graph_us)}"] if t.graph_us is not None else []
         parts.append(f"{who}'s Python wrapper takes {us(t.host_us)} per call, its kernels {us(t.gpu_us)}"
@@ -127,15 +128,17 @@ def judge(m: Measurement, impossible_reason: str | None, compile_severity: str =
     # A time the host clock took (work escaped the stream, or the events were patched) holds the host's own cost of
     # a synchronized call, which the baselines' CUDA events do not: a "slower than" from it is information only.
     note = " (the implementation timed by the host clock: see KL406)" if host else ""
-    eager = slower(m, "eager", "PyTorch eager")
-    if eager:
-        # Taken while another process used the GPU (also when taken again): information, never a CI failure.
-        out.append(PerfFinding("KL400", eager + " (timing disturbed by another process: see KL408)", "info")
-                   if m.disturbed else PerfFinding("KL400", eager + note, "info" if host else None))
-    compiled = slower(m, "torch.compile", "torch.compile")
-    if compiled:
-        out.append(PerfFinding("KL401", compiled + note, "info" if host else
-                               "warning" if compile_severity == "warning" else None))
+    for b in baselines.BASELINES.values():  # KL400 (eager), KL401 (torch.compile): the whole interval below 1
+        text = slower(m, b.name, b.label)
+        if not text:
+            continue
+        if m.disturbed:  # taken while another process used the GPU (also when taken again): never a CI failure
+            out.append(PerfFinding(b.slower_code, text + " (timing disturbed by another process: see KL408)", "info"))
+        elif host:
+            out.append(PerfFinding(b.slower_code, text + note, "info"))
+        else:
+            out.append(PerfFinding(b.slower_code, text, "warning" if b.severity_set_by_compile_severity
+                                   and compile_severity == "warning" else None))
     if m.disturbed:
         out.append(PerfFinding("KL408", f"timing disturbed by another process on GPU "
                                f"{m.provenance.gpu_index if m.provenance.gpu_index is not None else '?'} "

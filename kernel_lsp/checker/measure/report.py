@@ -68,16 +68,17 @@ def _report_wrong_timed_output(rep, problem_text: str, where, launched: list[str
 
 
 def _side_timings(sides: dict, times: dict, samples: dict, back: dict, graphs: dict, verdict: str,
-                  compile_info: tuple[float, bool] | None) -> tuple[list[SideTiming], list[Speedup]]:
-    """Each side's timing (GPU and back-to-back times, the verdict's time, graph replays, torch.compile's first
-    call), and the implementation's speedup over each other side on the verdict's time."""
+                  first_calls: dict[str, tuple[float, bool]]) -> tuple[list[SideTiming], list[Speedup]]:
+    """Each side's timing (GPU and back-to-back times, the verdict's time, graph replays, a baseline's first call
+    such as torch.compile's compile), and the implementation's speedup over each other side on the verdict's
+    time."""
     wall = {name: (back[name].loop_us(), back[name].loop_groups()) if name in back else ([], []) for name in sides}
     timings = [_timing(name, times[name], samples[name].copy, wall[name][0], wall[name][1],
                        back[name].issue_us if name in back else None, verdict, graphs.get(name))
                for name in sides]
-    if compile_info is not None:
-        t = next(t for t in timings if t.side == "torch.compile")
-        t.compile_seconds, t.cached_compile = round(compile_info[0], 3), compile_info[1]
+    for t in timings:
+        if t.side in first_calls:
+            t.compile_seconds, t.cached_compile = round(first_calls[t.side][0], 3), first_calls[t.side][1]
     chosen = {name: wall[name] if verdict == "wall" and wall[name][0] else (times[name], samples[name].copy)
               for name in sides}
     speedups = [_speedup(name, chosen[name][0], chosen[name][1], chosen["triton"][0], chosen["triton"][1])

@@ -11,9 +11,8 @@ import os
 from typing import Any
 
 from ...jobs import CheckJob
-from . import neighbours
+from . import baselines, neighbours
 from ..problem.errors import is_device_fault
-from .compiled import _reference_key, compiled_reference
 from .report import SOURCE
 from .stats import median
 from .timing import BackToBack, honest_times, time_back_to_back, time_graph, time_sides, empty_launch
@@ -90,37 +89,41 @@ class SplitClock:
         self.local.sync()
 
 
-def _sides_to_time(problem, player, opts, ref, impl, pristine: list, k: int) -> tuple[dict, RemoteSide]:
-    """The sides to time, each k calls on copies of the inputs of their own: the implementation (its copies held
-    by the player), PyTorch eager, and the other version of the implementation when measure.against names one.
-    Returns them and the implementation's RemoteSide."""
-    inputs = {name: [clone_inputs(pristine) for _ in range(k)] for name in ("triton", "eager")}
-    remote = RemoteSide(player, impl, inputs.pop("triton"), opts.cache)  # the player holds them from here
-    sides = {"triton": remote.calls, "eager": [lambda c=c: ref(*c) for c in inputs["eager"]]}
+def _sides_to_time(problem, player, opts, impl, pristine: list, k: int) -> tuple[dict, RemoteSide]:
+    """The implementation's side, k calls on copies of the inputs of its own held by the player, and the other
+    version of the implementation when measure.against names one. Returns them and the implementation's
+    RemoteSide; the baselines join them (_add_baselines)."""
+    remote = RemoteSide(player, impl, [clone_inputs(pristine) for _ in range(k)], opts.cache)
+    sides = {"triton": remote.calls}
     if opts.against is not None and problem.build_other is not None:
         current = problem.build_other(opts.against)
-        inputs["current"] = [clone_inputs(pristine) for _ in range(k)]
-        sides["current"] = RemoteSide(player, current, inputs["current"], opts.cache).calls
+        sides["current"] = RemoteSide(player, current, [clone_inputs(pristine) for _ in range(k)], opts.cache).calls
     return sides, remote
 
 
-def _add_compiled_side(sides: dict, rep, job: CheckJob, ref, pristine: list, k: int, clock,
-                       where) -> tuple[float, bool] | None:
-    """Add torch.compile of the reference to the sides, on k copies of the inputs of its own, and return its first
-    call's seconds and whether the compile was cached; when the compile fails, say so (KL407) and return None."""
-    opts = job.measure
-    inputs = [clone_inputs(pristine) for _ in range(k)]
-    try:
-        compiled, seconds, cached = compiled_reference(
-            ref, _reference_key(job, {}), inputs[0], clock.local, opts.warm_lock,
-            lambda: rep.w.stage("measure", "waiting for the compile warmer"))
-        sides["torch.compile"] = [lambda c=c: compiled(*c) for c in inputs]
-        return (seconds, cached)
-    except Exception as e:
-        rep.add("KL407", f"torch.compile of the reference failed ({type(e).__name__}: "
-                f"{str(e).splitlines()[0][:200] if str(e) else ''}); compared with eager only", where,
-                source=SOURCE)
-        return None
+def _add_baselines(sides: dict, rep, job: CheckJob, ref, pristine: list, k: int, clock,
+                   where) -> dict[str, tuple[float, bool]]:
+    """Add each baseline the job asks for (baselines.py) to the sides, k calls on copies of the inputs of their own,
+    and return the first-call costs they recorded by side; a baseline that cannot be built is left out and said
+    (KL407)."""
+    first_calls: dict[str, tuple[float, bool]] = {}
+    chosen, failed = baselines.wanted(job.measure), set()
+    for b in chosen:
+        ctx = baselines.BaselineContext(job, rep, ref, pristine, k, clock)
+        try:
+            sides[b.name] = b.build(ctx)
+        except Exception as e:
+            if is_device_fault(e):
+                raise
+            failed.add(b.name)
+            others = [o.label for o in chosen if o.name not in failed] or ["no baseline"]
+            rep.add("KL407", f"{b.what} failed ({type(e).__name__}: "
+                    f"{str(e).splitlines()[0][:200] if str(e) else ''}); compared with {', '.join(others)} only",
+                    where, source=SOURCE)
+            continue
+        if ctx.first_call is not None:
+            first_calls[b.name] = ctx.first_call
+    return first_calls
 
 
 def _time_empty_launch(rep, clock) -> tuple:

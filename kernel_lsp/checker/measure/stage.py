@@ -3,8 +3,8 @@ on a GPU, and say where it stands. Runs in a worker, after verification, never o
 
 Steps (docs/performance-method.md says why each is there):
 1. inputs at the problem's own sizes (seed 1), one copy per side, and pristine copies kept aside;
-2. baselines: the reference as written (eager), and torch.compile of it (default mode), compiled once per
-   reference content in this worker (compiled.py) with the first call's time reported apart;
+2. baselines (registered in baselines.py): the reference as written (eager), and torch.compile of it (default mode),
+   compiled once per reference content in this worker (compiled.py) with the first call's time reported apart;
 3. an empty Triton launch, timed the same way: the floor any call pays, and the host-minus-events gap
    of a call that launches nothing elsewhere;
 4. under the GPU's lease (gpu_lease.py: one process times per GPU, across processes; waiting shows as progress):
@@ -29,13 +29,13 @@ import time
 
 from ...jobs import CheckJob
 from ...model import Measurement, Provenance
-from . import perf_rules
+from . import baselines, perf_rules
 from ..verify.compare import compare_tensor, flatten_outputs
 from ..problem.errors import is_device_fault
 from .report import (_driver, _gpu_name, _reference_work, _report_measurement, _report_wrong_timed_output,
                      _side_timings, _sm_clock_mhz, _triton_version)
 from .roofline import impossible, roofline, tensors_of
-from .sides import (RemoteSide, SplitClock, _add_compiled_side, _gpu_lease, _graph_replays, _honest_side_times,
+from .sides import (RemoteSide, SplitClock, _add_baselines, _gpu_lease, _graph_replays, _honest_side_times,
                     _sides_to_time, _time_empty_launch, _time_sides_undisturbed)
 from .stats import median
 from .timing import CudaClock
@@ -142,9 +142,9 @@ def measure_problem(problem, player, rep, job: CheckJob, clock=None, ceilings=No
     try:
         r, truth, abs_terms = _judged_against(problem, ref, pristine)
         clock = SplitClock(clock or CudaClock(opts.cache))
-        k = _copies(pristine, 2 + int(opts.compile) + int(opts.against is not None))
-        sides, remote = _sides_to_time(problem, player, opts, ref, impl, pristine, k)
-        compile_info = _add_compiled_side(sides, rep, job, ref, pristine, k, clock, where) if opts.compile else None
+        k = _copies(pristine, 1 + len(baselines.wanted(opts)) + int(opts.against is not None))
+        sides, remote = _sides_to_time(problem, player, opts, impl, pristine, k)
+        first_calls = _add_baselines(sides, rep, job, ref, pristine, k, clock, where)
         with _gpu_lease(rep, job, torch) as lease_note:
             empty, overhead, tail_overhead = _time_empty_launch(rep, clock)
             rep.w.stage("measure", f"{', '.join(sides)} interleaved ({clock.cache} L2, {k} input copies)")
@@ -164,7 +164,7 @@ def measure_problem(problem, player, rep, job: CheckJob, clock=None, ceilings=No
         # The verdicts' time: back to back (what a loop that calls the side pays), unless measure.time says gpu or
         # the host clock replaced the events (escaped work: back-to-back events would not see it either).
         verdict = opts.time if "host clock" not in timers else "gpu"
-        timings, speedups = _side_timings(sides, times, samples, back, graphs, verdict, compile_info)
+        timings, speedups = _side_timings(sides, times, samples, back, graphs, verdict, first_calls)
         impl_timing = timings[0]
         provenance = Provenance(_gpu_name(), _sm_clock_mhz(), _driver(), torch.__version__,
                                 _triton_version(), clock.cache, bool(graphs),

@@ -39,6 +39,7 @@ server = PlayerServer("cpu")
 player = Player(server.fork(SandboxOptions()), "cpu")
 problem = load_problem(job.link, job.path, 0, player=player, keep={sys.argv[2]} if sys.argv[2] else set())
 player.call(problem.implementation, problem.make_inputs(0))
+exec(sys.argv[4])  # a test's extra setup (a baseline registered for the run)
 ceilings = Ceilings("Made-up GPU", "0", 1 << 20, [Ceiling("copy", 1000.0, 0.01), Ceiling("matmul fp32", 10.0, 0.01),
                                                    Ceiling("matmul tf32", 20.0, 0.01)])
 m = measure_problem(problem, player, rep, job, clock=HostClock(), ceilings=ceilings)
@@ -51,10 +52,10 @@ print(json.dumps({"findings": [e.finding.to_dict() for e in events if isinstance
 '''
 
 
-def run(case, flops: str = "", tmp=None) -> dict:
+def run(case, flops: str = "", extra: str = "") -> dict:
     import tempfile
     wire = tempfile.NamedTemporaryFile(suffix=".jsonl", delete=False).name
-    proc = subprocess.run([sys.executable, "-c", SCRIPT, str(case), flops, wire], capture_output=True, text=True,
+    proc = subprocess.run([sys.executable, "-c", SCRIPT, str(case), flops, wire, extra], capture_output=True, text=True,
                           timeout=300, cwd=ROOT)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return json.loads(proc.stdout.strip().splitlines()[-1])
@@ -74,6 +75,31 @@ def test_measure_stage_runs_every_step_and_reports_typed_facts():
     summary = next(f for f in out["findings"] if f["code"] == "KL402")
     assert summary["message"] == m["summary"] and summary["data"]["provenance"]["gpu"] == m["provenance"]["gpu"]
     assert out["kernels"]["_add_kernel"]["measurement"] == m  # the same record after the wire
+
+
+BASELINES = '''
+from kernel_lsp.checker.measure.baselines import baseline
+
+@baseline("eager twice", "the reference called twice", "the reference called twice", "KL400")
+def _twice(ctx):
+    return [lambda c=c: (ctx.ref(*c), ctx.ref(*c))[1] for c in ctx.copies()]
+
+@baseline("broken", "a broken baseline", "the broken baseline", "KL400")
+def _broken(ctx):
+    raise RuntimeError("no such backend")
+'''
+
+
+def test_measure_stage_times_every_registered_baseline_and_says_which_could_not_be_built():
+    """A baseline is one registered builder (baselines.py): the stage times it beside the others, with its speedup;
+    one whose builder raises is left out with a KL407 naming it and what the rest is compared with."""
+    out = run(CORPUS / "ok_add_fp32.py", extra=BASELINES)
+    m = out["measurement"]
+    assert [s["side"] for s in m["sides"]] == ["triton", "eager", "eager twice"]
+    assert [s["against"] for s in m["speedups"]] == ["eager", "eager twice"]
+    (f,) = [f for f in out["findings"] if f["code"] == "KL407"]
+    assert f["message"] == ("the broken baseline failed (RuntimeError: no such backend); compared with PyTorch "
+                            "eager, the reference called twice only")
 
 
 def test_measure_stage_declared_flops_come_from_the_reference_module(tmp_path):

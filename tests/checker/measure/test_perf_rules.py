@@ -36,6 +36,27 @@ def test_perf_rules_compile_severity_is_configurable():
     assert warned.severity == "warning"
 
 
+def test_perf_rules_a_disturbed_timing_never_fails_ci_even_with_compile_severity_warning():
+    m = measurement()
+    m.disturbed = "pid 7 (python)"
+    out = {f.code: f for f in judge(m, None, "warning")}
+    assert out["KL401"].severity == "info" and out["KL400"].severity == "info"
+    assert out["KL401"].message.endswith("(timing disturbed by another process: see KL408)")
+
+
+def test_perf_rules_a_registered_baseline_gets_its_own_verdict_and_label(monkeypatch):
+    """Adding a baseline is registering it (baselines.py): its "slower than" verdict and its name in KL404 follow."""
+    from kernel_lsp.checker.measure import baselines
+    monkeypatch.setattr(baselines, "BASELINES", dict(baselines.BASELINES))
+    baselines.baseline("cublas", "cuBLAS", "cuBLAS's matmul", "KL400")(lambda ctx: [])
+    m = measurement()
+    m.sides.append(SideTiming("cublas", 20.0, 19.0, 21.0, 50))
+    m.speedups.append(Speedup("cublas", 0.5, 0.45, 0.55))
+    assert [f.message.split(":")[0] for f in judge(m, None) if f.code in ("KL400", "KL401")] == [
+        "slower than PyTorch eager", "slower than torch.compile", "slower than cuBLAS"]
+    assert baselines.label("cublas") == "cuBLAS" and baselines.label("triton") == "the implementation"
+
+
 def test_perf_rules_a_side_whose_wrapper_outlasts_its_kernels_is_launch_bound():
     """pointwise_conv2d's Triton side on the H200: 124 us per call back to back, 64 us of GPU time (the Python
     wrapper takes 120): KL404 names both numbers; the verdicts stand beside it."""
