@@ -39,9 +39,18 @@ def ratio_text(s: Speedup) -> str:
     return f"{s.ratio:.2f}x (95% CI {s.low:.2f}-{s.high:.2f}x)"
 
 
+def verdict(s: Speedup) -> str:
+    """"slower" when the whole 95% interval of the speedup lies below 1 (KL400, KL401), "faster" when it lies above,
+    else "inconclusive": two runs of one kernel, alone and under load, may differ by inconclusive, never by slower
+    against faster."""
+    return "slower" if s.high < 1.0 else "faster" if s.low > 1.0 else "inconclusive"
+
+
 def summary(m: Measurement) -> str:
-    """"1.8x eager, 1.2x torch.compile, 71% of HBM bandwidth (H200)"."""
-    parts = [f"{s.ratio:.2f}x {s.against}" for s in m.speedups]
+    """"1.8x eager, 1.2x torch.compile, 71% of HBM bandwidth (H200)"; a speedup whose interval holds 1 says
+    "(inconclusive)"."""
+    parts = [f"{s.ratio:.2f}x {s.against}" + (" (inconclusive)" if verdict(s) == "inconclusive" else "")
+             for s in m.speedups]
     r = m.roofline
     if r is not None:
         if r.bound == "memory":
@@ -61,7 +70,7 @@ def summary(m: Measurement) -> str:
 def slower(m: Measurement, against: str, label: str) -> str | None:
     s = m.speedup(against)
     impl, base = m.side("triton"), m.side(against)
-    if s is None or impl is None or base is None or not s.high < 1.0:
+    if s is None or impl is None or base is None or verdict(s) != "slower":
         return None
     return (f"slower than {label}: {ratio_text(s)}; {us(impl.median_us)} vs {us(base.median_us)} "
             f"{time_label(m)} on {short_gpu(m.provenance.gpu)}{other_time(m, impl, base)}")

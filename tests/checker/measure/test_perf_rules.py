@@ -132,6 +132,17 @@ def test_perf_rules_a_host_clock_time_makes_slower_than_information_only():
     assert [f.severity for f in plain if f.code in ("KL400", "KL401")] == [None, None]
 
 
+def test_perf_rules_a_speedup_whose_interval_holds_one_is_inconclusive():
+    """Slower, faster or inconclusive by the whole interval: a run under load may widen an interval to hold 1 (then
+    it says so), so two runs differ by inconclusive, never by slower against faster."""
+    from kernel_lsp.checker.measure.perf_rules import verdict
+    assert [verdict(Speedup("eager", *s)) for s in ((0.9, 0.85, 0.95), (1.1, 1.05, 1.2), (0.98, 0.93, 1.01))] == [
+        "slower", "faster", "inconclusive"]
+    text = summary(measurement(eager=(0.98, 0.93, 1.01), compiled=(1.5, 1.4, 1.6)))
+    assert text.startswith("0.98x eager (inconclusive), 1.50x torch.compile (")
+    assert "KL400" not in codes(judge(measurement(eager=(0.98, 0.93, 1.01)), None))
+
+
 def test_perf_rules_summary_names_speedups_roofline_and_gpu():
     roof = Roofline(537_000_000, "inputs and outputs", None, "none", 4100.0, None, "memory", "copy", 4270.0, 125.7,
                     71.0)
