@@ -166,8 +166,8 @@ class VariantRuns:
         if v.name.startswith("int-") and not has_integers(inputs):
             return None  # no integer input: the same as seed-1
         shapes = describe_inputs(inputs) + describe_init(p.init(v.knobs, v.setting), v.setting)
-        if v.name.startswith("int-") and p.device != "cpu":
-            refused = screen_on_cpu(ref, inputs, own)
+        if p.device != "cpu" and needs_cpu_screen(v, inputs):
+            refused = screen_on_cpu(ref, inputs, own if v.kind == "values" else None)
             if refused:
                 self.skipped.append((v.name, refused + "; on a GPU, integers the reference rejects are a device-side "
                                                        "assert, which would end the check"))
@@ -261,13 +261,20 @@ class VariantRuns:
 CPU_SCREEN_ELEMENTS = 1 << 27
 
 
-def screen_on_cpu(ref, inputs: list, own: list) -> str | None:
+def needs_cpu_screen(v: Variant, inputs: list) -> bool:
+    """Whether a GPU variant's integers are tried on a CPU copy of the reference first (screen_on_cpu): the integer
+    variants, and the size variants that crop or grow the inputs (a setting) where any input holds integers: an
+    index drawn for the problem's sizes can be out of range at the variant's (index_select's rows at 1, H100)."""
+    return v.name.startswith("int-") or (v.kind == "size" and bool(v.setting) and has_integers(inputs))
+
+
+def screen_on_cpu(ref, inputs: list, own: list | None) -> str | None:
     """Why the integer variant `inputs` must not reach the reference on a GPU, or None when it may. Integers drawn of
-    both signs or at the dtype's limits are indices or labels to some references; on the CPU an out-of-range index is
-    an exception, on a GPU a device-side assert that ends the CUDA context for the rest of the job (index_add on the
-    H200, 2026-12-01). The reference runs on a CPU copy, first on the problem's own inputs (`own`): where it cannot
-    run there (a model that cannot be copied, an op or a tensor tied to the GPU), these integers cannot be tried
-    first either, and are not run."""
+    both signs or at the dtype's limits, or cropped from draws at other sizes, are indices or labels to some
+    references; on the CPU an out-of-range index is an exception, on a GPU a device-side assert that ends the CUDA
+    context for the rest of the job (index_add on the H200, 2026-12-01). The reference runs on a CPU copy, first on
+    the problem's own inputs (`own`, when given): where it cannot run there (a model that cannot be copied, an op or
+    a tensor tied to the GPU), these integers cannot be tried first either, and are not run."""
     import copy
 
     import torch
@@ -288,7 +295,7 @@ def screen_on_cpu(ref, inputs: list, own: list) -> str | None:
     except Exception as e:
         raise_device_fault(e)
         return f"the reference cannot be copied to the CPU to try them first ({type(e).__name__})"
-    cannot = on_cpu(fn, own)
+    cannot = on_cpu(fn, own) if own is not None else None
     if cannot is not None:
         return f"the reference does not run on a CPU copy to try them first ({cannot})"
     rejects = on_cpu(fn, inputs)

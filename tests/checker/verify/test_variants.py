@@ -97,6 +97,32 @@ def test_integers_a_reference_rejects_are_screened_on_the_cpu_before_a_gpu_sees_
     assert screen_on_cpu(Tied(), signed, own).startswith("the reference does not run on a CPU copy")
 
 
+def test_a_size_variant_that_crops_integers_is_screened_on_the_cpu_before_a_gpu_sees_them():
+    """index_select's table and indices at one row each (the unit-size variant): the index, drawn for 65536 rows, is
+    out of range at one, a device-side assert on a GPU that ended the check with KL300 (tasks/Index on an H100). Such
+    a size variant is tried on a CPU copy first, as the integer variants are; one of floats alone is not."""
+    from kernel_lsp.checker.verify.plan.shapes import apply
+    from kernel_lsp.checker.verify.plan.variants import Variant
+    from kernel_lsp.checker.verify.runs import needs_cpu_screen
+    from kernel_lsp.checker.verify.verifier import screen_on_cpu
+
+    class Gather(torch.nn.Module):
+        def forward(self, table, idx):
+            return torch.index_select(table, 0, idx)
+
+    torch.manual_seed(0)
+    own = [torch.randn(64, 8), torch.randint(32, 64, (64,))]
+    setting = {("tensor", 0, 0): 1, ("tensor", 1, 0): 1}
+    one = apply(own, setting, 21)
+    assert [tuple(x.shape) for x in one] == [(1, 8), (1,)]
+    unit = Variant("unit-size-1", "size", 21, {}, None, "a batch of one", setting)
+    assert needs_cpu_screen(unit, one) and not needs_cpu_screen(unit, [own[0][:1]])
+    assert not needs_cpu_screen(Variant("odd-size", "size", 8, {"n": 63}, None, "odd sizes"), own)
+    why = screen_on_cpu(Gather(), one, None)
+    assert why.startswith("the reference rejects these integers on the CPU") and "index" in why.lower(), why
+    assert screen_on_cpu(Gather(), apply(own, {("tensor", 1, 0): 1}, 21), None) is None  # the table keeps its rows
+
+
 def test_structured_rows_give_each_row_one_structure_in_turn():
     """Zeros, a constant, a large common offset, sorted, reversed, three repeated values, six decades of magnitudes,
     and rows as drawn with a column of zeros; a vector is cut into eight rows; integer tensors are left alone."""
