@@ -217,8 +217,9 @@ def summary_lines(reports: list[FileReport]) -> list[str]:
         parts.append(f"{c['unlinked']} without a usable reference")
     if c["unverified"]:
         parts.append(f"{c['unverified']} not verified")
-    retried = sum(1 for r in reports if r.stats.get("retried"))  # its Ray worker, actor or node was lost mid-job
-    origin = f"{cached} from cache" + (f", {retried} retried after a lost worker" if retried else "")
+    # its Ray worker, actor or node was lost mid-job, or it ran out of GPU memory beside other checks (gpu-workers)
+    retried = sum(1 for r in reports if r.stats.get("retried"))
+    origin = f"{cached} from cache" + (f", {retried} retried" if retried else "")
     problems = counts[Severity.ERROR] + counts[Severity.WARNING]
     # Counted by the labels the lead lines show, so each number can be found among them: information (what was
     # measured, or could not be judged) is not advice; a hint is (docs/diagnostics.md).

@@ -24,7 +24,7 @@ import os
 import threading
 from typing import Callable
 
-from ..jobs import CheckJob, Preview, SandboxOptions, Stage
+from ..jobs import CheckJob, Preview, SandboxOptions, Stage, Stat
 from . import compile_warmer
 from .client import run_in_child
 from .outcome import WorkerOutcome
@@ -166,11 +166,38 @@ class WorkerPoolExecutor(Executor):
             return WorkerOutcome(cancelled=True)
         warmer = self._compile_warmer(job, worker)
         try:
-            return worker.run(job, files, timeout, on_event, cancel)
+            outcome = worker.run(job, files, timeout, on_event, cancel)
         finally:
             if warmer is not None:
                 warmer.stop()
             self.release(worker)
+        if outcome.out_of_memory() and len(self._same_gpu(worker)) > 1 and not cancel.is_set():
+            return self._alone(worker, job, files, timeout, on_event, cancel)
+        return outcome
+
+    def _same_gpu(self, worker: PersistentWorker) -> list[PersistentWorker]:
+        """The workers that share `worker`'s GPU (gpu-workers > 1), itself included."""
+        return [w for w in self.workers if w.name == worker.name]
+
+    def _alone(self, worker: PersistentWorker, job, files, timeout, on_event, cancel) -> WorkerOutcome:
+        """A job that ran out of memory while other workers could be checking on its GPU, run once more with every
+        worker of that GPU held (taken in list order, as every such retry takes them: no two wait on each other), so
+        that a KL302 is the file's own. Its outcome says `retried`."""
+        held: list[PersistentWorker] = []
+        try:
+            for w in self._same_gpu(worker):
+                while not w.lock.acquire(timeout=0.2):
+                    if cancel.is_set():
+                        return WorkerOutcome(cancelled=True)
+                held.append(w)
+            if on_event is not None:
+                on_event(Stage("queue", "out of memory beside other checks on this GPU: checking it again alone"))
+            outcome = worker.run(job, files, timeout, on_event, cancel)
+            outcome.add_stat(Stat("retried", 1))
+            return outcome
+        finally:
+            for w in held:
+                self.release(w)
 
     def _compile_warmer(self, job: CheckJob, worker: PersistentWorker) -> compile_warmer.CompileWarmer | None:
         """Start a compile warmer (compile_warmer.py) when the job will time torch.compile on a local GPU worker that

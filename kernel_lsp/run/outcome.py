@@ -7,7 +7,7 @@ from __future__ import annotations
 import signal
 from dataclasses import dataclass, field
 
-from ..jobs import Done, Event, Stage
+from ..jobs import Done, Event, FindingEvent, Stage, Stat
 
 
 @dataclass
@@ -40,3 +40,12 @@ class WorkerOutcome:
     def last_stage(self) -> Stage | None:
         stages = [e for e in self.events if isinstance(e, Stage)]
         return stages[-1] if stages else None
+
+    def add_stat(self, stat: Stat) -> None:
+        """A stat of how the job ran (`retried`), before its Done, as the worker's own stats are."""
+        at = next((i for i, e in enumerate(self.events) if isinstance(e, Done)), len(self.events))
+        self.events.insert(at, stat)
+
+    def out_of_memory(self) -> bool:
+        """Whether the job ended in a KL302 (out of GPU or host memory)."""
+        return any(isinstance(e, FindingEvent) and e.finding.code == "KL302" for e in self.events)

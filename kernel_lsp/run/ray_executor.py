@@ -40,7 +40,7 @@ import threading
 import time
 
 from .. import __version__
-from ..jobs import CheckJob, Done, LIVE, SandboxOptions, Stat
+from ..jobs import CheckJob, LIVE, SandboxOptions, Stat
 from .local import Executor, LocalExecutor, OnEvent
 from .outcome import WorkerOutcome
 from .protocol import PROTOCOL, decode_event, mismatch, outcome_from_dict
@@ -155,7 +155,7 @@ class RayExecutor(Executor):
             if failure is None:
                 assert outcome is not None
                 if lost:
-                    _add_stat(outcome, Stat("retried", len(lost)))
+                    outcome.add_stat(Stat("retried", len(lost)))
                     log.warning("%s: retried %d time(s) after %s", job.path, len(lost), "; ".join(lost))
                 return outcome
             if self.head.went_with(cancel):
@@ -351,11 +351,6 @@ class RayExecutor(Executor):
         if self.actors:
             return f"{where}: {len(self.actors)} GPU actor(s)"
         return f"{where}: {self.capacity} CPU task(s) at a time"
-
-
-def _add_stat(outcome: WorkerOutcome, stat: Stat) -> None:
-    at = next((i for i, e in enumerate(outcome.events) if isinstance(e, Done)), len(outcome.events))
-    outcome.events.insert(at, stat)
 
 
 def _one_line(e: BaseException) -> str:

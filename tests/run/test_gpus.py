@@ -84,6 +84,55 @@ def test_gpus_several_workers_per_gpu_check_files_at_once(fake_gpus):
             apply_overrides(Settings(), {"gpu-workers": bad})
 
 
+CROWDED_GPU_WORKER = r'''
+import json, os, sys, time
+from kernel_lsp.run.protocol import PROTOCOL
+MARKS = sys.argv[1]
+print(json.dumps({"type": "WorkerReady", "pid": os.getpid(), "device": "cuda", "gpu": "fake",
+                  "protocol": PROTOCOL}), flush=True)
+for line in sys.stdin:
+    message = json.loads(line)
+    mark = os.path.join(MARKS, str(os.getpid()))
+    open(mark, "w").close()
+    deadline = time.monotonic() + 1.0
+    while len(os.listdir(MARKS)) < 2 and time.monotonic() < deadline:  # another check in flight on this GPU?
+        time.sleep(0.01)
+    crowded = len(os.listdir(MARKS)) >= 2
+    code, text = ("KL302", "out of GPU memory while checking this file") if crowded else ("KL402", "timed")
+    finding = {"path": message["job"]["path"], "range": {"line": 0, "col": 0, "end_line": 0, "end_col": 1},
+               "severity": "error" if crowded else "info", "code": code, "message": text,
+               "source": "kernel-lsp.worker", "data": {}}
+    print(json.dumps({"type": "JobEvent", "id": message["id"], "event": {"event": "finding", "finding": finding}}),
+          flush=True)
+    print(json.dumps({"type": "JobEvent", "id": message["id"], "event": {"event": "done"}}), flush=True)
+    deadline = time.monotonic() + 1.0
+    while crowded and len(os.listdir(MARKS)) >= 2 and time.monotonic() < deadline:  # both saw the crowd
+        time.sleep(0.01)
+    os.remove(mark)
+    print(json.dumps({"type": "JobEnd", "id": message["id"]}), flush=True)
+'''
+
+
+def test_gpus_a_file_out_of_memory_beside_other_checks_is_checked_again_alone(tmp_path, monkeypatch):
+    """With gpu-workers = 2, two files verified at once can run out of GPU memory together (rmsprop and avg_pool2d
+    beside a third worker on an H100): a KL302 from a worker that shares its GPU is not the file's own. The job runs
+    once more with every worker of that GPU held, and the report says `retried`."""
+    script, marks = tmp_path / "crowded_gpu_worker.py", tmp_path / "marks"
+    script.write_text(CROWDED_GPU_WORKER)
+    marks.mkdir()
+    monkeypatch.setattr(ex, "gpu_present", lambda: True)
+    monkeypatch.setattr(ex, "visible_gpus", lambda: ["0"])
+    monkeypatch.setattr(local, "local_command", lambda device, sandbox=None: [sys.executable, str(script), str(marks)])
+    files = [shutil.copy(CORPUS / "ok_add_fp32.py", tmp_path / f"add{i}.py") for i in range(2)]
+    settings = apply_overrides(Settings(), {"gpu-workers": 2, "verification": False})
+    with ex.executor_for(settings) as executor:
+        with ThreadPoolExecutor(2) as pool:
+            reports = list(pool.map(lambda f: check_file(CheckRequest(f, settings, tmp_path, executor=executor)),
+                                    files))
+    assert [[f.code for f in r.findings] for r in reports] == [["KL402"], ["KL402"]]
+    assert [r.stats.get("retried") for r in reports] == [1, 1]
+
+
 def test_gpus_that_do_not_exist_are_a_usage_error(fake_gpus):
     problem = ex.check_gpus(apply_overrides(Settings(), {"gpus": [0, 5]}))
     assert problem == "gpus: GPU 5 is not among the 3 this process can use (0, 1, 2)"
