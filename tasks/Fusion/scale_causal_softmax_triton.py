@@ -1,4 +1,4 @@
-# kernel-lsp: reference=scale_causal_softmax.py
+# kernel-lsp: reference=scale_causal_softmax.py bytes=bytes_moved
 import torch
 import torch.nn as nn
 import triton

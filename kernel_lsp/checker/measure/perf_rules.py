@@ -122,9 +122,13 @@ def launch_bound(m: Measurement) -> str | None:
 
 def judge(m: Measurement, impossible_reason: str | None, compile_severity: str = "info") -> list[PerfFinding]:
     if impossible_reason is not None:
+        counted = m.roofline is not None and m.roofline.bytes_source != "declared" and "GB/s" in impossible_reason
         return [PerfFinding("KL403", f"faster than physically possible: {impossible_reason} on "
                             f"{short_gpu(m.provenance.gpu)}: the kernel skips work or the measurement is broken "
-                            "(results computed lazily, cached, or on another stream)")]
+                            "(results computed lazily, cached, or on another stream)"
+                            + ("; the minimal traffic reads every input element once: where the output does not "
+                               "depend on all of them (a causal mask), declare the bytes the kernel must move "
+                               "(`bytes=` on the pragma line)" if counted else ""))]
     out: list[PerfFinding] = []
     host = m.provenance.timer == "host clock"
     if host:

@@ -116,6 +116,19 @@ def test_perf_rules_impossible_speed_is_the_only_claim():
     assert codes(out) == ["KL403"] and "faster than physically possible" in out[0].message
 
 
+def test_perf_rules_an_impossible_bandwidth_on_counted_bytes_says_how_to_declare_them():
+    """scale_causal_softmax reads only a row's unmasked part: 110% of the bandwidth on counted bytes (H100). KL403
+    stands (it may be a cache), and says how a kernel that legitimately reads less declares its bytes."""
+    roof = Roofline(1073741824, "inputs and outputs", 1.3e9, "counted", 3338.0, 0.0, "memory", "write", 3293.0,
+                    291.0, 110.0)
+    m = measurement(roof=roof)
+    (f,) = judge(m, "3338 GB/s for 1073.7 MB of minimal traffic, above the measured write bandwidth ...")
+    assert f.code == "KL403" and f.message.endswith("declare the bytes the kernel must move (`bytes=` on the pragma "
+                                                    "line)")
+    m.roofline.bytes_source = "declared"
+    assert "bytes=" not in judge(m, "3338 GB/s for 805.3 MB of minimal traffic, above ...")[0].message
+
+
 def test_perf_rules_work_outside_the_stream_is_said():
     assert codes(judge(measurement(eager=(1.2, 1.1, 1.3), compiled=(1.1, 1.05, 1.2), timer="host clock"), None)) \
         == ["KL406", "KL402"]
