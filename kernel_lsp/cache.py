@@ -28,7 +28,7 @@ CACHE_FORMAT = 2
 # beside the implementation, the processes and their fault findings (run/, check.py), the codes and their severities,
 # and the records the findings travel in. Relative to the package directory; tests/test_keys.py fails on a module that
 # decides findings outside them.
-RULE_MODULES = ("source", "checker", "player", "run", "check.py", "codes.py", "model.py", "jobs.py")
+RULE_MODULES = ("source", "checker", "player", "run", "check.py", "codes.py", "model.py", "records.py", "jobs.py")
 
 
 @lru_cache(maxsize=None)

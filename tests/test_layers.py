@@ -12,29 +12,32 @@ PACKAGE = Path(__file__).resolve().parent.parent / "kernel_lsp"
 
 # Each part of the package and the parts it may import (itself always allowed). From the bottom up.
 ALLOWED = {
-    "model": set(),
+    "records": set(),
+    "model": {"records"},
     "device": set(),
     "bundled": set(),
     "targets": set(),
     "player": set(),  # runs beside the implementation: nothing of kernel_lsp (test_layers_the_player_stands_alone)
-    "codes": {"model"},
-    "jobs": {"model"},
-    "verdict": {"model"},  # the one classification (every front end, the proposer, the pipeline's evidence rule)
+    "codes": {"model", "records"},
+    "jobs": {"model", "records"},
+    # verdict: the one classification (every front end, the proposer, the pipeline's evidence rule)
+    "verdict": {"model", "records"},
     "settings": {"device", "targets"},
     "config": {"settings", "device", "targets"},
-    "source": {"model", "codes", "jobs"},
-    "checker": {"model", "codes", "jobs", "targets", "player", "verdict"},
-    "run": {"checker", "player", "jobs", "model", "codes", "device", "config"},
-    "cache": {"model", "device"},
-    "render": {"model", "codes", "verdict"},
-    "check": {"source", "run", "cache", "config", "jobs", "model", "codes", "device"},
+    "source": {"model", "records", "codes", "jobs"},
+    "checker": {"model", "records", "codes", "jobs", "targets", "player", "verdict"},
+    "run": {"checker", "player", "jobs", "model", "records", "codes", "device", "config"},
+    "cache": {"model", "records", "device"},
+    "render": {"model", "records", "codes", "verdict"},
+    "check": {"source", "run", "cache", "config", "jobs", "model", "records", "codes", "device"},
     "cli_common": {"config", "device", "run"},  # what the commands share: exit codes, UsageError, settings from flags
-    "propose": {"check", "source", "run", "config", "model", "codes", "verdict"},
-    "lsp": {"check", "source", "run", "cache", "config", "jobs", "model", "codes", "device", "render", "propose"},
-    "cli_check": {"cli_common", "check", "source", "run", "cache", "config", "model", "render", "verdict"},
-    "cli": {"check", "source", "run", "cache", "config", "jobs", "model", "codes", "device", "render", "lsp",
+    "propose": {"check", "source", "run", "config", "model", "records", "codes", "verdict"},
+    "lsp": {"check", "source", "run", "cache", "config", "jobs", "model", "records", "codes", "device", "render",
+            "propose"},
+    "cli_check": {"cli_common", "check", "source", "run", "cache", "config", "model", "records", "render", "verdict"},
+    "cli": {"check", "source", "run", "cache", "config", "jobs", "model", "records", "codes", "device", "render", "lsp",
             "propose", "bundled", "verdict", "cli_check", "cli_common"},
-    "api": {"check", "run", "config", "model", "codes", "verdict"},
+    "api": {"check", "run", "config", "model", "records", "codes", "verdict"},
 }
 
 

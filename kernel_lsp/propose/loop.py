@@ -11,10 +11,10 @@ the same `check_file` as any user file, several at once. Each step is a function
 Failures (the screen's words, compile errors, the verifier's findings) go into the next round's prompt.
 
 Before round 1 the contract is frozen (contract.py): the link and the reference texts every check of the request
-uses, and what a candidate may not change. A reply becomes a candidate in steps: parsed (edits.py), refused when
-it touches the contract or bloats the file, screened (screen.py), reduced to its changes inside the implementation
-(region.py, whose result holds nothing the screen did not see); only then does a worker run it. The proposer
-works on the file with `\n` line endings; an accepted text gets the file's own endings back (edits.restyle).
+uses, and what a candidate may not change. A reply becomes a candidate in steps (intake.py): parsed (edits.py),
+refused when it touches the contract or bloats the file, screened (screen.py), reduced to its changes inside the
+implementation (region.py, whose result holds nothing the screen did not see); only then does a worker run it. The
+proposer works on the file with `\n` line endings; an accepted text gets the file's own endings back (edits.restyle).
 """
 
 from __future__ import annotations
@@ -33,8 +33,9 @@ from ..config import Settings, apply_overrides
 from ..model import Candidate, FileReport, Measurement, Proposal, Severity
 from ..run.executor import Executor
 from ..verdict import unacceptable
-from . import contract, edits, prompt, region, screen, tune
-from .llm import LLM, Budget, Cancelled, LLMError, MalformedReply
+from . import contract, edits, tune
+from .intake import Intake
+from .llm import Budget, Cancelled, LLMError
 
 MODES = ("fix", "optimize", "tune")
 
@@ -68,7 +69,7 @@ def _variants(report: FileReport):
     return next((k.verification.variants for k in report.kernels.values() if k.verification is not None), [])
 
 
-class Proposer:
+class Proposer(Intake):
     def __init__(self, req: ProposeRequest):
         if req.mode not in MODES:
             raise ValueError(f"mode must be one of {', '.join(MODES)}")
@@ -148,70 +149,6 @@ class Proposer:
         proposal.tokens = self.budget.tokens
         proposal.seconds = round(time.monotonic() - self.started, 2)
         return proposal
-
-    def _ask(self, baseline: FileReport, failures: list[Candidate], round_no: int, proposal: Proposal,
-             llm: LLM) -> list[tuple[str, str]]:
-        """Candidates of one round as (origin, text); unparsable and blocked ones go to `proposal` and `failures`."""
-        req = self.req
-        reference = self.contract.reference_text
-        out = []
-
-        def failed(c: Candidate) -> None:
-            proposal.candidates.append(c)
-            failures.append(c)
-
-        for i in range(self.per_round):
-            self._checkpoint()
-            why = self.budget.spent()
-            if why:
-                proposal.notes.append(f"stopped asking: {why}")
-                break
-            origin = f"llm round {round_no} #{i + 1}"
-            asking = f"round {round_no}: asking {llm.describe()} for candidate {i + 1} of {self.per_round}"
-            req.progress(asking)
-
-            def waiting(seconds: float) -> None:
-                left = self.budget.left_seconds()
-                req.progress(f"{asking}: no reply yet after {seconds:.0f} s (at most {max(left, 0):.0f} s more, "
-                             "llm.max-seconds)")
-            try:
-                reply = llm.complete(prompt.messages(req.mode, req.path.name, req.text, reference, baseline,
-                                                     failures, req.kernel), self.budget, on_wait=waiting,
-                                     cancel=req.cancel)
-                text = edits.candidate_from_reply(req.text, reply.text)
-            except (MalformedReply, edits.ReplyError) as e:
-                failed(Candidate(origin, "unparsable", str(e)))
-                continue
-            refused = self.contract.refusals(text)
-            if refused:
-                failed(Candidate(origin, "blocked", "refused before it ran: it " + "; it ".join(refused)))
-                continue
-            # The whole reply is screened: what it tried outside the implementation is left out below, but a
-            # model that asks for a subprocess anywhere is told so.
-            blocked = screen.screen(req.text, text)
-            if blocked:
-                failed(Candidate(origin, "blocked", "the static screen refused it: " + "; ".join(blocked)))
-                continue
-            try:
-                reduced = region.reduce(self.contract, text)
-            except region.Unreducible as e:
-                failed(Candidate(origin, "blocked", f"its changes to the implementation cannot be told apart from "
-                                                    f"the rest: {e}"))
-                continue
-            if reduced.left_out:
-                proposal.notes.append(f"{origin}: {reduced.left_out} changed line(s) of the reply outside the "
-                                      "implementation (comments, docstrings, imports, the reference, other code) "
-                                      "were left as the file has them")
-            if reduced.text == req.text:
-                failed(Candidate(origin, "rejected", "the reply changes nothing" +
-                                 (" inside the implementation" if reduced.left_out else "")))
-                continue
-            out.append((origin, reduced.text))
-        return out
-
-    def _llm(self) -> LLM:
-        llm = self.req.settings.llm
-        return LLM(llm.endpoint, llm.model, llm.api_key_env, llm.temperature)
 
     def fix(self, baseline: FileReport, proposal: Proposal) -> None:
         req = self.req
