@@ -338,8 +338,8 @@ def _report_text(args: argparse.Namespace, reports: list[FileReport], stats: dic
 
 def _leave_lost(executor: Executor, reports: list[FileReport], code: int) -> NoReturn:
     """Say on stderr how many files the lost executor left unfinished (KL303), and end the process with `code` at
-    once: Ray's exit handlers (and a thread still inside Ray) would wait on the lost head for a minute, and then Ray
-    would end the process with status 1 itself."""
+    once: Ray's exit handler (ray.shutdown) would take 5-15 s more with the head lost, and a thread still inside a Ray
+    call would wait on the head."""
     unchecked = sum(1 for r in reports if any(f.code == "KL303" and executor.lost in f.message
                                                for f in r.findings))
     sys.stderr.write(f"kernel-lsp: {executor.lost}: {unchecked} file(s) not finished (KL303)\n")

@@ -23,10 +23,12 @@ then, and one that answers from another process, or not at all, makes it a loss;
 A lost head is not retried: nothing runs without it. `HeadWatch` (ray_head.py, beside `connect`, which joins the
 cluster) asks the head (its GCS port) for a gRPC handshake every HEAD_PROBE_S seconds; once it has not answered for
 HEAD_LOST_S seconds the executor is `lost`: every job still running, waiting or yet to come ends at once with KL303
-saying so, without another call into Ray (with the head gone, Ray's calls wait for it, and after
-`gcs_rpc_server_reconnect_timeout_s`, a minute by default, Ray ends the whole process with status 1). `close()` then
-leaves Ray alone too; the process that made the executor should finish its output well within that minute and leave
-without Ray's exit handlers (`kernel-lsp check` does).
+saying so, without another call into Ray (with the head gone, Ray's calls wait for it). `close()` then leaves Ray
+alone too. The process goes on: Ray would end it with status 1 once the head has not answered for
+`gcs_rpc_server_reconnect_timeout_s`, a minute by default, but `connect` sets that to a week for a process that joins
+Ray through kernel-lsp, so a language server or batch-API process keeps running after its KL303s (a new Ray
+executor in it is refused, saying to restart). At interpreter exit Ray's own `ray.shutdown` takes 5-15 s then;
+`kernel-lsp check` leaves with os._exit right after its report instead.
 
 `ray` is imported only here and in ray_head.py (`import_ray`), and only when this executor is made: kernel-lsp
 without the `ray` extra works, and asking for it then is a configuration error that says what to install.
@@ -331,7 +333,7 @@ class RayExecutor(Executor):
         if head is not None:
             head.stop()
         if self.lost:
-            # Ray's kill and shutdown wait on the lost head (a minute, then Ray ends the process): leave Ray alone.
+            # Ray's kill and shutdown wait on the lost head: leave Ray alone (Ray's exit handler shuts it down).
             self.actors, self.owns_session = [], False
         for actor in getattr(self, "actors", []):
             try:

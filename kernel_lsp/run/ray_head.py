@@ -9,6 +9,14 @@ address (ray://) is refused up front: it cannot stream a job's events.
 and without any call into Ray; once the head has not answered for HEAD_LOST_S seconds it counts as lost, for good,
 and the executor ends every job with KL303 (ray_executor.py says why Ray itself is not asked).
 
+The process outlives its head. Ray ends a process that joined a cluster (status 1) once the head has not answered for
+`gcs_rpc_server_reconnect_timeout_s`, 60 s by default, which killed the language server, `optimize` and batch-API
+processes a minute after their KL303s; `connect` sets it to a week for this process's own Ray (`_driver_gcs_wait`),
+unless the environment sets it already. A later executor in that process is refused with one line saying to restart.
+Its interpreter exit then takes 5-15 s, in Ray's exit handler (`ray.shutdown`, whose waits have deadlines of their
+own); that handler is left in place, because without it Ray's teardown crashed the process (SIGSEGV, a GCS request
+still pending).
+
 `import_ray` imports `ray`, and only when a Ray executor is made: kernel-lsp without the `ray` extra works, and
 asking for Ray then is a configuration error that says what to install.
 """
@@ -20,7 +28,8 @@ import os
 import socket
 import threading
 import time
-from typing import Any
+from contextlib import contextmanager
+from typing import Any, Iterator
 
 from ..config import ConfigError
 
@@ -29,8 +38,12 @@ log = logging.getLogger(__name__)
 CONNECT_TIMEOUT = 5.0  # seconds for a Ray address to answer at all
 HEAD_PROBE_S = 0.5  # seconds between two probes of the cluster's head
 HEAD_PROBE_TIMEOUT = 2.0  # seconds one probe waits for the head's answer
-HEAD_LOST_S = 3.0  # seconds without an answer from the head after which it counts as lost (Ray's own wait: 60 s)
+HEAD_LOST_S = 3.0  # seconds without an answer from the head after which it counts as lost (Ray's own: 60 s by default)
 INSTALL = 'pip install "kernel-lsp[ray]"'
+DRIVER_GCS_WAIT = "RAY_gcs_rpc_server_reconnect_timeout_s"  # Ray's setting, read from the environment by ray.init
+DRIVER_GCS_WAIT_S = 7 * 24 * 3600  # how long Ray in this process waits for a lost head before ending the process
+
+_lost: str | None = None  # why this process's connection to Ray is lost for good (HeadWatch), once it is
 
 
 class RayUnavailable(ConfigError):
@@ -47,9 +60,9 @@ def import_ray():
 
 def connect(address: str | None, timeout: float = CONNECT_TIMEOUT) -> bool:
     """Join the cluster at `address` ("host:port" of its head, or "auto"), or start a local one when None. Returns
-    False when this process was already connected (the caller then leaves it so). A "ray://" (Ray Client) address,
-    which cannot stream a job's events, and an address where no gRPC server answers within `timeout` seconds
-    raise RayUnavailable at once."""
+    False when this process was already connected (the caller then leaves it so), unless that connection's head
+    was lost (HeadWatch). That, a "ray://" (Ray Client) address, which cannot stream a job's events, and an address
+    where no gRPC server answers within `timeout` seconds raise RayUnavailable at once."""
     address = address or os.environ.get("RAY_ADDRESS") or None
     if address is not None and address.startswith("ray://"):
         raise RayUnavailable(f"ray-address {address}: Ray Client (ray://) cannot stream a job's events back; give the "
@@ -68,17 +81,39 @@ def connect(address: str | None, timeout: float = CONNECT_TIMEOUT) -> bool:
             os.environ["RAY_AUTH_MODE"] = "token"
     ray = import_ray()
     if ray.is_initialized():
+        if _lost is not None:
+            raise RayUnavailable(f"{_lost} earlier in this process, and Ray cannot leave a lost cluster to join "
+                                 "another in the same process: restart kernel-lsp to use Ray again")
         return False
     options: dict[str, Any] = {"log_to_driver": False, "logging_level": logging.ERROR}
     if address is None:
         options["include_dashboard"] = False
     try:
-        ray.init(address=address, **options)
+        with _driver_gcs_wait():
+            ray.init(address=address, **options)
     except Exception as e:  # Ray raises ConnectionError, RuntimeError or its own errors here
         first = (str(e).strip().splitlines() or [type(e).__name__])[0][:300]
         where = f"the Ray cluster at {address}" if address else "a local Ray cluster"
         raise RayUnavailable(f"ray-address {address or '(local)'}: could not join {where}: {first}") from None
     return True
+
+
+@contextmanager
+def _driver_gcs_wait() -> Iterator[None]:
+    """Ray's core worker ends the process that holds it (status 1) once the cluster's head has not answered for
+    `gcs_rpc_server_reconnect_timeout_s` (60 s by default): a language server or a batch-API process would die with
+    its head. Ray reads the setting from the environment when `ray.init` makes this process's core worker, so it is
+    set (to DRIVER_GCS_WAIT_S) for that call alone, and only when the user did not set it: a value of one's own
+    wins, and so does a cluster's own (`ray start --system-config`). Processes that `ray.init` itself starts (a local
+    cluster's) inherit it, as they inherit the rest of the environment; none started later does."""
+    if DRIVER_GCS_WAIT in os.environ:
+        yield
+        return
+    os.environ[DRIVER_GCS_WAIT] = str(DRIVER_GCS_WAIT_S)
+    try:
+        yield
+    finally:
+        os.environ.pop(DRIVER_GCS_WAIT, None)
 
 
 HTTP2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + bytes([0, 0, 0, 4, 0, 0, 0, 0, 0])  # and an empty SETTINGS
@@ -156,6 +191,7 @@ class HeadWatch:
     def _probe(self) -> bool:
         """Probe the head once: True when it answered. It is lost when every probe for HEAD_LOST_S seconds failed
         (at least two: one probe after this thread was kept from running for a while is not enough)."""
+        global _lost
         began = time.monotonic()
         answer = _http2_answer(self._host, self._port, HEAD_PROBE_TIMEOUT)
         with self._lock:
@@ -168,6 +204,7 @@ class HeadWatch:
             if silent >= HEAD_LOST_S and self.lost is None and not self._stop.is_set():
                 self.lost = f"the Ray cluster's head at {self.address} was lost (no answer from it for {silent:.0f} s)"
                 log.info("%s: %s", self.lost, answer)  # the findings and the caller say it
+                _lost = self.lost  # this process's connection: `connect` refuses from now on
                 self.lost_event.set()
         return False
 

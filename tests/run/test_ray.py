@@ -430,6 +430,124 @@ def test_ray_head_lost_mid_run_ends_the_run_with_every_unfinished_file_KL303(tmp
     print(f"head ({what}) killed: the check ended {took:.1f} s later")
 
 
+LOST_HEAD_PROCESS = '''
+import json, sys
+from kernel_lsp.api import Item, evaluate
+from kernel_lsp.config import ConfigError, Settings, apply_overrides
+from kernel_lsp.run import ray_head
+address, wait_s, held = sys.argv[1:4]
+if wait_s != "-":
+    ray_head.DRIVER_GCS_WAIT_S = int(wait_s)  # the control: kernel-lsp's wait for a lost head, shortened
+item = Item(open(held).read(), name="held.py", options={"timeout": 600})
+for r in evaluate([item], settings=apply_overrides(Settings(), {"executor": "ray", "ray_address": address})):
+    print(json.dumps({"verdict": r.verdict, "error": r.error, "messages": [f.message for f in r.findings]}), flush=True)
+try:  # a later check, on a Ray executor again (a local cluster: no address to ask first)
+    next(evaluate([item], settings=apply_overrides(Settings(), {"executor": "ray"})))
+except ConfigError as e:
+    print(json.dumps({"again": str(e)}), flush=True)
+sys.stdin.readline()  # until the test says to leave: then an ordinary exit, with Ray's exit handler
+'''
+
+
+@needs_ray
+def test_ray_head_lost_leaves_a_batch_api_process_running_and_able_to_exit(tmp_path):
+    """Two batch-API processes (kernel_lsp.api.evaluate on a Ray executor) each have a job running when the head's
+    GCS server is killed. Ray ends such a process with status 1 once the head has not answered for
+    `gcs_rpc_server_reconnect_timeout_s` (60 s by default), the KL303s delivered or not; kernel-lsp sets that for its
+    own ray.init. The control's setting is shortened to 5 s: it dies so (proving that Ray takes the setting from
+    kernel-lsp). The other, with kernel-lsp's week, gets its KL303, a later Ray executor is refused in one line, it is
+    still alive well after the control's death, and it leaves by an ordinary interpreter exit, with status 0, within
+    seconds."""
+    env = {k: v for k, v in os.environ.items() if k not in ("RAY_ADDRESS", "RAY_gcs_rpc_server_reconnect_timeout_s")}
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), *filter(None, [env.get("PYTHONPATH")])])
+    text = (CORPUS / "ok_add_fp32.py").read_text()
+    held = tmp_path / "held.py"
+    held.write_text(text.replace("def make_inputs():\n", "def make_inputs():\n    import time\n    time.sleep(3600)\n"))
+    head = _Head(env)
+    procs: dict[str, subprocess.Popen] = {}
+    try:
+        for name, wait_s in (("survivor", "-"), ("control", "5")):
+            procs[name] = subprocess.Popen([sys.executable, "-c", LOST_HEAD_PROCESS, head.address, wait_s, str(held)],
+                                           cwd=tmp_path, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                           stderr=subprocess.PIPE, text=True)
+        said = {name: ([], []) for name in procs}  # stdout lines, stderr lines
+
+        def read(name, which):
+            for line in (procs[name].stdout, procs[name].stderr)[which]:
+                said[name][which].append(line)
+        readers = [threading.Thread(target=read, args=(n, w), daemon=True) for n in procs for w in (0, 1)]
+        for t in readers:
+            t.start()
+
+        def running_jobs():
+            return [p for p in head.processes() if _cmdline(p).startswith("ray::run_task")]
+        deadline = time.monotonic() + 240
+        while len(running_jobs()) < 2:
+            assert time.monotonic() < deadline and all(p.poll() is None for p in procs.values()), said
+            time.sleep(0.2)
+        head.kill("gcs")
+        killed = time.monotonic()
+        control, survivor = procs["control"], procs["survivor"]
+        try:
+            control.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            raise AssertionError(f"the control still ran 30 s after the head was lost: {said['control']}") from None
+        control_died = time.monotonic() - killed
+        assert control.returncode == 1, said["control"]
+        assert any("Failed to connect to GCS within 5 seconds" in line for line in said["control"][1]), said["control"]
+        deadline = time.monotonic() + 60
+        while len(said["survivor"][0]) < 2:
+            assert time.monotonic() < deadline and survivor.poll() is None, said["survivor"]
+            time.sleep(0.1)
+        try:  # alive well past the deadline that ended the control
+            survivor.wait(timeout=max(0.0, control_died + 5 - (time.monotonic() - killed)))
+            raise AssertionError(f"the process ended {time.monotonic() - killed:.0f} s after the head was lost, "
+                                 f"status {survivor.returncode}: {said['survivor']}")
+        except subprocess.TimeoutExpired:
+            pass
+        alive_for = time.monotonic() - killed
+        survivor.stdin.write("\n")
+        survivor.stdin.flush()
+        asked = time.monotonic()
+        survivor.wait(timeout=60)
+        exit_s = time.monotonic() - asked
+    finally:
+        for proc in procs.values():
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        head.close()
+    assert survivor.returncode == 0, said["survivor"]
+    assert exit_s < 30, exit_s
+    result, again = (json.loads(line) for line in said["survivor"][0])
+    assert result["verdict"] == "error" and result["error"] == "infrastructure", result
+    (message,) = result["messages"]
+    assert "the Ray cluster's head at " in message and " was lost " in message, message
+    assert " was lost " in again["again"] and "restart kernel-lsp" in again["again"], again
+    print(f"head (gcs) killed: the control died {control_died:.1f} s later, the other was alive {alive_for:.1f} s "
+          f"later and exited in {exit_s:.1f} s")
+
+
+def _cmdline(p) -> str:
+    try:
+        return (p.cmdline() or [""])[0]
+    except Exception:  # gone meanwhile
+        return ""
+
+
+def test_ray_driver_gcs_wait_is_set_for_ray_init_alone_and_a_users_own_value_wins(monkeypatch):
+    from kernel_lsp.run import ray_head
+    name = ray_head.DRIVER_GCS_WAIT
+    monkeypatch.delenv(name, raising=False)
+    with ray_head._driver_gcs_wait():
+        assert os.environ[name] == str(ray_head.DRIVER_GCS_WAIT_S)
+    assert name not in os.environ
+    monkeypatch.setenv(name, "90")
+    with ray_head._driver_gcs_wait():
+        assert os.environ[name] == "90"
+    assert os.environ[name] == "90"
+
+
 HELD_EXECUTOR = '''
 import sys, threading
 from kernel_lsp import cli, cli_check
