@@ -28,7 +28,10 @@ CACHE_FORMAT = 2
 # beside the implementation, the processes and their fault findings (run/, check.py), the codes and their severities,
 # and the records the findings travel in. Relative to the package directory; tests/test_keys.py fails on a module that
 # decides findings outside them.
-RULE_MODULES = ("source", "checker", "player", "run", "check.py", "codes.py", "model.py", "records.py", "jobs.py")
+# Every module that can change a verdict, and every module of the package those import (tests/test_keys.py checks
+# the closure): a change to any of them invalidates cached verdicts.
+RULE_MODULES = ("source", "checker", "player", "run", "check.py", "codes.py", "model.py", "records.py", "jobs.py",
+                "verdict.py", "targets.py", "config.py", "settings.py", "device.py", "cache.py", "__init__.py")
 
 
 @lru_cache(maxsize=None)

@@ -1,6 +1,6 @@
 """The one classification of a checked file and its kernels: every front end (the CLI's summary and its JSON stats,
-the batch API's results, the language server through them) and the proposer read a report through these functions,
-and the pipeline asks them what lets the evidence runs follow a verification.
+the batch API's results, the language server's code actions) and the proposer read a report through these
+functions, and the pipeline asks them what lets the evidence runs follow a verification and what blocks the timing.
 
 A file's verdict (`file_verdict`) is one of:
 - "verified": no error or warning, and every kernel was verified against the reference;
@@ -33,6 +33,30 @@ NO_REFERENCE = ("KL002", "KL003", "KL004", "KL007")
 def problems(findings: list[Finding]) -> list[Finding]:
     """The findings of warning severity or worse: any of them fails a file."""
     return [f for f in findings if f.severity <= Severity.WARNING]
+
+
+def fixable(code: str) -> bool:
+    """A compile or verification finding (KL1xx, KL2xx): what "fix" targets."""
+    return code.startswith(("KL1", "KL2"))
+
+
+def performance(code: str) -> bool:
+    """A performance finding (KL4xx): what "optimize" and "tune" answer."""
+    return code.startswith("KL4")
+
+
+def blocks_timing(finding: Finding) -> bool:
+    """Whether a finding stops the kernels from being timed: an error, or a warning of the verifier, except one
+    about inputs outside the problem's own distribution (a scale made negative): the kernel is verified on every
+    input the problem gives it, and those are the inputs timed."""
+    return finding.severity == Severity.ERROR or (finding.severity == Severity.WARNING and finding.code.startswith("KL2")
+                                                  and not finding.data.get("outside_distribution"))
+
+
+def optimizable(report: FileReport) -> bool:
+    """A kernel was verified and nothing but performance is wrong with the file: what optimize and tune start from."""
+    return ("verified" in kernel_verdicts(report).values()
+            and not [f for f in problems(report.findings) if not performance(f.code)])
 
 
 def lets_evidence_run(findings: list[Finding]) -> bool:

@@ -42,6 +42,39 @@ def test_cache_every_module_that_decides_a_verdict_is_in_the_rules_digest():
     assert not outside, f"modules that decide findings but are not in cache.RULE_MODULES: {outside}"
 
 
+def _imported(path: Path) -> set[str]:
+    """The package's modules (as paths relative to it) that `path` imports, at module level or inside functions."""
+    parts = ["kernel_lsp", *path.relative_to(PACKAGE).with_suffix("").parts]
+    here = parts if path.name == "__init__.py" else parts[:-1]
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        names = []
+        if isinstance(node, ast.ImportFrom):
+            base = ".".join(here[:len(here) - node.level + 1] + ([node.module] if node.module else [])) \
+                if node.level else (node.module or "")
+            names = [base] + [f"{base}.{a.name}" for a in node.names]
+        elif isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        for name in names:
+            if name == "kernel_lsp" or name.startswith("kernel_lsp."):
+                target = PACKAGE.joinpath(*name.split(".")[1:])
+                for candidate in (target.with_suffix(".py"), target / "__init__.py"):
+                    if candidate.is_file():
+                        found.add(candidate.relative_to(PACKAGE).as_posix())
+    return found
+
+
+def test_cache_the_rules_digest_covers_everything_its_modules_import():
+    """verdict.py (what lets the evidence runs follow) and targets.py (the limits behind KL101) once lay outside the
+    digest although the checker imports them: every module a digested module imports is digested too."""
+    def inside(rel: str) -> bool:
+        return any(rel == m or rel.startswith(m + "/") for m in RULE_MODULES)
+    outside = sorted({f"{target} (imported by {path.relative_to(PACKAGE).as_posix()})"
+                      for path in PACKAGE.rglob("*.py") if inside(path.relative_to(PACKAGE).as_posix())
+                      for target in _imported(path) if not inside(target)})
+    assert not outside, f"imported by digested modules but not in cache.RULE_MODULES: {outside}"
+
+
 def _names_used(fn, name: str) -> list[str]:
     """How a function uses the variable `name`: `name.attr` for an attribute read, `name` for any other use."""
     import inspect

@@ -33,7 +33,7 @@ ALLOWED = {
     "cli_common": {"config", "device", "run"},  # what the commands share: exit codes, UsageError, settings from flags
     "propose": {"check", "source", "run", "config", "model", "records", "codes", "verdict"},
     "lsp": {"check", "source", "run", "cache", "config", "jobs", "model", "records", "codes", "device", "render",
-            "propose"},
+            "propose", "verdict"},
     "cli_check": {"cli_common", "check", "source", "run", "cache", "config", "model", "records", "render", "verdict"},
     "cli": {"check", "source", "run", "cache", "config", "jobs", "model", "records", "codes", "device", "render", "lsp",
             "propose", "bundled", "verdict", "cli_check", "cli_common"},

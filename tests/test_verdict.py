@@ -32,3 +32,18 @@ def test_verdict_evidence_and_candidates_follow_the_same_severities():
     assert not lets_evidence_run([slower]) and lets_evidence_run([_finding("KL104", Severity.INFO)])
     assert unacceptable(_report([slower])) == []  # performance aside for a candidate
     assert [f.code for f in unacceptable(_report([_finding("KL209", Severity.WARNING)]))] == ["KL209"]
+
+
+def test_verdict_what_blocks_timing_and_what_fix_and_optimize_start_from():
+    """The reporter's timing gate and the language server's code actions ask verdict.py, not a code prefix of their
+    own: a verifier warning blocks the timing unless it is about inputs outside the problem's own distribution; a
+    verified file whose only problem is its speed can be optimized, one with a verification warning cannot."""
+    from kernel_lsp.verdict import blocks_timing, fixable, optimizable, performance
+    assert blocks_timing(_finding("KL300")) and blocks_timing(_finding("KL201", Severity.WARNING))
+    assert not blocks_timing(_finding("KL201", Severity.WARNING, outside_distribution=True))
+    assert not blocks_timing(_finding("KL104", Severity.INFO)) and not blocks_timing(_finding("KL400", Severity.WARNING))
+    assert [c for c in ("KL100", "KL201", "KL300", "KL400") if fixable(c)] == ["KL100", "KL201"]
+    assert [c for c in ("KL201", "KL400", "KL404") if performance(c)] == ["KL400", "KL404"]
+    assert optimizable(_report([_finding("KL400", Severity.WARNING)]))
+    assert not optimizable(_report([_finding("KL209", Severity.WARNING)]))
+    assert not optimizable(_report([_finding("KL303")])) and not optimizable(_report(verified=(), plain=("k",)))

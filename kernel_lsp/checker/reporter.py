@@ -7,7 +7,8 @@ from typing import Any
 
 from ..codes import severity_of
 from ..jobs import KernelRef, Sink
-from ..model import Finding, Severity, Span
+from ..model import Finding, Span
+from ..verdict import blocks_timing
 from .player import RemoteRecorder
 
 
@@ -62,7 +63,6 @@ class Reporter:
         about inputs outside the problem's own distribution (a scale made negative) does not stop the timing:
         the kernel is verified on every input the problem gives it, and those are the inputs timed."""
         for f in self.sent:
-            if f.severity == Severity.ERROR or (f.severity == Severity.WARNING and f.code.startswith("KL2")
-                                                and not f.data.get("outside_distribution")):
+            if blocks_timing(f):
                 return f"{f.code} ({f.severity.label}) must be fixed first"
         return None

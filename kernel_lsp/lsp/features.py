@@ -11,6 +11,7 @@ from lsprotocol import types
 from ..source.discover import discover_source
 from ..source.link import KERNELBENCH_NAMES, IGNORE_RE
 from ..model import KernelFacts, split_lines, us
+from ..verdict import fixable, optimizable, performance
 from .scheduler import Document
 
 VERIFY_NOW = "kernel-lsp.verifyNow"
@@ -189,13 +190,12 @@ def proposal_actions(doc: Document, params: types.CodeActionParams, llm_configur
     offered."""
     from .proposals import PROPOSE, TITLES
     ours = [d for d in params.context.diagnostics if (d.source or "").startswith("kernel-lsp") and d.code]
-    problems = [d for d in ours if str(d.code).startswith(("KL1", "KL2")) and
+    problems = [d for d in ours if fixable(str(d.code)) and
                 d.severity in (types.DiagnosticSeverity.Error, types.DiagnosticSeverity.Warning)]
-    perf = [d for d in ours if str(d.code).startswith("KL4")]
+    perf = [d for d in ours if performance(str(d.code))]
     kernel = kernel_at(doc, params.range.start.line, params.range.start.character)
     current = doc.current_report()
-    verified = current is not None and any(k.verification is not None for k in current.kernels.values()) and not any(
-        f.severity <= 2 and f.code.startswith(("KL1", "KL2", "KL3", "KL9")) for f in current.findings)
+    verified = current is not None and optimizable(current)
     no_llm = types.CodeActionDisabled("set [tool.kernel-lsp.llm] endpoint and model (docs/code-actions.md)")
     out = []
 

@@ -32,7 +32,7 @@ from ..check import CheckRequest, check_file
 from ..config import Settings, apply_overrides
 from ..model import Candidate, FileReport, Measurement, Proposal, Severity
 from ..run.executor import Executor
-from ..verdict import unacceptable
+from ..verdict import fixable, unacceptable
 from . import contract, edits, tune
 from .intake import Intake
 from .llm import Budget, Cancelled, LLMError
@@ -152,7 +152,7 @@ class Proposer(Intake):
 
     def fix(self, baseline: FileReport, proposal: Proposal) -> None:
         req = self.req
-        targeted = [f for f in unacceptable(baseline) if f.code.startswith(("KL1", "KL2"))
+        targeted = [f for f in unacceptable(baseline) if fixable(f.code)
                     and (req.fix_codes is None or f.code in req.fix_codes)]
         if not targeted:
             proposal.summary = "nothing to fix: no compile or verification error or warning in this file"
