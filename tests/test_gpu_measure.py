@@ -267,6 +267,7 @@ def test_gpu_eight_checks_at_once_give_the_verdicts_of_one_alone(tmp_path):
     for doc in docs:
         for path, found in bad(doc).items():
             assert found <= baseline[path], (path, found, baseline[path])
+        assert verdicts(doc).keys() == lone.keys(), "the runs timed other kernels"
         for key, v in verdicts(doc).items():
             assert {v, lone.get(key, v)} != {"slower", "faster"}, (key, v, lone[key])
     stages = [stage for doc in docs for f in doc["files"] for _, stage, detail in f["stats"].get("timeline", [])

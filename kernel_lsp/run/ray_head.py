@@ -106,14 +106,19 @@ def _driver_gcs_wait() -> Iterator[None]:
     set (to DRIVER_GCS_WAIT_S) for that call alone, and only when the user did not set it: a value of one's own
     wins, and so does a cluster's own (`ray start --system-config`). Processes that `ray.init` itself starts (a local
     cluster's) inherit it, as they inherit the rest of the environment; none started later does."""
-    if DRIVER_GCS_WAIT in os.environ:
-        yield
-        return
-    os.environ[DRIVER_GCS_WAIT] = str(DRIVER_GCS_WAIT_S)
-    try:
-        yield
-    finally:
-        os.environ.pop(DRIVER_GCS_WAIT, None)
+    # Two threads connecting at once: the second must not take the first's value for the user's.
+    with _DRIVER_GCS_WAIT_LOCK:
+        if DRIVER_GCS_WAIT in os.environ:
+            yield
+            return
+        os.environ[DRIVER_GCS_WAIT] = str(DRIVER_GCS_WAIT_S)
+        try:
+            yield
+        finally:
+            os.environ.pop(DRIVER_GCS_WAIT, None)
+
+
+_DRIVER_GCS_WAIT_LOCK = threading.Lock()
 
 
 HTTP2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + bytes([0, 0, 0, 4, 0, 0, 0, 0, 0])  # and an empty SETTINGS

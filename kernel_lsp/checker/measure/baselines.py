@@ -1,11 +1,13 @@
 """The baselines a verified implementation is timed against, registered the way tritonbench registers an operator's
 baselines: one decorated function per baseline builds its calls, and the stage (stage.py, sides.py), the findings
 (perf_rules.py) and the report (report.py) take their list, names, labels and codes from here. Adding a baseline is
-one function in this module and, for its "slower than" finding, one code in codes.py.
+one function in this module, one code in codes.py for its "slower than" finding, and its name in the output schema.
 
 A builder gets a BaselineContext and returns the baseline's k calls, each on input copies of its own; it may record
-its first call's cost (torch.compile's compile) in `ctx.first_call`. One that raises is left out of the measurement
-with a KL407 that says why; the others are timed as usual. No torch at import: perf_rules stays a pure module.
+its first call's cost (torch.compile's compile) in `ctx.first_call`. One registered with `may_fail` (torch.compile,
+whose compiler can refuse a reference) that raises is left out of the measurement with a KL407 that says why, and
+the others are timed as usual; any other error, out of memory included, ends the stage as before. Its side's name
+also appears in schemas/check-output.schema.json. No torch at import: perf_rules stays a pure module.
 """
 
 from __future__ import annotations
@@ -40,16 +42,18 @@ class Baseline:
     build: Callable[[BaselineContext], list[Callable[[], Any]]]
     wanted: Callable[[Any], bool] = field(default=lambda opts: True)  # from the job's MeasureOptions
     severity_set_by_compile_severity: bool = False  # measure.compile-severity sets its slower finding's severity
+    may_fail: bool = False  # a build that raises leaves it out (KL407) instead of ending the stage
 
 
 BASELINES: dict[str, Baseline] = {}
 
 
 def baseline(name: str, label: str, what: str, slower_code: str, wanted: Callable[[Any], bool] = lambda opts: True,
-             severity_set_by_compile_severity: bool = False):
+             severity_set_by_compile_severity: bool = False, may_fail: bool = False):
     """Register the decorated builder as a baseline (in registration order: the order of the sides)."""
     def register(build):
-        BASELINES[name] = Baseline(name, label, what, slower_code, build, wanted, severity_set_by_compile_severity)
+        BASELINES[name] = Baseline(name, label, what, slower_code, build, wanted, severity_set_by_compile_severity,
+                                   may_fail)
         return build
     return register
 
@@ -72,7 +76,7 @@ def _eager(ctx: BaselineContext) -> list:
 
 
 @baseline("torch.compile", "torch.compile", "torch.compile of the reference", "KL401",
-          wanted=lambda opts: opts.compile, severity_set_by_compile_severity=True)
+          wanted=lambda opts: opts.compile, severity_set_by_compile_severity=True, may_fail=True)
 def _torch_compile(ctx: BaselineContext) -> list:
     """torch.compile of the reference (default mode), compiled once per reference content in this worker
     (compiled.py), its first call's time and whether it was cached reported apart."""

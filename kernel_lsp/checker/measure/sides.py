@@ -104,25 +104,26 @@ def _sides_to_time(problem, player, opts, impl, pristine: list, k: int) -> tuple
 def _add_baselines(sides: dict, rep, job: CheckJob, ref, pristine: list, k: int, clock,
                    where) -> dict[str, tuple[float, bool]]:
     """Add each baseline the job asks for (baselines.py) to the sides, k calls on copies of the inputs of their own,
-    and return the first-call costs they recorded by side; a baseline that cannot be built is left out and said
-    (KL407)."""
+    and return the first-call costs they recorded by side; a baseline registered with `may_fail` that cannot be
+    built is left out and said (KL407)."""
     first_calls: dict[str, tuple[float, bool]] = {}
-    chosen, failed = baselines.wanted(job.measure), set()
-    for b in chosen:
+    failed: list[tuple[baselines.Baseline, BaseException]] = []
+    for b in baselines.wanted(job.measure):
         ctx = baselines.BaselineContext(job, rep, ref, pristine, k, clock)
         try:
             sides[b.name] = b.build(ctx)
         except Exception as e:
-            if is_device_fault(e):
+            if not b.may_fail or is_device_fault(e) or type(e).__name__ == "OutOfMemoryError":
                 raise
-            failed.add(b.name)
-            others = [o.label for o in chosen if o.name not in failed] or ["no baseline"]
-            rep.add("KL407", f"{b.what} failed ({type(e).__name__}: "
-                    f"{str(e).splitlines()[0][:200] if str(e) else ''}); compared with {', '.join(others)} only",
-                    where, source=SOURCE)
+            failed.append((b, e))
             continue
         if ctx.first_call is not None:
             first_calls[b.name] = ctx.first_call
+    built = [b.label for b in baselines.BASELINES.values() if b.name in sides] or ["no baseline"]
+    for b, e in failed:
+        rep.add("KL407", f"{b.what} failed ({type(e).__name__}: "
+                f"{str(e).splitlines()[0][:200] if str(e) else ''}); compared with {', '.join(built)} only",
+                where, source=SOURCE)
     return first_calls
 
 

@@ -299,4 +299,8 @@ def screen_on_cpu(ref, inputs: list, own: list | None) -> str | None:
     if cannot is not None:
         return f"the reference does not run on a CPU copy to try them first ({cannot})"
     rejects = on_cpu(fn, inputs)
-    return f"the reference rejects these integers on the CPU ({rejects})" if rejects is not None else None
+    if rejects is None:
+        return None
+    if own is None:  # a size variant: cropped or grown integers, or a reference that runs only off the CPU
+        return f"the reference raises on a CPU copy of these inputs ({rejects})"
+    return f"the reference rejects these integers on the CPU ({rejects})"

@@ -84,7 +84,7 @@ from kernel_lsp.checker.measure.baselines import baseline
 def _twice(ctx):
     return [lambda c=c: (ctx.ref(*c), ctx.ref(*c))[1] for c in ctx.copies()]
 
-@baseline("broken", "a broken baseline", "the broken baseline", "KL400")
+@baseline("broken", "a broken baseline", "the broken baseline", "KL400", may_fail=True)
 def _broken(ctx):
     raise RuntimeError("no such backend")
 '''

@@ -128,3 +128,20 @@ def test_roofline_declared_work_is_a_number_or_a_reference_function():
     assert resolve_declared("flops", Module) == 1234.0 and resolve_declared(None, Module) is None
     with pytest.raises(ValueError, match="neither a number nor a function"):
         resolve_declared("nope", Module)
+
+
+def test_roofline_declared_bytes_are_never_below_the_outputs_bytes():
+    """`bytes=` declares the least traffic of a kernel that legitimately reads less than all of its inputs (a causal
+    mask); it can lower the count to the outputs' bytes, never below: every output element is written once, so a
+    declaration cannot switch the impossible-speed rule off."""
+    from types import SimpleNamespace
+
+    import torch
+
+    from kernel_lsp.checker.measure.report import _reference_work
+    x = torch.randn(64, 64)
+    ref = torch.nn.Softmax(dim=-1)
+    out = ref(x)
+    for declared, expected in ((1, 64 * 64 * 4), (3 * 64 * 64 * 2, 3 * 64 * 64 * 2)):
+        nbytes, source, *_ = _reference_work(SimpleNamespace(bytes=declared, flops=None), None, ref, [x], out)
+        assert (nbytes, source) == (expected, "declared")
