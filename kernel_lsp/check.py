@@ -21,12 +21,11 @@ from .source.deps import dependencies
 from .source.discover import discover_source
 from .source.link import Link, LinkResult, ignored_codes, link_file, parse_pragmas
 from .source.lint import lint_report
-from .jobs import (CheckJob, Device, FindingEvent, KernelEvent, KernelRef, MeasureOptions, Preview, Stage, Stat,
-                   crash_hint)
-from .model import FileReport, Finding, KernelFacts, KernelInfo, Severity, Span, split_lines
+from .jobs import CheckJob, Device, FindingEvent, KernelEvent, KernelRef, MeasureOptions, Preview, Stage, Stat
+from .model import FileReport, Finding, KernelFacts, KernelInfo, Span, split_lines
 from .run.executor import Executor, LocalExecutor
 from .run.sandbox import options_from, redact, secret_values
-from .run.outcome import WorkerOutcome
+from .run.outcome import WorkerOutcome, how_it_ended
 
 
 @dataclass
@@ -253,45 +252,7 @@ def _absorb(report: FileReport, outcome: WorkerOutcome, anchor: Span, timeout_so
         report.stats["worker_start_s"] = outcome.start_seconds
         if outcome.startup:
             report.stats["worker_startup"] = outcome.startup
-    if outcome.cancelled:
-        return
-    if outcome.completed:
-        if verify:
-            _require_a_verdict(report, anchor)
-        return
-    if outcome.start_failed:
-        report.findings.append(Finding(report.path, anchor, severity_of("KL303"), "KL303",
-                                       f"no worker to run this file: {outcome.start_failed}",
-                                       source="kernel-lsp.worker", data={"stderr": outcome.stderr_tail[-2000:]}))
-        return
-    stage = outcome.last_stage()
-    during = f" during {stage.stage}" + (f" ({stage.detail})" if stage.detail else "") if stage else ""
-    data = {"stage": stage.to_dict() if stage else None, "stderr": outcome.stderr_tail[-2000:]}
-    if outcome.timed_out:
-        report.findings.append(Finding(report.path, anchor, severity_of("KL301"), "KL301",
-                                       f"the worker timed out after {outcome.seconds:.0f} s{during}; "
-                                       f"raise {timeout_source or 'the timeout'} if the kernel is just slow",
-                                       source="kernel-lsp.worker", data=data))
-        return
-    sig = outcome.signal_name
-    hint = crash_hint(outcome.stderr_tail)
-    what = f"was killed by {sig}" if sig else f"exited with status {outcome.returncode}"
-    report.findings.append(Finding(report.path, anchor, severity_of("KL300"), "KL300",
-                                   f"the worker running this file {what}{during}{hint}",
-                                   source="kernel-lsp.worker", data=data))
-
-
-def _require_a_verdict(report: FileReport, anchor: Span) -> None:
-    """A worker that says it is done, with verification on, must have verified something or said why not. Its
-    output file is written from the process the checked code runs in: code that ends that process early after
-    writing "done" there (or rewrites the file) would otherwise leave a clean report with nothing verified."""
-    said = any(f.severity <= Severity.WARNING or f.code in ("KL104", "KL106", "KL210", "KL205")
-               for f in report.findings)
-    if said or any(k.verification is not None for k in report.kernels.values()):
-        return
-    report.findings.append(Finding(report.path, anchor, severity_of("KL300"), "KL300",
-                                   "the worker reported the check done without a verdict: the checked code ended "
-                                   "its process or rewrote what the worker reports", source="kernel-lsp.worker"))
+    report.findings += how_it_ended(outcome, report, anchor, timeout_source, verify)
 
 
 def _widen(findings: list[Finding], source: str) -> None:

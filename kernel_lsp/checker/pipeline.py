@@ -24,7 +24,7 @@ from .problem.loader import load_problem
 from .problem.problem import Problem
 from .compile.positions import readable
 from .compile.stage import compile_stage
-from .reporter import Reporter
+from .reporter import Reporter, replaced_text
 
 from .first_run import LOAD_SOURCE, _capture, _short, report_capture_error  # noqa: F401  (callers import LOAD_SOURCE)
 
@@ -69,11 +69,8 @@ def run_check(job: CheckJob, w: Sink, connect: Callable[[str], Any] | None = Non
     finally:
         if player is not None:
             if player.replaced:
-                shown = ", ".join(player.replaced[:6]) + (f" and {len(player.replaced) - 6} more"
-                                                         if len(player.replaced) > 6 else "")
-                rep.add("KL223", f"the implementation replaced {shown}: functions that verdicts and timings rest on "
-                        "(a kernel never needs to); kernel-lsp's own clocks and comparisons run in another process "
-                        "and are the originals", source="kernel-lsp.verify", replaced=list(player.replaced))
+                rep.add("KL223", replaced_text(player.replaced, "the implementation"), source="kernel-lsp.verify",
+                        replaced=list(player.replaced))
             n, s = player.recorder.jit
             if n:
                 w.stat("jit_compiles", n)

@@ -12,6 +12,14 @@ from ..verdict import blocks_timing
 from .player import RemoteRecorder
 
 
+def replaced_text(replaced: list[str], who: str) -> str:
+    """KL223's message for code that replaced functions the verdicts and timings rest on, whichever process saw it
+    (the player's own watch, or a worker's snapshot of its modules): one wording."""
+    shown = ", ".join(replaced[:6]) + (f" and {len(replaced) - 6} more" if len(replaced) > 6 else "")
+    return (f"{who} replaced {shown}: functions that verdicts and timings rest on (a kernel never needs to); "
+            "kernel-lsp's own clocks and comparisons run in another process and are the originals")
+
+
 class Reporter:
     """Builds findings for one file and sends them out at once."""
 

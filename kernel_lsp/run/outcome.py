@@ -7,7 +7,9 @@ from __future__ import annotations
 import signal
 from dataclasses import dataclass, field
 
-from ..jobs import Done, Event, FindingEvent, Stage, Stat
+from ..codes import severity_of
+from ..jobs import Done, Event, FindingEvent, Stage, Stat, crash_hint
+from ..model import FileReport, Finding, Severity, Span
 
 
 @dataclass
@@ -49,3 +51,45 @@ class WorkerOutcome:
     def out_of_memory(self) -> bool:
         """Whether the job ended in a KL302 (out of GPU or host memory)."""
         return any(isinstance(e, FindingEvent) and e.finding.code == "KL302" for e in self.events)
+
+
+def how_it_ended(outcome: WorkerOutcome, report: FileReport, anchor: Span, timeout_source: str = "",
+                 verify: bool = False) -> list[Finding]:
+    """The findings of how a job's process ended, judged from its outcome (the events already in `report`): none for
+    a cancel or a job done with a verdict; KL300 for a job done without one (with verification on), or a worker that
+    died; KL301 for a timeout; KL303 for no worker at all. Where the stage it died in is known, the message says it.
+    """
+    if outcome.cancelled:
+        return []
+    if outcome.completed:
+        return _without_a_verdict(report, anchor) if verify else []
+    if outcome.start_failed:
+        return [Finding(report.path, anchor, severity_of("KL303"), "KL303",
+                        f"no worker to run this file: {outcome.start_failed}",
+                        source="kernel-lsp.worker", data={"stderr": outcome.stderr_tail[-2000:]})]
+    stage = outcome.last_stage()
+    during = f" during {stage.stage}" + (f" ({stage.detail})" if stage.detail else "") if stage else ""
+    data = {"stage": stage.to_dict() if stage else None, "stderr": outcome.stderr_tail[-2000:]}
+    if outcome.timed_out:
+        return [Finding(report.path, anchor, severity_of("KL301"), "KL301",
+                        f"the worker timed out after {outcome.seconds:.0f} s{during}; "
+                        f"raise {timeout_source or 'the timeout'} if the kernel is just slow",
+                        source="kernel-lsp.worker", data=data)]
+    sig = outcome.signal_name
+    hint = crash_hint(outcome.stderr_tail)
+    what = f"was killed by {sig}" if sig else f"exited with status {outcome.returncode}"
+    return [Finding(report.path, anchor, severity_of("KL300"), "KL300",
+                    f"the worker running this file {what}{during}{hint}", source="kernel-lsp.worker", data=data)]
+
+
+def _without_a_verdict(report: FileReport, anchor: Span) -> list[Finding]:
+    """A worker that says it is done, with verification on, must have verified something or said why not. Its
+    output file is written from the process the checked code runs in: code that ends that process early after
+    writing "done" there (or rewrites the file) would otherwise leave a clean report with nothing verified."""
+    said = any(f.severity <= Severity.WARNING or f.code in ("KL104", "KL106", "KL210", "KL205")
+               for f in report.findings)
+    if said or any(k.verification is not None for k in report.kernels.values()):
+        return []
+    return [Finding(report.path, anchor, severity_of("KL300"), "KL300",
+                    "the worker reported the check done without a verdict: the checked code ended its process or "
+                    "rewrote what the worker reports", source="kernel-lsp.worker")]

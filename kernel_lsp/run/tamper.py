@@ -60,12 +60,10 @@ def finding_for(replaced: list[str], path: str, anchor, who: str = "the checked 
     """KL223 for a job whose code replaced watched functions, or None."""
     if not replaced:
         return None
+    from ..checker.reporter import replaced_text
     from ..codes import severity_of
     from ..model import Finding
-    shown = ", ".join(replaced[:6]) + (f" and {len(replaced) - 6} more" if len(replaced) > 6 else "")
-    return Finding(path, anchor, severity_of("KL223"), "KL223",
-                   f"{who} replaced {shown}: functions that verdicts and timings rest on (a kernel never "
-                   "needs to); kernel-lsp's own clocks and comparisons are the originals, and run in another process",
+    return Finding(path, anchor, severity_of("KL223"), "KL223", replaced_text(replaced, who),
                    source="kernel-lsp.worker", data={"replaced": replaced})
 
 
