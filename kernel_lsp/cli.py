@@ -112,8 +112,8 @@ def cmd_worker(args: argparse.Namespace) -> int:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from .lsp.main import serve
-    serve()
+    from .lsp.main import serve_stdio
+    serve_stdio()
     return EXIT_CLEAN
 
 

@@ -1,5 +1,5 @@
 """`kernel-lsp serve`: `create_server()` makes a language server (server.py's session with every handler of
-handlers.py registered), and `serve()` runs one over stdio. A server exists only once the factory is called: nothing
+handlers.py registered), and `serve_stdio()` runs one over stdio. A server exists only once the factory is called: nothing
 is built at import time, and neither server.py nor handlers.py imports this module.
 """
 
@@ -18,7 +18,7 @@ def create_server() -> KernelLanguageServer:
     return register(KernelLanguageServer())
 
 
-def serve() -> None:
+def serve_stdio() -> None:
     install()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     # pygls logs every message it sends at INFO: that floods the editor's output channel (and costs time on

@@ -140,7 +140,7 @@ def own_namespace() -> str:
     return "a pid namespace of its own: no process outside it is visible"
 
 
-def serve() -> int:
+def serve_players() -> int:
     """The fork server: see the module docstring."""
     import select
     import shutil
@@ -258,6 +258,6 @@ def _forget() -> None:
 
 if __name__ == "__main__":
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    code = serve()
+    code = serve_players()
     sys.stdout.flush()
     os._exit(code)  # every player is gone; tearing down torch's modules would only keep the starter waiting

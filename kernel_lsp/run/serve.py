@@ -78,7 +78,7 @@ def place_files(job: CheckJob, files: dict[str, str]) -> str:
     return root
 
 
-def serve(device: str = "auto", sandbox: SandboxOptions | None = None) -> int:
+def serve_jobs(device: str = "auto", sandbox: SandboxOptions | None = None) -> int:
     """Start up (warm imports, then the sandbox), say WorkerReady, and run the jobs the parent sends until its end of
     stdin closes (0) or a job leaves the process unfit for another (3)."""
     protocol = _private_stdout()
@@ -335,7 +335,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--sandbox", type=SandboxOptions.from_json, default=None,
                    help="the sandbox's options as JSON (what the parent's settings say)")
     args = p.parse_args(argv)
-    return serve(args.device, args.sandbox)
+    return serve_jobs(args.device, args.sandbox)
 
 
 if __name__ == "__main__":

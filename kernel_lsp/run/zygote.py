@@ -72,7 +72,7 @@ def _child(zygote: int, cmd: ForkJob) -> None:
     os._exit(code)
 
 
-def serve() -> int:
+def serve_forks() -> int:
     prctl(PR_SET_NAME, ZYGOTE_NAME)
     _warm()
     me = os.getpid()
@@ -87,6 +87,6 @@ def serve() -> int:
 
 if __name__ == "__main__":
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C in a terminal reaches the parent, which decides
-    code = serve()
+    code = serve_forks()
     sys.stdout.flush()
     os._exit(code)  # every child is gone; tearing down torch's modules would only keep the parent waiting
