@@ -96,7 +96,7 @@ def _reference_work(opts, module, ref, pristine: list, r) -> tuple:
     if nbytes is None:
         nbytes = minimal_bytes(pristine, r, ref)
     else:  # every output element is written at least once, whatever is declared (`bytes=1` would silence KL403)
-        nbytes = max(nbytes, float(sum(t.numel() * t.element_size() for t in tensors_of(r))))
+        nbytes = max(nbytes, float(minimal_bytes([], r)))
     if flops is None:
         flops = count_flops(ref, clone_inputs(pristine))
         flops_source = "counted" if flops else "none"
