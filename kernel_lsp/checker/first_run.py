@@ -11,7 +11,7 @@ from typing import Any
 from ..model import Span
 from .compile.positions import api_note, readable
 from .player import Player, RemoteError
-from .problem.errors import IMPLEMENTATION, INPUTS, DeviceFault, UserCodeError
+from .problem.errors import IMPLEMENTATION, INPUTS, DeviceFault, UserCodeError, is_out_of_memory
 from .problem.problem import Problem
 from .reporter import Reporter
 
@@ -24,7 +24,7 @@ def report_capture_error(rep: Reporter, problem: Problem, err: UserCodeError, co
     KL302 for memory, KL105 for the implementation), naming the file and line where it happened."""
     exc = err.exc
     text = readable(str(exc))
-    if _out_of_memory(exc):
+    if is_out_of_memory(exc):
         rep.add("KL302", _short(f"out of memory on the problem's own inputs ({type(exc).__name__}: {text})"),
                 Span(err.line, 0) if err.line is not None else None, source="kernel-lsp.worker")
         return
@@ -71,12 +71,6 @@ def _needs_cuda(exc: BaseException, err: UserCodeError) -> bool:
             linecache.getline(err.path, err.line + 1)
         return "cuda" in line.lower()
     return False
-
-
-def _out_of_memory(exc: BaseException) -> bool:
-    text = f"{type(exc).__name__}: {exc}"
-    return (type(exc).__name__ in ("MemoryError", "OutOfMemoryError")
-            or "out of memory" in text.lower() or "can't allocate memory" in text)
 
 
 def _where(exc: BaseException, path: str | None) -> str:

@@ -1,7 +1,7 @@
 """`kernel-lsp check --report DIR`: a roofline chart per measured file (PNG) and an index page linking them.
 
 Needs matplotlib (`pip install matplotlib`, or the `report` extra); it is imported only here. A chart shows the
-device's measured ceilings and, for each side (the Triton implementation, PyTorch eager, torch.compile), one
+device's measured ceilings and, for each side (the Triton implementation and each baseline it is timed against), one
 point: with counted or declared FLOPs, the classic roofline (achieved TFLOP/s against FLOPs per byte, the copy
 bandwidth as the slanted roof and each matmul rate as a flat one); without FLOPs, achieved bandwidth against the
 copy ceiling. Files without a measurement get a line in the index saying why, never a number.
@@ -16,7 +16,16 @@ from pathlib import Path
 
 from ..model import FileReport, Measurement
 
-COLORS = {"triton": "#d62728", "eager": "#1f77b4", "torch.compile": "#2ca02c"}
+IMPLEMENTATION_COLOR = "#d62728"
+# the other sides (the baselines, the current version) in the order the measurement lists them
+PALETTE = ("#1f77b4", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#17becf")
+
+
+def side_colors(m: Measurement) -> dict[str, str]:
+    """A colour per side of the measurement: the implementation's ("triton") always red, the others from PALETTE in
+    the measurement's order, so a newly registered baseline gets a colour of its own without a change here."""
+    others = iter(PALETTE * (1 + len(m.sides) // len(PALETTE)))
+    return {side.side: IMPLEMENTATION_COLOR if side.side == "triton" else next(others) for side in m.sides}
 
 
 class ReportError(Exception):
@@ -64,6 +73,7 @@ def roofline_figure(m: Measurement, title: str):
     except ImportError as e:
         raise ReportError("charts need matplotlib: pip install matplotlib") from e
     r = m.roofline
+    colors = side_colors(m)
     fig, ax = plt.subplots(figsize=(7, 4.5), dpi=110)
     copy = m.device.get("copy") if m.device else None
     if r is not None and r.flops:
@@ -78,7 +88,7 @@ def roofline_figure(m: Measurement, title: str):
         for value, label in ceiling_labels(flat):
             ax.text(xs[0], value * 1.05, label, fontsize=7, color="gray")
         for side in m.sides:
-            ax.scatter([intensity], [r.flops / (side.median_us * 1e-6) / 1e12], color=COLORS.get(side.side, "k"),
+            ax.scatter([intensity], [r.flops / (side.median_us * 1e-6) / 1e12], color=colors[side.side],
                        label=f"{side.side} {side.median_us:.1f} us", zorder=3)
         ax.set_xscale("log")
         ax.set_yscale("log")
@@ -89,7 +99,7 @@ def roofline_figure(m: Measurement, title: str):
         ax.set_ylabel("achieved TFLOP/s")
     elif r is not None:
         for side in m.sides:
-            ax.bar(side.side, r.bytes / (side.median_us * 1e-6) / 1e9, color=COLORS.get(side.side, "k"),
+            ax.bar(side.side, r.bytes / (side.median_us * 1e-6) / 1e9, color=colors[side.side],
                    label=f"{side.side} {side.median_us:.1f} us")
         if copy is not None:
             ax.axhline(copy.value, color="gray", ls="--", lw=1, label=f"copy {copy.value:.0f} GB/s")

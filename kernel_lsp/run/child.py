@@ -18,6 +18,7 @@ import traceback
 from ..codes import severity_of
 from ..jobs import CheckJob, Device, Done, FindingEvent, JobKind, Stat
 from ..model import Finding, Span
+from ..checker.problem.errors import is_out_of_memory
 from . import players
 from .protocol import EventWriter, read_job
 
@@ -123,7 +124,7 @@ def main(argv: list[str]) -> int:
         except MemoryError as e:
             w.finding(_oom_finding(job, f"host memory ran out: {e}"))
         except Exception as e:
-            if type(e).__name__ == "OutOfMemoryError":  # torch.OutOfMemoryError, without importing torch here
+            if is_out_of_memory(e):
                 w.finding(_oom_finding(job, str(e).splitlines()[0]))
             elif type(e).__name__ != "DeviceFault":  # a GPU fault is reported by the pipeline, with its stage
                 w.finding(Finding(job.path, Span(0), severity_of("KL900"), "KL900",

@@ -36,7 +36,7 @@ from .. import __version__
 from ..codes import severity_of
 from ..jobs import CheckJob, Device, Done, Event, FindingEvent, SandboxOptions, event_to_dict
 from ..model import Finding, Span
-from ..checker.problem.errors import DeviceFault, is_device_fault
+from ..checker.problem.errors import DeviceFault, is_device_fault, is_out_of_memory
 from .child import PARENT_ENV, WORKDIR_ENV, choose_device, die_with_parent
 from ..player.isolate import kill_descendants
 from .sandbox import child_env, enter
@@ -240,7 +240,7 @@ def run_one(message: RunJob, device: str, send, lock, protocol, current, pipelin
         except Exception as e:
             text = f"{type(e).__name__}: {e}"
             poisoned = is_device_fault(e)
-            if type(e).__name__ == "OutOfMemoryError":
+            if is_out_of_memory(e):
                 sink.finding(Finding(path, job.anchor, severity_of("KL302"), "KL302",
                                      f"out of GPU memory while checking this file ({text.splitlines()[0][:200]})",
                                      source="kernel-lsp.worker"))

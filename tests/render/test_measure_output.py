@@ -146,3 +146,15 @@ def test_measure_output_roofline_ceiling_labels_do_not_overlap(tmp_path):
     for i, (a, box_a) in enumerate(boxes):
         for b, box_b in boxes[i + 1:]:
             assert not box_a.overlaps(box_b), (a, b)
+
+
+def test_measure_output_every_side_gets_its_own_colour_the_implementation_red():
+    """A baseline registered later (checker/measure/baselines.py) and the current version get colours of their own:
+    the chart names no baseline."""
+    from kernel_lsp.render.report import IMPLEMENTATION_COLOR, side_colors
+    m = measurement()
+    m.sides += [SideTiming("current", 150.0, 149.0, 151.0, 60), SideTiming("a new baseline", 99.0, 98.0, 100.0, 60)]
+    colors = side_colors(m)
+    assert set(colors) == {"triton", "eager", "torch.compile", "current", "a new baseline"}
+    assert colors["triton"] == IMPLEMENTATION_COLOR
+    assert len(set(colors.values())) == len(colors)

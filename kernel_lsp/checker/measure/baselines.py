@@ -29,8 +29,15 @@ class BaselineContext:
     first_call: tuple[float, bool] | None = None  # (seconds, cached) of a first call paid once, e.g. a compile
 
     def copies(self) -> list[list]:
-        from ..verify.plan.variants import clone_inputs
-        return [clone_inputs(self.pristine) for _ in range(self.k)]
+        """The inputs' k copies (input_copies)."""
+        return input_copies(self.pristine, self.k)
+
+
+def input_copies(pristine: list, k: int) -> list[list]:
+    """k copies of the inputs at different addresses, which a side's calls use in turn: a timing then does not hang
+    on one memory placement (docs/performance-method.md, rotated input copies)."""
+    from ..verify.plan.variants import clone_inputs
+    return [clone_inputs(pristine) for _ in range(k)]
 
 
 @dataclass(frozen=True)

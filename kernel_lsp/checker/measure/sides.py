@@ -12,7 +12,7 @@ from typing import Any
 
 from ...jobs import CheckJob
 from . import baselines, neighbours
-from ..problem.errors import is_device_fault
+from ..problem.errors import is_device_fault, is_out_of_memory
 from .report import SOURCE
 from .stats import median
 from .timing import BackToBack, honest_times, time_back_to_back, time_graph, time_sides, empty_launch
@@ -93,11 +93,11 @@ def _sides_to_time(problem, player, opts, impl, pristine: list, k: int) -> tuple
     """The implementation's side, k calls on copies of the inputs of its own held by the player, and the other
     version of the implementation when measure.against names one. Returns them and the implementation's
     RemoteSide; the baselines join them (_add_baselines)."""
-    remote = RemoteSide(player, impl, [clone_inputs(pristine) for _ in range(k)], opts.cache)
+    remote = RemoteSide(player, impl, baselines.input_copies(pristine, k), opts.cache)
     sides = {"triton": remote.calls}
     if opts.against is not None and problem.build_other is not None:
         current = problem.build_other(opts.against)
-        sides["current"] = RemoteSide(player, current, [clone_inputs(pristine) for _ in range(k)], opts.cache).calls
+        sides["current"] = RemoteSide(player, current, baselines.input_copies(pristine, k), opts.cache).calls
     return sides, remote
 
 
@@ -113,7 +113,7 @@ def _add_baselines(sides: dict, rep, job: CheckJob, ref, pristine: list, k: int,
         try:
             sides[b.name] = b.build(ctx)
         except Exception as e:
-            if not b.may_fail or is_device_fault(e) or type(e).__name__ == "OutOfMemoryError":
+            if not b.may_fail or is_device_fault(e) or is_out_of_memory(e):
                 raise
             failed.append((b, e))
             continue

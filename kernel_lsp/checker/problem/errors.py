@@ -39,6 +39,18 @@ def is_device_fault(exc: BaseException) -> bool:
     return any(s in text for s in DEVICE_FAULTS)
 
 
+def is_out_of_memory(exc: BaseException) -> bool:
+    """Memory ran out, on the GPU or the host: torch's OutOfMemoryError, a MemoryError, a player's report of either,
+    or an error whose text says so (a CUDA library's "CUDA error: out of memory", an mmap's "can't allocate
+    memory"). Told by name and text, so callers need not import torch."""
+    from ..player import RemoteError
+    if isinstance(exc, RemoteError) and exc.out_of_memory:
+        return True
+    text = f"{type(exc).__name__}: {exc}"
+    return (type(exc).__name__ in ("MemoryError", "OutOfMemoryError")
+            or "out of memory" in text.lower() or "can't allocate memory" in text)
+
+
 class DeviceFault(Exception):
     """The GPU faulted while running user code; the job stops here (its CUDA context cannot run anything else)."""
 

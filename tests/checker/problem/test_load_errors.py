@@ -79,3 +79,18 @@ def test_load_failures_are_not_the_quick_passes_to_withdraw(tmp_path):
     (f,) = doc["files"][0]["findings"]
     assert f["code"] == "KL005" and f["source"] == LOAD_SOURCE and LOAD_SOURCE not in QUICK_SOURCES
     assert f["range"]["line"] == 5  # the failing import, 0-based
+
+
+def test_load_errors_out_of_memory_is_one_rule_for_every_caller():
+    """The first run, the measure stage and the worker tell an out-of-memory the same way (errors.is_out_of_memory):
+    torch's error by name, a host MemoryError, a CUDA library's text, and a player's report of one."""
+    from kernel_lsp.checker.player import RemoteError
+    from kernel_lsp.checker.problem.errors import is_out_of_memory
+    OutOfMemoryError = type("OutOfMemoryError", (RuntimeError,), {})
+    assert is_out_of_memory(OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB"))
+    assert is_out_of_memory(MemoryError())
+    assert is_out_of_memory(RuntimeError("CUDA error: out of memory"))
+    assert is_out_of_memory(RemoteError({"text": "Tried to allocate", "oom": True}))
+    assert not is_out_of_memory(RemoteError({"text": "index out of range"}))
+    assert not is_out_of_memory(RuntimeError("CUDA error: an illegal memory access was encountered"))
+    assert not is_out_of_memory(ValueError("shape mismatch"))
