@@ -215,13 +215,31 @@ class Player:
         outputs stay in the player until `fetch()` asks for them. `hold`: the player keeps the output objects
         themselves, for `fetch(held=True)` to send as they are after later calls. `grad=False`: the call runs under
         torch.no_grad()."""
-        answer = self.request({"op": "call", "model": impl.id, "args": list(args), "seed": seed, "poison": poison,
-                               "guard_regions": guard_regions, "track_stores": track_stores, "budget": budget,
-                               "dry": dry, "forced": dict(self.recorder.forced), "knobs": knobs or None,
-                               "return_args": return_args, "trace_return": trace_return,
-                               "trace_args": list(args) if trace_return else None, "buffers": buffers,
-                               "refill": refill, "copy_of": copy_of, "return_out": return_out, "train": train,
-                               "hold": hold, "grad": grad, "refill_via": refill_via})
+        message = {"op": "call", "model": impl.id, "args": list(args), "seed": seed, "poison": poison,
+                   "guard_regions": guard_regions, "track_stores": track_stores, "budget": budget, "dry": dry,
+                   "forced": dict(self.recorder.forced), "knobs": knobs or None, "return_args": return_args,
+                   "trace_return": trace_return, "trace_args": list(args) if trace_return else None,
+                   "buffers": buffers, "refill": refill, "copy_of": copy_of, "return_out": return_out, "train": train,
+                   "hold": hold, "grad": grad, "refill_via": refill_via}
+        return self._call_result(self.request(message), keep_launches)
+
+    def calls(self, impl: "Implementation", calls: list[dict]) -> list[CallResult]:
+        """Several calls of `impl` in one exchange, in order, each given as `call`'s keyword arguments (`copy_of`,
+        `buffers`, `refill`, `refill_via`, `knobs`); the player keeps a copy of each one's outputs, taken as it
+        returned, for `fetch_calls`. The results of the calls made: up to and including the first that raised."""
+        forced = dict(self.recorder.forced)
+        messages = [{"model": impl.id, "args": [], "forced": forced, "knobs": c.get("knobs") or None,
+                     "buffers": c.get("buffers"), "refill": c.get("refill"), "copy_of": c.get("copy_of"),
+                     "refill_via": c.get("refill_via", "data")} for c in calls]
+        answers = self.request({"op": "calls", "calls": messages}).get("answers") or []
+        return [self._call_result(a, True) for a in answers if isinstance(a, dict)]
+
+    def fetch_calls(self, indices: list[int]) -> list[list]:
+        """The outputs of the last `calls` exchange's calls at these indices, as each call returned them."""
+        outs = self.request({"op": "fetch", "calls": list(indices)}).get("outs") or []
+        return [o if isinstance(o, list) else [] for o in outs]
+
+    def _call_result(self, answer: dict, keep_launches: bool) -> CallResult:
         launches = self.recorder.absorb(answer, keep_launches)
         error = remote_error(answer["error"]) if answer.get("error") else None
         return CallResult(answer.get("out") if error is None else None, answer.get("args"), error, launches,

@@ -48,6 +48,7 @@ class Player(PlayerCalls):
         self.snapshot = None  # tamper.Snapshot: what the watched functions were before the implementation ran
         self.stashed: dict[str, list] = {}  # argument lists kept across calls (the soak's buffers)
         self.kept: list = []  # the last call's outputs, when the checker did not take them at once
+        self.kept_calls: list[list] = []  # copies of each output of the last `calls` request, by call
         self.held: list = []  # the outputs of a call made with `hold`, as they are now
         self._knobs_seen, self._knobs_found = -1, []
 
@@ -273,7 +274,8 @@ def op_echo(player: Player, req: dict) -> dict:
     return {"values": req.get("values")}
 
 
-OPS = {"echo": op_echo, "load": Player.op_load, "build": Player.op_build, "call": Player.op_call, "fetch": Player.op_fetch, "stash": Player.op_stash,
+OPS = {"echo": op_echo, "load": Player.op_load, "build": Player.op_build, "call": Player.op_call, "calls": Player.op_calls,
+       "fetch": Player.op_fetch, "stash": Player.op_stash,
        "perturb": Player.op_perturb,
        "compile": Player.op_compile, "evidence": Player.op_evidence, "time": Player.op_time}
 

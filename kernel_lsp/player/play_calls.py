@@ -66,6 +66,23 @@ class PlayerCalls:
             answer["result_line"] = self.returning_line(model, req.get("trace_args") or [])
         return answer
 
+    def op_calls(self, req: dict) -> dict:
+        """Several calls, in order, each a `call` request (`calls`); each one's outputs copied as soon as it returns
+        and kept, for `fetch` to send by the call's index; stops after the first call that raises. Every call is kept
+        alike: nothing here tells the calls the checker will look at from the others."""
+        import torch
+        answers: list[dict] = []
+        self.kept_calls = []
+        for sub in req.get("calls") or []:
+            if not isinstance(sub, dict):
+                break
+            answer = self.op_call({**sub, "return_out": False, "hold": False})
+            answers.append(answer)
+            if answer.get("error") is not None:
+                break
+            self.kept_calls.append([y.clone() if isinstance(y, torch.Tensor) else y for y in self.kept])
+        return {"answers": answers}
+
     def _call_args(self, req: dict) -> list:
         """The call's arguments: those sent, fresh copies of a stashed set (`copy_of`), or the stashed tensors of
         `buffers` (stashed on the first call that sends them), refilled in place when `refill` asks."""
@@ -221,6 +238,11 @@ class PlayerCalls:
         return found[0] if found else None
 
     def op_fetch(self, req: dict) -> dict:
+        """The outputs kept: of the last call (`kept`), of the last held one (`held`), or of the calls of the last
+        `calls` request at the indices asked (`calls`)."""
+        if isinstance(req.get("calls"), list):
+            kept = self.kept_calls
+            return {"outs": [kept[i] if isinstance(i, int) and 0 <= i < len(kept) else [] for i in req["calls"]]}
         return {"out": self.held if req.get("held") else self.kept}
 
     def op_perturb(self, req: dict) -> dict:

@@ -269,3 +269,37 @@ def test_player_spares_serve_one_check_each_and_only_for_their_sandbox():
     finally:
         server.close()
     assert server._spare == []
+
+
+def test_player_batched_calls_keep_each_output_as_it_returned_and_the_soak_judges_them():
+    """The soak on a GPU sends its calls a batch at a time (`calls`): the player keeps a copy of each call's outputs
+    as the call returned it (a buffer returned again by the next call does not change it), stops at the first call
+    that raises, and the soak still finds what goes wrong after 100 calls and passes what is right on every call."""
+    import random
+
+    from kernel_lsp.checker.player import Player
+    from kernel_lsp.checker.verify.evidence.soak import soak
+    from kernel_lsp.jobs import SandboxOptions
+    from kernel_lsp.run.players import PlayerServer
+    sets = {n: [torch.randn(64, generator=torch.Generator().manual_seed(i))] for i, n in enumerate("ABD")}
+    plan = {"sets": sets, "knobs": {}, "signs": False,
+            "truth": {n: ([v[0].double() * 2], [v[0] * 2]) for n, v in sets.items()}}
+    server = PlayerServer("cpu")
+    try:
+        player = Player(server.fork(SandboxOptions()), "cpu")
+        player.load(str(FIXTURES / "player" / "many_calls.py"))
+        same = player.build("function", "same_buffer")
+        player.stash({f"set:{n}": v for n, v in sets.items()})
+        results = player.calls(same, [{"copy_of": "set:A"}, {"copy_of": "set:B"}])
+        assert [r.error for r in results] == [None, None]
+        first, second = player.fetch_calls([0, 1])
+        assert torch.equal(first[0], sets["A"][0] * 2) and torch.equal(second[0], sets["B"][0] * 2)
+        raising = player.build("function", "raises_on_the_fifth")
+        results = player.calls(raising, [{"copy_of": "set:A"}] * 8)
+        assert len(results) == 5 and results[-1].error is not None and "fifth" in str(results[-1].error)
+        for entry, expected in (("right", []), ("wrong_after_100", ["KL206"]), ("same_buffer", [])):
+            impl = player.build("function", entry)
+            assert [c for c, _, _ in soak(player, impl, plan, "cuda", random.Random(7))] == expected, entry
+        player.close()
+    finally:
+        server.close()

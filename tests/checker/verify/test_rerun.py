@@ -319,6 +319,17 @@ class MemoPlayer:
     def fetch(self, held=False):
         return self.out
 
+    def calls(self, impl, calls):
+        """As the player does: each call in order, a copy of each one's outputs kept as it returned."""
+        results, self.kept = [], []
+        for c in calls:
+            results.append(self.call(impl, [], **c))
+            self.kept.append([y.clone() for y in self.out])
+        return results
+
+    def fetch_calls(self, indices):
+        return [self.kept[i] for i in indices]
+
 
 def test_soak_finds_a_result_remembered_per_buffer_and_version_whatever_the_draw():
     """The soak's order is drawn per check; its second call refills the first call's buffers with another set and
