@@ -31,7 +31,8 @@ def reference_spread(ref, inputs: list, r_flat: list, updated: list[int], call: 
     rounds differently stays inside; None where it could not be measured. `elementwise`: per element (a tensor of
     the output's shape) instead of the output's largest move. `ulps`: the move, in ulps (an fp32 sum of n terms is
     the exact sum of its terms moved by about sqrt(n) ulps: Higham, ch. 4). `signs`: the outputs are defined up to the
-    sign of each vector (signs.py), the moved result's signs brought to the result's first."""
+    sign of each vector (signs.py), the moved result's signs brought to the result's first (a SignFree: its vectors turned
+    within repeated values too, rotations.py)."""
     import torch
     out: list = [None] * len(r_flat)
     for k in range(2):
@@ -50,7 +51,7 @@ def reference_spread(ref, inputs: list, r_flat: list, updated: list[int], call: 
             r2 = flatten_outputs(call(ref, moved)) + [moved[i] for i in updated]
             if signs:
                 from .signs import aligned
-                r2 = aligned(r2, r_flat)
+                r2 = aligned(r2, r_flat, found=signs)
         except Exception as e:
             raise_device_fault(e)
             return out

@@ -75,8 +75,9 @@ class VariantRuns:
         ran = {launch.spec.qualname for launch in self.recorder.launches[self.launch_mark:]}
         untrusted = bool(ran & set(self.untrusted_kernels()))
         if self.sign_free:  # outputs defined up to sign (signs.py): both sides judged with the truth's signs
-            y1_flat, r_flat = aligned(y1_flat, t_flat), aligned(r_flat, t_flat)
-            y2_flat = aligned(y2_flat, t_flat, keep=self.sentinel)
+            found = self.sign_free  # its pairs: vectors turned within repeated values (rotations.py)
+            y1_flat, r_flat = aligned(y1_flat, t_flat, found=found), aligned(r_flat, t_flat, found=found)
+            y2_flat = aligned(y2_flat, t_flat, keep=self.sentinel, found=found)
         p = self.problem
         sample_message = None
         if p.random and p.sample_check is not None and len(y1_flat) == len(r_flat):

@@ -4,7 +4,8 @@ float64 pick opposite signs for some columns; a kernel may normalize them its ow
 a decomposition, an output is judged after the sign of each of its vectors is chosen to match the truth: one sign for
 the whole tensor, or one per column, or one per row, whichever matches best. PyTorch's own result is aligned the same
 way, so its error (the budget) is not inflated by a sign it happened to pick. The verifier and the evidence runs
-both judge this way.
+both judge this way. Where the reference returns a decomposition's values beside its vectors, the vectors of repeated
+values are turned as a whole (rotations.py), which gives the vectors of values that do not repeat their signs.
 """
 
 from __future__ import annotations
@@ -13,14 +14,23 @@ from __future__ import annotations
 SIGN_FREE = frozenset({"eigh", "eig", "svd", "qr", "svd_lowrank", "pca_lowrank", "lobpcg"})
 
 
-def sign_free_calls(ref, inputs: list) -> list[str]:
+class SignFree(list):
+    """The names of the sign-free decompositions a reference calls (a list), with `pairs`: which of its outputs hold
+    a decomposition's values and which its vectors (rotations.Pair), for the rotation within repeated values."""
+    pairs: tuple = ()
+
+
+def sign_free_calls(ref, inputs: list) -> SignFree:
     """The sign-free decompositions the reference calls on these inputs, in call order, once each ([] when it calls
-    none or cannot run)."""
+    none or cannot run), with the pairs of values and vectors among its outputs (rotations.returned_pairs)."""
     import torch
     from torch.overrides import TorchFunctionMode
 
+    from .compare import flatten_outputs
     from .plan.variants import clone_inputs
-    found: list[str] = []
+    from .rotations import ROTATABLE, returned_pairs
+    found = SignFree()
+    results: list = []
 
     class Watch(TorchFunctionMode):
         def __torch_function__(self, func, types, args=(), kwargs=None):
@@ -28,12 +38,16 @@ def sign_free_calls(ref, inputs: list) -> list[str]:
             name = name[len("linalg_"):] if name.startswith("linalg_") else name
             if name in SIGN_FREE and name not in found:
                 found.append(name)
-            return func(*args, **(kwargs or {}))
+            result = func(*args, **(kwargs or {}))
+            if getattr(func, "__name__", "") in ROTATABLE:
+                results.append((func.__name__, tuple(result)))
+            return result
     try:
         with Watch(), torch.no_grad():
-            ref(*clone_inputs(inputs))
+            out = ref(*clone_inputs(inputs))
     except Exception:
-        return []
+        return SignFree()
+    found.pairs = returned_pairs(results, flatten_outputs(out))
     return found
 
 
@@ -72,7 +86,10 @@ def flipped(y, s, keep=None):
     return torch.where(y == keep, y, out) if keep is not None else out
 
 
-def aligned(outputs: list, truth: list, keep=None) -> list:
-    """Each output with its vectors' signs brought to the truth's (signs_toward)."""
-    return [flipped(y, signs_toward(y, t), keep) if t is not None else y
-            for y, t in zip(outputs, list(truth) + [None] * (len(outputs) - len(truth)))]
+def aligned(outputs: list, truth: list, keep=None, found=None) -> list:
+    """Each output with its vectors' signs brought to the truth's (signs_toward); the outputs that `found`'s pairs
+    (sign_free_calls) name as a decomposition's vectors turned within its repeated values instead (rotations.py)."""
+    from .rotations import rotated
+    outputs, done = rotated(outputs, truth, getattr(found, "pairs", ()), keep)
+    return [flipped(y, signs_toward(y, t), keep) if t is not None and j not in done else y
+            for j, (y, t) in enumerate(zip(outputs, list(truth) + [None] * (len(outputs) - len(truth))))]

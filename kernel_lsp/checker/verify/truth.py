@@ -113,7 +113,7 @@ class ReferenceTruth:
         own_truth = bool(floats) and all(o.dtype == torch.float64 for o in floats)
         if self.sign_free is None:  # asked once: the same code at every size
             self.sign_free = [] if p.random else sign_free_calls(ref, inputs)
-        signs = bool(self.sign_free)
+        signs = self.sign_free  # truthy where there are signs to align; its pairs turn repeated values' vectors
         if v.name == "structured":
             # Rows conditioned very differently (a constant row's normalization is ill-conditioned, an ordinary one is
             # not): each element's budget is its own move when the inputs move by as much as a kernel's fp32 row

@@ -4,7 +4,7 @@ verifier already judged the fine precision): an error no rounding explains."""
 
 from __future__ import annotations
 
-from ..signs import flipped, signs_toward
+from ..signs import aligned
 from .sets import REFILLS, SPARSE_CHANGES
 
 
@@ -90,15 +90,16 @@ def judged(runs: dict, truth: dict, random: bool, signs: bool = False) -> list[t
 
 def _gross(outputs: list, truth: list, reference: list, signs: bool = False) -> str:
     """'' when every output is within what rounding explains; else the first gross error, described. `signs`: the
-    outputs are defined up to the sign of each vector, brought to the truth's first (signs.py)."""
+    outputs are defined up to the sign of each vector, brought to the truth's first (signs.py; a SignFree: its vectors
+    turned within repeated values too, rotations.py)."""
     import torch
     from ..compare import compare_tensor
     if len(outputs) != len(truth):
         return f"{len(outputs)} outputs where the reference has {len(truth)}"
+    outputs = [y.to(t.device) for y, t in zip(outputs, truth)]  # judged where the truth is
+    if signs:
+        outputs = aligned(outputs, truth, found=signs)
     for j, (y, t, r) in enumerate(zip(outputs, truth, reference)):
-        y = y.to(t.device)  # judged where the truth is
-        if signs:
-            y = flipped(y, signs_toward(y, t))
         name = "output" if len(outputs) == 1 else f"output {j}"
         if tuple(y.shape) != tuple(t.shape):
             return f"{name} has shape {tuple(y.shape)}, the truth {tuple(t.shape)}"

@@ -195,9 +195,10 @@ def prepare(job: CheckJob, problem, device: str, cpu_sizes: dict[str, int], cpu_
     # numbers. There only the launches are judged, as for a random reference.
     drew = any(v[2] for v in truth.values())
     # Outputs defined up to sign (signs.py): PyTorch's own result is brought to the truth's signs here, once.
-    signs = not problem.random and bool(sign_free if sign_free is not None else sign_free_calls(reference, sets["A"]))
+    found = sign_free if sign_free is not None else sign_free_calls(reference, sets["A"])
+    signs = found if not problem.random and found else False  # its pairs turn repeated values' vectors (rotations.py)
     if signs:
-        truth = {name: (t, aligned(r, t), *rest) for name, (t, r, *rest) in truth.items()}
+        truth = {name: (t, aligned(r, t, found=signs), *rest) for name, (t, r, *rest) in truth.items()}
     return {"sets": {**sets}, "truth": {name: v[:2] for name, v in truth.items()},
             "random": bool(problem.random) or (on_gpu and drew), "knobs": small, "init": list(init or []),
             "elements": problem.elements(small), "signs": signs}
