@@ -66,6 +66,8 @@ def cmd_optimize(args: argparse.Namespace) -> int:
         source = read_source_file(path)  # the bytes an --apply may replace, and only those
     except ApplyError as e:
         raise UsageError(str(e)) from None
+    # Ray prints on stdout (a dead worker's report, its processes' logs): this command's own output keeps stdout.
+    out = _own_stdout() if settings.executor == "ray" else sys.stdout
     executor = executor_for(settings)
     cancel = threading.Event()
     req = ProposeRequest(args.mode, path.resolve(), source.text, settings, root, args.kernel, args.candidates,
@@ -89,9 +91,10 @@ def cmd_optimize(args: argparse.Namespace) -> int:
             sys.stderr.write(f"kernel-lsp: {e}\n")
             proposal.notes.append(str(e))
     if args.format == "json":
-        sys.stdout.write(json.dumps(proposal.to_dict(), indent=2) + "\n")
+        out.write(json.dumps(proposal.to_dict(), indent=2) + "\n")
     else:
-        sys.stdout.write(render_proposal(proposal))
+        out.write(render_proposal(proposal))
+    out.flush()
     return EXIT_CLEAN if proposal.accepted and applied else EXIT_FINDINGS
 
 

@@ -40,6 +40,11 @@ from .llm import Budget, Cancelled, LLMError
 MODES = ("fix", "optimize", "tune")
 
 
+class ExecutorLost(Exception):
+    """The executor the checks run on can run none any more (a Ray cluster whose head was lost): the request ends
+    saying so, rather than judge the file and its candidates by their KL303s, or ask the model for more."""
+
+
 @dataclass
 class ProposeRequest:
     mode: str  # fix, optimize or tune
@@ -110,6 +115,8 @@ class Proposer(Intake):
                                          cancel=self.req.cancel, executor=executor, measure_against=against,
                                          link=self.contract.link, pinned=self.contract.pinned))
         self._checkpoint()
+        if executor is not None and executor.lost:
+            raise ExecutorLost(f"{executor.lost}, so nothing more could be checked (KL303)")
         return report
 
     def check_many(self, texts: list[str], **kw) -> list[FileReport]:
@@ -131,19 +138,20 @@ class Proposer(Intake):
                 return Proposal(req.mode, str(req.path), False, f"no proposal: {e}", notes=[str(e)],
                                 seconds=round(time.monotonic() - self.started, 2))
         req.progress("checking the current file")
-        # The user's own file: the evidence runs guard against candidates (each one gets it); what it would say
-        # of the user's code is `check`'s to say.
-        baseline = self.check(req.text, rerun=False)
-        on_gpu = baseline.stats.get("device") == "cuda"
-        proposal = Proposal(req.mode, str(req.path), False, "", before=_measurement(baseline))
+        proposal = Proposal(req.mode, str(req.path), False, "")
         try:
+            # The user's own file: the evidence runs guard against candidates (each one gets it); what it would say
+            # of the user's code is `check`'s to say.
+            baseline = self.check(req.text, rerun=False)
+            on_gpu = baseline.stats.get("device") == "cuda"
+            proposal.before = _measurement(baseline)
             if req.mode == "fix":
                 self.fix(baseline, proposal)
             elif req.mode == "optimize":
                 self.optimize(baseline, proposal, on_gpu)
             else:
                 self.tune(baseline, proposal, on_gpu)
-        except LLMError as e:
+        except (LLMError, ExecutorLost) as e:
             proposal.summary = f"no proposal: {e}"
             proposal.notes.append(str(e))
         proposal.tokens = self.budget.tokens

@@ -27,8 +27,9 @@ saying so, without another call into Ray (with the head gone, Ray's calls wait f
 alone too. The process goes on: Ray would end it with status 1 once the head has not answered for
 `gcs_rpc_server_reconnect_timeout_s`, a minute by default, but `connect` sets that to a week for a process that joins
 Ray through kernel-lsp, so a language server or batch-API process keeps running after its KL303s (a new Ray
-executor in it is refused, saying to restart). At interpreter exit Ray's own `ray.shutdown` takes 5-15 s then;
-`kernel-lsp check` leaves with os._exit right after its report instead.
+executor in it is refused, saying to restart). `close()` kills a local cluster the executor started, and the
+process's exit is prompt: ray_head.py's exit handler shuts Ray down without waiting on the lost head (`kernel-lsp
+check` leaves with os._exit right after its report instead).
 
 `ray` is imported only here and in ray_head.py (`import_ray`), and only when this executor is made: kernel-lsp
 without the `ray` extra works, and asking for it then is a configuration error that says what to install.
@@ -46,7 +47,7 @@ from ..jobs import CheckJob, LIVE, SandboxOptions, Stat
 from .local import Executor, LocalExecutor, OnEvent
 from .outcome import WorkerOutcome
 from .protocol import PROTOCOL, decode_event, mismatch, outcome_from_dict
-from .ray_head import CONNECT_TIMEOUT, INSTALL, HeadWatch, RayUnavailable, connect, import_ray
+from .ray_head import CONNECT_TIMEOUT, INSTALL, HeadWatch, RayUnavailable, connect, import_ray, kill_own_cluster
 from .ray_remote import DeviceWorker, run_task, warm_task, who_runs_here
 
 log = logging.getLogger(__name__)
@@ -333,7 +334,10 @@ class RayExecutor(Executor):
         if head is not None:
             head.stop()
         if self.lost:
-            # Ray's kill and shutdown wait on the lost head: leave Ray alone (Ray's exit handler shuts it down).
+            # Ray's kill and shutdown wait on the lost head: Ray is left alone (ray_head's exit handler shuts it down
+            # without those waits), but a local cluster this executor started is killed now, with all it started.
+            if getattr(self, "owns_session", False):
+                kill_own_cluster()
             self.actors, self.owns_session = [], False
         for actor in getattr(self, "actors", []):
             try:

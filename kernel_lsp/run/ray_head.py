@@ -11,11 +11,16 @@ and the executor ends every job with KL303 (ray_executor.py says why Ray itself 
 
 The process outlives its head. Ray ends a process that joined a cluster (status 1) once the head has not answered for
 `gcs_rpc_server_reconnect_timeout_s`, 60 s by default, which killed the language server, `optimize` and batch-API
-processes a minute after their KL303s; `connect` sets it to a week for this process's own Ray (`_driver_gcs_wait`),
+processes a minute after their KL303s; `connect` sets it to a week for this process's own Ray (`_driver_settings`),
 unless the environment sets it already. A later executor in that process is refused with one line saying to restart.
-Its interpreter exit then takes 5-15 s, in Ray's exit handler (`ray.shutdown`, whose waits have deadlines of their
-own); that handler is left in place, because without it Ray's teardown crashed the process (SIGSEGV, a GCS request
-still pending).
+
+Its exit is prompt too. Ray's exit handler (`ray.shutdown`) stays in place (without it Ray's teardown crashed the
+process: SIGSEGV, a GCS request still pending), but with the head lost it took 5-15 s: 5 s waiting for the driver's
+task events to reach the lost GCS (`task_events_shutdown_flush_timeout_ms`, which `connect` bounds to half a second,
+as it bounds the wait above), half a second of a sleep, and for a local cluster this process started, a second per
+process given to end gracefully (its raylet waits on the GCS), after which the raylet's agents still ran.
+`_leave_lost`, an exit handler that runs before Ray's, shuts Ray down without those two and kills that cluster's
+processes and all they started at once (`kill_own_cluster`, which the executor's `close()` calls already).
 
 `import_ray` imports `ray`, and only when a Ray executor is made: kernel-lsp without the `ray` extra works, and
 asking for Ray then is a configuration error that says what to install.
@@ -23,9 +28,11 @@ asking for Ray then is a configuration error that says what to install.
 
 from __future__ import annotations
 
+import atexit
 import logging
 import os
 import socket
+import sys
 import threading
 import time
 from contextlib import contextmanager
@@ -42,6 +49,8 @@ HEAD_LOST_S = 3.0  # seconds without an answer from the head after which it coun
 INSTALL = 'pip install "kernel-lsp[ray]"'
 DRIVER_GCS_WAIT = "RAY_gcs_rpc_server_reconnect_timeout_s"  # Ray's setting, read from the environment by ray.init
 DRIVER_GCS_WAIT_S = 7 * 24 * 3600  # how long Ray in this process waits for a lost head before ending the process
+DRIVER_FLUSH_WAIT = "RAY_task_events_shutdown_flush_timeout_ms"  # Ray's too: its shutdown's wait for the GCS (5000)
+DRIVER_FLUSH_WAIT_MS = 500
 
 _lost: str | None = None  # why this process's connection to Ray is lost for good (HeadWatch), once it is
 
@@ -51,11 +60,64 @@ class RayUnavailable(ConfigError):
 
 
 def import_ray():
+    global _exit_handler
     try:
         import ray
     except ImportError:
         raise RayUnavailable(f'executor = "ray" needs Ray, which is not installed here: {INSTALL}') from None
+    if not _exit_handler:  # registered after Ray's (importing ray registers it), so it runs before Ray's
+        atexit.register(_leave_lost)
+        _exit_handler = True
     return ray
+
+
+_exit_handler = False
+
+
+def _leave_lost() -> None:
+    """At interpreter exit, once the head was lost: Ray's own shutdown, less what waits on the lost head there (see
+    the module's docstring), then the processes of a local cluster this process started, killed at once. Ray's exit
+    handler, which runs next, then finds nothing left to do. Nothing when the head was not lost."""
+    if _lost is None:
+        return
+    import ray
+    node = _detach_node()  # ray.shutdown would end each of its processes gracefully, a second each
+    try:
+        ray.shutdown()  # not from Ray's exit handler: without its half-second sleep
+    except Exception as e:
+        log.debug("ray.shutdown: %s", e)
+    _kill_node(node)
+
+
+def kill_own_cluster() -> None:
+    """Kill the local cluster this process's `ray.init` started, if any: its processes and all they started, at once,
+    with no call into Ray that waits on its head, once that head was lost (the raylet's agents outlived Ray's own
+    ending of it, and `kernel-lsp check` leaves with os._exit, without exit handlers). The process goes on without
+    its raylet: a later `ray.shutdown` still ends."""
+    if "ray" in sys.modules:
+        _kill_node(_detach_node())
+
+
+def _detach_node():
+    """The local cluster's node this process's `ray.init` started (None when it joined one), taken from Ray, so
+    that `ray.shutdown` leaves its processes alone."""
+    from ray._private import worker
+    node, worker._global_node = worker._global_node, None
+    return node
+
+
+def _kill_node(node) -> None:
+    if node is None:
+        return
+    # The raylet's own children (its Ray workers, with kernel-lsp's processes below them, and its dashboard and
+    # runtime-env agents) outlived it when the raylet was killed after its GCS: the whole tree goes at once.
+    from ..player.isolate import kill_tree
+    try:
+        kill_tree([info.process.pid for infos in node.all_processes.values() for info in infos
+                   if info.process.poll() is None])
+        node.kill_all_processes(check_alive=False, allow_graceful=False, wait=True)  # reaps them
+    except Exception as e:
+        log.debug("killing the local cluster's processes: %s", e)
 
 
 def connect(address: str | None, timeout: float = CONNECT_TIMEOUT) -> bool:
@@ -89,7 +151,7 @@ def connect(address: str | None, timeout: float = CONNECT_TIMEOUT) -> bool:
     if address is None:
         options["include_dashboard"] = False
     try:
-        with _driver_gcs_wait():
+        with _driver_settings():
             ray.init(address=address, **options)
     except Exception as e:  # Ray raises ConnectionError, RuntimeError or its own errors here
         first = (str(e).strip().splitlines() or [type(e).__name__])[0][:300]
@@ -99,26 +161,29 @@ def connect(address: str | None, timeout: float = CONNECT_TIMEOUT) -> bool:
 
 
 @contextmanager
-def _driver_gcs_wait() -> Iterator[None]:
+def _driver_settings() -> Iterator[None]:
     """Ray's core worker ends the process that holds it (status 1) once the cluster's head has not answered for
     `gcs_rpc_server_reconnect_timeout_s` (60 s by default): a language server or a batch-API process would die with
-    its head. Ray reads the setting from the environment when `ray.init` makes this process's core worker, so it is
-    set (to DRIVER_GCS_WAIT_S) for that call alone, and only when the user did not set it: a value of one's own
-    wins, and so does a cluster's own (`ray start --system-config`). Processes that `ray.init` itself starts (a local
-    cluster's) inherit it, as they inherit the rest of the environment; none started later does."""
-    # Two threads connecting at once: the second must not take the first's value for the user's.
-    with _DRIVER_GCS_WAIT_LOCK:
-        if DRIVER_GCS_WAIT in os.environ:
-            yield
-            return
-        os.environ[DRIVER_GCS_WAIT] = str(DRIVER_GCS_WAIT_S)
+    its head. And its shutdown waits `task_events_shutdown_flush_timeout_ms` (5 s by default) for the GCS to take
+    the driver's last task events, all of it when the head is lost. Ray reads both from the environment when
+    `ray.init` makes this process's core worker, so they are set (to DRIVER_GCS_WAIT_S and DRIVER_FLUSH_WAIT_MS) for
+    that call alone, each only when the user did not set it: a value of one's own wins, and so does a cluster's own
+    (`ray start --system-config`). Processes that `ray.init` itself starts (a local cluster's) inherit them, as they
+    inherit the rest of the environment; none started later does."""
+    # Two threads connecting at once: the second must not take the first's values for the user's.
+    with _DRIVER_SETTINGS_LOCK:
+        ours = {name: str(value) for name, value in ((DRIVER_GCS_WAIT, DRIVER_GCS_WAIT_S),
+                                                     (DRIVER_FLUSH_WAIT, DRIVER_FLUSH_WAIT_MS))
+                if name not in os.environ}
+        os.environ.update(ours)
         try:
             yield
         finally:
-            os.environ.pop(DRIVER_GCS_WAIT, None)
+            for name in ours:
+                os.environ.pop(name, None)
 
 
-_DRIVER_GCS_WAIT_LOCK = threading.Lock()
+_DRIVER_SETTINGS_LOCK = threading.Lock()
 
 
 HTTP2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + bytes([0, 0, 0, 4, 0, 0, 0, 0, 0])  # and an empty SETTINGS

@@ -89,11 +89,15 @@ def descendants(pid: int) -> set[int]:
 
 
 class RawClient:
-    def __init__(self, root: Path, env: dict | None = None):
+    """`env` is added to this process's environment (a None value removes the name); `stderr` is where the server's
+    goes. `stray` keeps any byte on the server's stdout outside a framed message."""
+
+    def __init__(self, root: Path, env: dict | None = None, stderr=subprocess.DEVNULL):
+        env = {k: v for k, v in dict(os.environ, **(env or {})).items() if v is not None}
         self.proc = subprocess.Popen([sys.executable, "-m", "kernel_lsp.cli", "serve"], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, cwd=root,
-                                     env=dict(os.environ, **(env or {})))
+                                     stdout=subprocess.PIPE, stderr=stderr, cwd=root, env=env)
         self.messages: list[dict] = []
+        self.stray = b""
         self._lock = threading.Condition()
         self._next = 1
         threading.Thread(target=self._read, daemon=True).start()
@@ -105,11 +109,16 @@ class RawClient:
             while not header.endswith(b"\r\n\r\n"):
                 byte = out.read(1)
                 if not byte:
+                    self.stray += header
                     return
                 header += byte
-            length = next(int(line.split(b":")[1]) for line in header.split(b"\r\n")
-                          if line.lower().startswith(b"content-length"))
-            body = json.loads(out.read(length))
+            if not header.lower().startswith(b"content-length"):
+                self.stray += header  # something else printed on the protocol's stream
+            lengths = [int(line.split(b":")[1]) for line in header.split(b"\r\n")
+                       if line.lower().startswith(b"content-length")]
+            if not lengths:
+                continue
+            body = json.loads(out.read(lengths[0]))
             if body.get("method") in ("workspace/configuration", "window/workDoneProgress/create",
                                       "client/registerCapability") and "id" in body:
                 self.send_raw(json.dumps({"jsonrpc": "2.0", "id": body["id"],
