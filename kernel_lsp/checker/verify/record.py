@@ -14,7 +14,7 @@ from .compare import Comparison
 SENTINEL = -1.2345e4  # the default second poison: finite in fp16/bf16/fp32 (each check draws its own: draw_sentinel)
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Evidence:
     """What running one variant collected. Output lists are flattened (nested tuples of tensors become a list)."""
 

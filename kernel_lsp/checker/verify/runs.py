@@ -82,11 +82,14 @@ class VariantRuns:
         sample_message = None
         if p.random and p.sample_check is not None and len(y1_flat) == len(r_flat):
             sample_message = p.sample_check(inputs, y1_flat[0] if len(y1_flat) == 1 else y1_flat)
-        return Evidence(v.name, v.kind, v.description, shapes, y1_flat, y2_flat, r_flat, t_flat, a_flat, truth_dtype,
-                        launches, impl_inputs, ref_inputs, self.state.outputs, self.state.prints,
-                        self.state.sketches, untrusted,
-                        sample_message, result_line, updated, spread, terms, constants, inputs,
-                        bool(self.fresh_draws), rerun_launches, self.sentinel, correlated=v.name == "structured")
+        return Evidence(variant=v.name, kind=v.kind, description=v.description, shapes=shapes, outputs=y1_flat,
+                        rerun=y2_flat, reference=r_flat, truth=t_flat, abs_terms=a_flat, truth_dtype=truth_dtype,
+                        launches=launches, inputs_after=impl_inputs, reference_inputs_after=ref_inputs,
+                        earlier=self.state.outputs, earlier_prints=self.state.prints,
+                        earlier_sketches=self.state.sketches, untrusted=untrusted, sample_message=sample_message,
+                        result_line=result_line, updated=updated, spread=spread, terms=terms, constants=constants,
+                        inputs_before=inputs, fresh_draws=bool(self.fresh_draws), rerun_launches=rerun_launches,
+                        sentinel=self.sentinel, correlated=v.name == "structured")
 
     def _variant_callables(self, v: Variant) -> tuple[Any, Any] | None:
         """The reference and the implementation the variant calls: fresh models for the variants that change them,
