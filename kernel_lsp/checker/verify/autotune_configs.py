@@ -1,10 +1,13 @@
 """Every config of an `@triton.autotune` list is verified, not only the one a run's autotuner picks (another run,
 or another GPU, picks another, and a config may leave the tail unwritten). Runs in a worker, driven by the
-Verifier (verifier.py): each other config is forced through the player's launch recorder (player/capture.py), and
+Verifier's schedule (schedule.py): each other config is forced through the player's launch recorder (player/capture.py), and
 the variants it runs are named `config-N` and `config-N-odd`."""
 
 from __future__ import annotations
 
+from typing import Callable
+
+from .context import VerifyContext
 from .plan.variants import Variant
 
 MAX_CONFIGS = 16  # autotune configs verified per kernel (the first ones of a longer list)
@@ -21,23 +24,27 @@ def configs_prefix(configs: list[tuple[str, int, int, str]]) -> str:
             f"({'; '.join(c[3] for c in seen)}) only: ")
 
 
-def verify_configs(verifier, variants: list[Variant]) -> None:
+def verify_configs(ctx: VerifyContext, described: dict[str, tuple[str, int, int, str]],
+                   run_one: Callable[[Variant], None], variants: list[Variant]) -> None:
     """Force each config but the picked one in turn, on fresh inputs of the problem's own sizes and of odd sizes
-    (a tail), with every check of a variant; `verifier.configs` maps each variant to its config for the report."""
+    (a tail), each run with every check of a variant (`run_one`); `described` maps each variant to its config for
+    the report (Findings.configs)."""
+    recorder = ctx.recorder
     bases = [v for v in variants if v.name in ("seed-1", "odd-size")]
-    for qual, (configs, chosen) in sorted(verifier.recorder.autotuners.items()):
+    for qual, (configs, chosen) in sorted(recorder.autotuners.items()):
         name = qual.rsplit(".", 1)[-1]
         for i, config in enumerate(configs[:MAX_CONFIGS]):
             if i == chosen or len(configs) < 2:
                 continue
-            verifier.recorder.forced = {qual: i}
+            recorder.forced = {qual: i}
             try:
                 for b in bases:
                     v = Variant(f"config-{i + 1}" + ("" if b.name == "seed-1" else "-odd"), "config",
-                                100 + 2 * i + (b.name != "seed-1"), verifier.base if b.name == "seed-1" else b.knobs,
+                                100 + 2 * i + (b.name != "seed-1"),
+                                ctx.sizing.base if b.name == "seed-1" else b.knobs,
                                 None, f"autotune config {i + 1} of {len(configs)} of {name}, {b.description}",
                                 b.setting)
-                    verifier.configs[v.name] = (name, i, len(configs), config)  # as the player described it
-                    verifier.run_one(v)
+                    described[v.name] = (name, i, len(configs), config)  # as the player described it
+                    run_one(v)
             finally:
-                verifier.recorder.forced = {}
+                recorder.forced = {}

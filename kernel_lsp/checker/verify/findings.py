@@ -1,71 +1,74 @@
 """The verification's report: each failure placed on a line (the store that wrote the bad element, else the launch
 site) and previewed as it is found, the findings aggregated per (code, line, cause) when verification ends, the
 per-variant table in the kernel facts, and what is said of the kernels themselves (not verified, untaken branches,
-the interpreter's limits). A mixin of the Verifier (verifier.py)."""
+the interpreter's limits). One part of the Verifier (verifier.py): the schedule, the runs and the reference side
+record through it, the coordinator asks it for the report."""
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 from typing import Any
 
 from ...model import KernelFacts, Severity, SkippedVariant, Span, VariantRow, Verification
 from ..player import CallResult
 from .autotune_configs import configs_prefix
 from .compare import Comparison
+from .context import Failure, VerifyContext
 from .plan.variants import Variant
 from .rules import Evidence, RuleFinding, describe_variant
 
 
-@dataclass
-class Failure:
-    code: str
-    variant: Variant
-    message: str
-    line: int | None
-    data: dict[str, Any] = field(default_factory=dict)
-    severity: str | None = None  # "warning" to lower the code's own severity (no float64 truth)
+def where(v: Variant, shapes: str | None) -> str:
+    return describe_variant(v.kind, v.name, v.description, shapes)
 
 
 class Findings:
-    """Failures recorded (fail, collect_oob, row) and placed (place), and the final report (report)."""
+    """Failures recorded (fail, collect_oob, row) and placed (place), and the final report (report). Besides the
+    shared record (the context's state) it keeps what only the report reads, each written by the part named."""
 
-    def place(self, f: RuleFinding, e: Evidence) -> int | None:
-        """The line a rule's finding belongs on: the store that wrote the bad element, else the launch site."""
+    def __init__(self, ctx: VerifyContext):
+        self.ctx = ctx
+        self.outside: dict[str, str] = {}  # variant -> how its inputs leave the problem's distribution (runs.py)
+        self.limits: dict[str, list[str]] = {}  # the interpreter's limit -> the variants it stopped (runs.py)
+        self.configs: dict[str, tuple[str, int, int, str]] = {}  # config variant -> (kernel, index, of, config)
+        # Block-size variants stopped past their operations budget: (variant, budget, names of the kernels launched
+        # in it) (schedule.py).
+        self.stopped: list[tuple[str, int, set[str]]] = []
+
+    def place(self, f: RuleFinding, e: Evidence, writers: list | None, store_lines: list | None) -> int | None:
+        """The line a rule's finding belongs on: the store that wrote the bad element (`writers` and `store_lines`:
+        the first run's tracked stores, runs.py), else the launch site."""
         if f.place == "none":
             return None
         if f.place == "result":
             return e.result_line
         if f.place == "store" and f.comparison is not None:
-            return self.line_for(f.output, f.comparison)
-        return self.launch_line()
+            return self.line_for(f.output, f.comparison, writers, store_lines)
+        return self.ctx.launch_line()
 
-    def line_for(self, j: int, c: Comparison) -> int | None:
+    def line_for(self, j: int, c: Comparison, writers: list | None, store_lines: list | None) -> int | None:
         """The line that stored output j's worst element (the first run's tracked stores), else the launch site."""
-        if c.worst_index is not None and self.writers and j < len(self.writers):
+        if c.worst_index is not None and writers and j < len(writers):
             if c.code == "KL203":
-                lines = (self.store_lines or [])[j] if j < len(self.store_lines or []) else []
+                lines = (store_lines or [])[j] if j < len(store_lines or []) else []
                 if lines:
                     return lines[0]
             else:
-                lines = self.writers[j]
+                lines = writers[j]
                 try:
                     line = int(lines[tuple(c.worst_index)]) if lines is not None else -1
                 except (IndexError, TypeError, ValueError):
                     line = -1
                 if line >= 0:
                     return line
-        return self.launch_line()
-
-    def where(self, v: Variant, shapes: str | None) -> str:
-        return describe_variant(v.kind, v.name, v.description, shapes)
+        return self.ctx.launch_line()
 
     def collect_oob(self, v: Variant, r: CallResult) -> None:
         for b in r.breaches:
             where = "past the end of" if b.get("side") == "after" else "before the start of"
             self.fail("KL208", v, f"a store {where} {b.get('label')}: {b.get('changed')} guard byte(s) changed, up to "
                       f"{b.get('reach')} bytes {b.get('side')} it (GPU guard regions; variant {v.name})",
-                      self.launch_line(), kind="store", count=b.get("changed"))
+                      self.ctx.launch_line(), kind="store", count=b.get("changed"))
         for ev in r.oob:
             what = {"load": "reads", "store": "writes", "atomic": "updates"}.get(ev.get("kind"), "touches")
             self.fail("KL208", v, f"{ev.get('kernel')} {what} out of bounds: {ev.get('count')} access(es), e.g. "
@@ -75,44 +78,64 @@ class Findings:
     def fail(self, code: str, v: Variant, message: str, line: int | None, severity: str | None = None,
              **data: Any) -> None:
         kind = _cause(code, v)
-        new = not any(f.code == code and f.line == line and _cause(f.code, f.variant) == kind
-                      for f in self.state.failures)
-        self.state.failures.append(Failure(code, v, message, line, data, severity))
-        if new and not self.probing:
+        failures = self.ctx.state.failures
+        new = not any(f.code == code and f.line == line and _cause(f.code, f.variant) == kind for f in failures)
+        failures.append(Failure(code, v, message, line, data, severity))
+        if new and not self.ctx.state.probing:
             # The first failure of a cause is shown at once; the final finding (every variant it failed on)
             # replaces it when verification ends.
-            ln = line if line is not None else self.launch_line()
+            ln = line if line is not None else self.ctx.launch_line()
             level = _LEVELS.get(severity or "") or (Severity.WARNING if v.name in self.outside else None)
-            self.rep.preview(code, message, Span(ln, 0) if ln is not None else None, source="kernel-lsp.verify",
+            self.ctx.rep.preview(code, message, Span(ln, 0) if ln is not None else None, source="kernel-lsp.verify",
                              severity=level, variant=v.name, **data)
 
     def row(self, v: Variant, shapes: str, verdict: str, c: Comparison | None) -> None:
-        ran = sorted({launch.spec.name for launch in self.recorder.launches[self.launch_mark:]})
-        self.state.rows.append(VariantRow(v.name, v.description, shapes, verdict, c.max_abs if c else None,
+        ran = sorted({launch.spec.name for launch in self.ctx.launched()})
+        self.ctx.state.rows.append(VariantRow(v.name, v.description, shapes, verdict, c.max_abs if c else None,
                                           c.ref_max_abs if c else None, kernels=ran))
 
-    def report(self, seconds: float) -> None:
-        if self.unrepeatable:
-            self.rep.add("KL007", f"the reference is not deterministic: two calls on the same inputs differ "
-                         f"({self.unrepeatable}); it draws random numbers it does not seed, so no implementation can "
-                         "match it element by element, and no value was judged; for a random op, set "
-                         "`KERNEL_LSP_RANDOM = True` in the reference's module to compare distributions instead "
-                         "(docs/verification.md, Random ops); otherwise seed or remove the draws",
-                         None, source="kernel-lsp.verify")
+    def report(self, seconds: float, unrepeatable: str | None) -> None:
+        """The final findings, replacing the previews; `unrepeatable`: where the reference changed when called twice
+        on the same inputs (truth.py), which leaves nothing judged."""
+        rep, state, sizing = self.ctx.rep, self.ctx.state, self.ctx.sizing
+        if unrepeatable:
+            rep.add("KL007", f"the reference is not deterministic: two calls on the same inputs differ "
+                    f"({unrepeatable}); it draws random numbers it does not seed, so no implementation can "
+                    "match it element by element, and no value was judged; for a random op, set "
+                    "`KERNEL_LSP_RANDOM = True` in the reference's module to compare distributions instead "
+                    "(docs/verification.md, Random ops); otherwise seed or remove the draws",
+                    None, source="kernel-lsp.verify")
             return
-        if not self.state.rows and self.skipped:
+        if not state.rows and state.skipped:
             # Nothing was judged: saying nothing would read as a clean bill of health.
-            name, reason = self.skipped[0]
-            self.rep.add("KL003", f"no input variant could be verified: the reference failed on every one "
-                         f"(first, {name}: {reason})", None, source="kernel-lsp.verify",
-                         skipped=[n for n, _ in self.skipped])
-        # One finding per cause: a value failure, a layout failure and a size failure at the same store are three
-        # causes (a stride bug must not ride inside a rounding finding as "also on: strided").
+            name, reason = state.skipped[0]
+            rep.add("KL003", f"no input variant could be verified: the reference failed on every one "
+                    f"(first, {name}: {reason})", None, source="kernel-lsp.verify",
+                    skipped=[n for n, _ in state.skipped])
+        self.report_failures()
+        self.interpreter_limits()
+        ran = self.ran_kernels()
+        stopped = self.report_stopped(ran)
+        self.report_untaken_branches(ran)
+        # A kernel is verified by the variants it ran on (a file may dispatch: a TMA path at the problem's own
+        # sizes, a pointer path at odd ones); rows where no kernel ran concern every kernel.
+        for name in sorted(ran - set(stopped)):
+            rows = [r for r in state.rows if not r.kernels or name in r.kernels]
+            summary = Verification(rows, [SkippedVariant(n, r) for n, r in state.skipped],
+                                   "cpu-interpreter" if self.ctx.interpreted else "cuda", round(seconds, 3),
+                                   dict(sizing.base), self.ctx.player.guarded, round(sizing.first_cpu_seconds, 3),
+                                   sizing.first_ops)
+            rep.w.kernel(name, KernelFacts(verification=summary))
+
+    def report_failures(self) -> None:
+        """One finding per cause: a value failure, a layout failure and a size failure at the same store are three
+        causes (a stride bug must not ride inside a rounding finding as "also on: strided")."""
+        rep = self.ctx.rep
         groups: dict[tuple, list[Failure]] = {}
-        for f in self.state.failures:
+        for f in self.ctx.state.failures:
             kind = _cause(f.code, f.variant)
             groups.setdefault((f.code, f.line, kind), []).append(f)
-        compile_errors = [f.message for f in self.rep.sent if f.code == "KL100"]
+        compile_errors = [f.message for f in rep.sent if f.code == "KL100"]
         groups = {key: fs for key, fs in groups.items() if not (key[0] == "KL209" and any(
             _core(fs[0].data.get("cause", "")) in m for m in compile_errors if _core(fs[0].data.get("cause", ""))))}
         cached = {line for code, line, _ in groups if code == "KL206"}
@@ -121,7 +144,7 @@ class Findings:
             # where the cache was filled on other inputs (KL200/KL201 at the same store).
             groups = {(code, line, kind): fs for (code, line, kind), fs in groups.items()
                       if code != "KL205" and not (code in ("KL200", "KL201") and line in cached)}
-        fallback = self.launch_line()
+        fallback = self.ctx.launch_line()
         for (code, line, _), fs in groups.items():
             first = fs[0]
             others = sorted({f.variant.name for f in fs[1:]} - {first.variant.name})
@@ -136,74 +159,61 @@ class Findings:
                 msg += (f"; only on inputs outside the problem's own distribution ({self.outside[first.variant.name]}):"
                         " the problem's own inputs pass")
             ln = line if line is not None else fallback
-            self.rep.add(code, msg, Span(ln, 0) if ln is not None else None, source="kernel-lsp.verify",
-                         severity=severity, variant=first.variant.name, variants=[f.variant.name for f in fs],
-                         **first.data, **({"outside_distribution": True} if outside else {}))
-        self.interpreter_limits()
-        # A kernel launched in a stopped block-size variant is not verified, whatever the other variants found (a
-        # kernel launched only there was cut from the recorder with the variant: pipeline.report_unexercised
-        # reports it).
+            rep.add(code, msg, Span(ln, 0) if ln is not None else None, source="kernel-lsp.verify",
+                    severity=severity, variant=first.variant.name, variants=[f.variant.name for f in fs],
+                    **first.data, **({"outside_distribution": True} if outside else {}))
+
+    def report_stopped(self, ran: set[str]) -> dict[str, tuple[str, int]]:
+        """A kernel launched in a stopped block-size variant is not verified, whatever the other variants found (a
+        kernel launched only there was cut from the recorder with the variant: pipeline.report_unexercised reports
+        it). Returns the stopped kernels' names, each with its variant and budget."""
         stopped: dict[str, tuple[str, int]] = {}
         for vname, budget, launched in self.stopped:
             for name in launched:
                 stopped.setdefault(name, (vname, budget))
-        ran = self.ran_kernels()
         for qual, fn, _, _ in self.launched_sources():
             if fn.__name__ in stopped and fn.__name__ in ran:
                 vname, budget = stopped[fn.__name__]
-                self.rep.add("KL104", f"kernel {fn.__name__} is not verified: its block-size variant {vname} was "
-                             f"stopped after {budget:,} interpreter operations in one run, too slow for the CPU "
-                             "interpreter at those sizes; check it with --device cuda", self.rep.kernel_span(qual),
-                             source="kernel-lsp.verify", severity=Severity.INFO, kernel=qual, variant=vname)
-        self.report_untaken_branches(ran)
-        # A kernel is verified by the variants it ran on (a file may dispatch: a TMA path at the problem's own
-        # sizes, a pointer path at odd ones); rows where no kernel ran concern every kernel.
-        for name in sorted(ran - set(stopped)):
-            rows = [r for r in self.state.rows if not r.kernels or name in r.kernels]
-            summary = Verification(rows, [SkippedVariant(n, r) for n, r in self.skipped],
-                                   "cpu-interpreter" if self.interpreted else "cuda", round(seconds, 3),
-                                   dict(self.base), self.player.guarded, round(self.first_cpu_seconds, 3),
-                                   self.first_ops)
-            self.rep.w.kernel(name, KernelFacts(verification=summary))
+                self.ctx.rep.add("KL104", f"kernel {fn.__name__} is not verified: its block-size variant {vname} was "
+                                 f"stopped after {budget:,} interpreter operations in one run, too slow for the CPU "
+                                 "interpreter at those sizes; check it with --device cuda",
+                                 self.ctx.rep.kernel_span(qual), source="kernel-lsp.verify", severity=Severity.INFO,
+                                 kernel=qual, variant=vname)
+        return stopped
 
     def report_untaken_branches(self, ran: set[str]) -> None:
         """KL104 (information) for each side of an `if` on a kernel's constexprs that no launch took (branches.py)."""
         from .branches import untaken
+        job, rep = self.ctx.job, self.ctx.rep
         try:
-            source = self.job.source_override
+            source = job.source_override
             if source is None:
-                with open(self.job.path, encoding="utf-8") as f:
+                with open(job.path, encoding="utf-8") as f:
                     source = f.read()
         except (OSError, UnicodeDecodeError):
             return
         by_kernel: dict[str, list[dict]] = {}
-        for spec in self.recorder.spec_list:
+        for spec in self.ctx.recorder.spec_list:
             by_kernel.setdefault(spec.name, []).append(dict(spec.constexprs))
         for name in sorted(ran):
             for u in untaken(source, name, by_kernel.get(name, [])):
                 part = "the body" if u.side == "true" else "the else branch"
-                self.rep.add("KL104", f"kernel {name}: {part} of `if {u.condition}:` never ran (every launch had "
-                             f"{u.seen}): that path is not verified; no variant's sizes, dtypes or flags select it",
-                             Span(u.line - 1, 0), source="kernel-lsp.verify", severity=Severity.INFO, kernel=name,
-                             branch=u.side)
-
-    def takes_float_scalars(self) -> bool:
-        """Some launched kernel takes a float scalar argument (an fp32 in its signature), the way a Python float
-        reaches a compiled kernel."""
-        return any(t == "fp32" for launch in self.recorder.launches
-                   for t in _flat_types(launch.spec.signature.values()))
+                rep.add("KL104", f"kernel {name}: {part} of `if {u.condition}:` never ran (every launch had "
+                        f"{u.seen}): that path is not verified; no variant's sizes, dtypes or flags select it",
+                        Span(u.line - 1, 0), source="kernel-lsp.verify", severity=Severity.INFO, kernel=name,
+                        branch=u.side)
 
     def ran_kernels(self) -> set[str]:
         """The names of the kernels launched on some variant so far."""
-        return {k for r in self.state.rows for k in r.kernels}
+        return {k for r in self.ctx.state.rows for k in r.kernels}
 
     def launched_sources(self):
         """(qualname, kernel, source, argument types) for each recorded kernel whose source the player could read."""
-        for qual, fn in self.recorder.functions.items():
+        for qual, fn in self.ctx.recorder.functions.items():
             src = fn.source
             if src is None:
                 continue
-            dtypes = {t for l in self.recorder.launches if l.spec.qualname == qual
+            dtypes = {t for l in self.ctx.recorder.launches if l.spec.qualname == qual
                       for t in _flat_types(l.spec.signature.values())}
             yield qual, fn, src, dtypes
 
@@ -211,7 +221,7 @@ class Findings:
         """Kernels whose numbers the CPU interpreter gets wrong, with the reason (measured on Triton 3.9):
         bf16 tl.dot gives garbage (triton issue #11584); fp32 -> fp8 casts drop the mantissa carry
         (7.9 -> 4.0 instead of 8.0) and round ties away from even (100 -> 104, not 96)."""
-        if not self.interpreted:
+        if not self.ctx.interpreted:
             return {}
         out = {}
         for qual, _, src, dtypes in self.launched_sources():
@@ -224,34 +234,41 @@ class Findings:
         return out
 
     def interpreter_limits(self) -> None:
-        if not self.interpreted:
+        if not self.ctx.interpreted:
             return
-        judged = [r for r in self.state.rows if r.verdict not in ("raised", "cpu-limit")]
+        rep, recorder = self.ctx.rep, self.ctx.recorder
+        judged = [r for r in self.ctx.state.rows if r.verdict not in ("raised", "cpu-limit")]
         for limit, names in self.limits.items():
             # Not the kernel's failure: a warning when it left nothing judged (as KL106), else a note.
-            self.rep.add("KL210", f"cannot be verified on the CPU: {limit}; Triton's interpreter stopped on "
-                         f"{len(names)} variant(s) ({', '.join(names[:4])}{', ...' if len(names) > 4 else ''}): "
-                         "verify it on a GPU (--device cuda or a runner)", self.rep.launch_span(self.recorder),
-                         source="kernel-lsp.verify", severity=Severity.INFO if judged else Severity.WARNING,
-                         variants=names, values_judged=False)
+            rep.add("KL210", f"cannot be verified on the CPU: {limit}; Triton's interpreter stopped on "
+                    f"{len(names)} variant(s) ({', '.join(names[:4])}{', ...' if len(names) > 4 else ''}): "
+                    "verify it on a GPU (--device cuda or a runner)", rep.launch_span(recorder),
+                    source="kernel-lsp.verify", severity=Severity.INFO if judged else Severity.WARNING,
+                    variants=names, values_judged=False)
         untrusted, verified = self.untrusted_kernels(), self.ran_kernels()
         for qual, fn, src, dtypes in self.launched_sources():
-            span = self.rep.kernel_span(qual)
+            span = rep.kernel_span(qual)
             if qual in untrusted and fn.__name__ in verified:
-                self.rep.add("KL210", f"{fn.__name__}: {untrusted[qual]}, so values were not judged here "
-                             "(bounds, unwritten outputs, launches and shapes were); verify the numbers on a GPU",
-                             span, source="kernel-lsp.verify", values_judged=False)
+                rep.add("KL210", f"{fn.__name__}: {untrusted[qual]}, so values were not judged here "
+                        "(bounds, unwritten outputs, launches and shapes were); verify the numbers on a GPU",
+                        span, source="kernel-lsp.verify", values_judged=False)
             fp32 = any(t == "*fp32" or t.startswith("tensordesc<fp32") for t in dtypes)
-            ran = self.recorder.tf32.get(qual)  # None: the dots were not watched, so the source decides
+            ran = recorder.tf32.get(qual)  # None: the dots were not watched, so the source decides
             if ran or (ran is None and "tl.dot" in src and fp32 and not _FP32_DOT.search(src)):
-                self.rep.add("KL210", f"{fn.__name__}: tl.dot on fp32 uses TF32 on the GPU by default (about 1e-3 "
-                             "relative error) while the CPU interpreter computes it exactly; pass "
-                             "input_precision=\"ieee\" if fp32 accuracy is intended", span, source="kernel-lsp.verify")
+                rep.add("KL210", f"{fn.__name__}: tl.dot on fp32 uses TF32 on the GPU by default (about 1e-3 "
+                        "relative error) while the CPU interpreter computes it exactly; pass "
+                        "input_precision=\"ieee\" if fp32 accuracy is intended", span, source="kernel-lsp.verify")
 
 
 # An fp32 tl.dot whose precision is spelled out as fp32-accurate: IEEE, or three TF32 products (tf32x3: about
 # fp32's error, which the GPU run judges; the interpreter computes every precision exactly).
 _FP32_DOT = re.compile(r"""input_precision\s*=\s*["'](ieee|tf32x3)["']|allow_tf32\s*=\s*False""")
+
+
+def takes_float_scalars(recorder) -> bool:
+    """Some launched kernel takes a float scalar argument (an fp32 in its signature), the way a Python float reaches a
+    compiled kernel."""
+    return any(t == "fp32" for launch in recorder.launches for t in _flat_types(launch.spec.signature.values()))
 
 
 SPLIT_BY_KIND = ("KL200", "KL201", "KL203", "KL207", "KL209")  # findings kept apart per variant kind

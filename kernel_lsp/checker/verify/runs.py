@@ -1,24 +1,28 @@
 """One variant's run and its evidence record (rules.py judges it): the reference and the implementation the variant
 calls (fresh models where it changes them), its inputs, the reference side (truth.py), and the implementation's two
 runs in the player, poisoned first with NaN and then with the drawn sentinel, its out-of-bounds accesses collected
-and an error it raises reported (KL209). A mixin of the Verifier (verifier.py)."""
+and an error it raises reported (KL209). One part of the Verifier (verifier.py), driven by the schedule (schedule.py)
+and the shrinking (shrink.py); it asks the reference side (truth.py) and records through the findings (findings.py)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from ...player.state import float_state, perturb
+from ..problem.problem import Problem
 from ..compile.positions import api_note, readable
 from ..player import CallResult
 from ..problem.errors import IMPLEMENTATION, DeviceFault, UserCodeError, deepest_line, raise_device_fault
 from .compare import flatten_outputs
+from .context import VerifyContext
+from .findings import Findings, where
 from .plan.shapes import describe_init
-from .plan.ties import NotApplicable
+from .plan.ties import NotApplicable, tie_inputs
 from .plan.variants import Variant, clone_inputs, describe_inputs, has_integers, outside_profile
 from .probes import no_grad_call
-from .rules import Evidence
+from .rules import Evidence, draw_sentinel
 from .signs import aligned
-from .truth import CALL_SEED, _seeded_call
+from .truth import CALL_SEED, ReferenceTruth, _seeded_call
 
 
 # The variants run besides the planned ones (schedule.py), which change how a side is built or called.
@@ -32,8 +36,51 @@ class BudgetStop(BaseException):
     """A call of the implementation was stopped by its operation budget: the variant ends here (run_within_budget)."""
 
 
+def has_parameters(problem: Problem) -> bool:
+    """The reference is a model with float parameters or buffers (KernelBench's form): they can be moved."""
+    import torch
+    try:
+        ref = problem.reference
+    except Exception:
+        return False
+    return isinstance(ref, torch.nn.Module) and bool(float_state(ref))
+
+
+def reference_rounds(problem: Problem, v: Variant) -> bool:
+    """The reference rounds (or casts to an integer dtype) on the problem's own inputs at these sizes."""
+    from .plan.ties import rounded_values
+    try:
+        ref, _ = problem.callables(v.knobs, v.setting)
+        return bool(rounded_values(ref, problem.make_inputs(v.seed, v.knobs, v.setting)))
+    except Exception:
+        return False
+
+
 class VariantRuns:
-    """Collect one variant's evidence (collect), and call the implementation in the player (impl)."""
+    """Collect one variant's evidence (collect), and call the implementation in the player (impl). It keeps what
+    the implementation's calls leave for the others: their count and operations (the schedule sizes the CPU
+    variants by them) and the first run's tracked stores (where a finding is placed)."""
+
+    def __init__(self, ctx: VerifyContext, truth: ReferenceTruth, findings: Findings):
+        self.ctx, self.truth, self.findings = ctx, truth, findings
+        # On a GPU the interpreter's bounds guard does not exist: guard bytes around every tensor catch stores.
+        self.gpu_guards = not ctx.interpreted
+        self.sentinel = draw_sentinel()  # the second run's poison, drawn per check: no fixed value to look for
+        self.impl_runs = 0  # calls of the implementation so far (the planner counts operations per call)
+        self.ops = 0  # interpreter operations of the implementation's calls so far
+        self.writers: list | None = None  # per output of the last first run: the line that stored each element
+        self.store_lines: list | None = None
+        self.ties_reference = None  # the ties variant's fresh model, its float state at powers of two
+        self.profile: list[str | None] = []  # the sign of each input in the problem's own distribution (schedule)
+        # The same-module variant's model: the (knobs, setting) it is built at (the schedule sets it).
+        self.module_built_at: tuple[dict, dict] = ({}, {})
+
+    def ties(self, v: Variant, inputs: list) -> list:
+        """The ties variant's inputs (ties.py); NotApplicable for a random op or a reference that does not round."""
+        if self.ctx.problem.random:
+            raise NotApplicable
+        ref = self.ties_reference or self.ctx.problem.callables(v.knobs, v.setting)[0]
+        return tie_inputs(ref, self.ctx.problem.float64(ref), inputs)
 
     def collect(self, v: Variant) -> Evidence | None:
         """Run the reference and the implementation on this variant's inputs and gather the evidence. Returns
@@ -42,7 +89,7 @@ class VariantRuns:
         that reads a module-level size when called (`torch.zeros(ROWS, ...)` beside `randint(0, ROWS, ...)` in the
         input factory) sees the size its inputs were drawn for. (On a GPU, indices drawn for a larger ROWS than the
         reference used made index_add_ fail a device-side assert, which ends the whole job.)"""
-        with self.problem.knobs_set(v.knobs):
+        with self.ctx.problem.knobs_set(v.knobs):
             return self._collect(v)
 
     def _collect(self, v: Variant) -> Evidence | None:
@@ -58,13 +105,13 @@ class VariantRuns:
             return None
         inputs, shapes = drawn
         call = _seeded_call(v)
-        reference = self._reference_and_truth(v, ref, inputs, shapes, call)
+        reference = self.truth.reference_and_truth(v, ref, inputs, shapes, call)
         if reference is None:
             return None
         ref_inputs, draws, updated, r_flat, t_flat, truth_dtype = reference
-        spread, constants, terms, a_flat = self._budget_inputs(v, ref, inputs, r_flat, t_flat, updated, truth_dtype,
-                                                               call)
-        if self._nothing_to_judge(v, r_flat, t_flat):
+        spread, constants, terms, a_flat = self.truth.budget_inputs(v, ref, inputs, r_flat, t_flat, updated,
+                                                                    truth_dtype, call)
+        if self.truth.nothing_to_judge(v, r_flat, t_flat):
             return None
         runs = self._implementation_runs(v, impl, inputs, shapes, updated, draws)
         if runs is None:
@@ -72,23 +119,23 @@ class VariantRuns:
         y1_flat, y2_flat, impl_inputs, launches, rerun_launches, result_line = runs
         # Kernels the interpreter computes wrongly, among those that ran here (a variant may launch one the
         # capture did not): values are not judged on this variant.
-        ran = {launch.spec.qualname for launch in self.recorder.launches[self.launch_mark:]}
-        untrusted = bool(ran & set(self.untrusted_kernels()))
-        if self.sign_free:  # outputs defined up to sign (signs.py): both sides judged with the truth's signs
-            found = self.sign_free  # its pairs: vectors turned within repeated values (rotations.py)
+        ran = {launch.spec.qualname for launch in self.ctx.launched()}
+        untrusted = bool(ran & set(self.findings.untrusted_kernels()))
+        if self.truth.sign_free:  # outputs defined up to sign (signs.py): both sides judged with the truth's signs
+            found = self.truth.sign_free  # its pairs: vectors turned within repeated values (rotations.py)
             y1_flat, r_flat = aligned(y1_flat, t_flat, found=found), aligned(r_flat, t_flat, found=found)
             y2_flat = aligned(y2_flat, t_flat, keep=self.sentinel, found=found)
-        p = self.problem
+        p = self.ctx.problem
         sample_message = None
         if p.random and p.sample_check is not None and len(y1_flat) == len(r_flat):
             sample_message = p.sample_check(inputs, y1_flat[0] if len(y1_flat) == 1 else y1_flat)
         return Evidence(variant=v.name, kind=v.kind, description=v.description, shapes=shapes, outputs=y1_flat,
                         rerun=y2_flat, reference=r_flat, truth=t_flat, abs_terms=a_flat, truth_dtype=truth_dtype,
                         launches=launches, inputs_after=impl_inputs, reference_inputs_after=ref_inputs,
-                        earlier=self.state.outputs, earlier_prints=self.state.prints,
-                        earlier_sketches=self.state.sketches, untrusted=untrusted, sample_message=sample_message,
+                        earlier=self.ctx.state.outputs, earlier_prints=self.ctx.state.prints,
+                        earlier_sketches=self.ctx.state.sketches, untrusted=untrusted, sample_message=sample_message,
                         result_line=result_line, updated=updated, spread=spread, terms=terms, constants=constants,
-                        inputs_before=inputs, fresh_draws=bool(self.fresh_draws), rerun_launches=rerun_launches,
+                        inputs_before=inputs, fresh_draws=bool(self.truth.fresh_draws), rerun_launches=rerun_launches,
                         sentinel=self.sentinel, correlated=v.name == "structured")
 
     def _variant_callables(self, v: Variant) -> tuple[Any, Any] | None:
@@ -97,11 +144,11 @@ class VariantRuns:
         the problem's own at the variant's sizes. None when the variant is skipped (a side other than the
         implementation cannot be built, or the models have no parameter in common) or the implementation raised
         while it was built (KL209, reported here)."""
-        p = self.problem
+        p = self.ctx.problem
         try:
             self.ties_reference = None
-            if v.name in (TRAIN_MODE, PARAMETERS) or (v.name == "ties" and self.has_parameters()
-                                                         and self.reference_rounds(v)):
+            if v.name in (TRAIN_MODE, PARAMETERS) or (v.name == "ties" and has_parameters(self.ctx.problem)
+                                                         and reference_rounds(self.ctx.problem, v)):
                 return self._fresh_models(v)
             if v.name == SAME_MODULE:  # the reference at these sizes, the implementation as built for the base
                 ref, _ = p.callables(v.knobs, v.setting)
@@ -111,9 +158,9 @@ class VariantRuns:
             return ref, impl
         except UserCodeError as e:
             if e.side != IMPLEMENTATION:
-                self.skipped.append((v.name, f"the {e.side} cannot be built at these sizes"))
+                self.ctx.state.skipped.append((v.name, f"the {e.side} cannot be built at these sizes"))
                 return None
-            self.fail("KL209", v, f"{e}; {self.where(v, None)}", deepest_line(e.exc, self.job.path))
+            self.findings.fail("KL209", v, f"{e}; {where(v, None)}", deepest_line(e.exc, self.ctx.job.path))
             return None
 
     def _fresh_models(self, v: Variant) -> tuple[Any, Any] | None:
@@ -122,7 +169,7 @@ class VariantRuns:
         moved alike on both sides. None when the implementation's parameters are not the reference's (the variant
         is skipped)."""
         import torch
-        p = self.problem
+        p = self.ctx.problem
         init = {q: n for q, n in (v.setting or {}).items() if q[0] == "init"}
         with p.knobs_set(v.knobs):
             ref, impl = p.build(v.knobs or {}, p.init(v.knobs, init) if init else None)
@@ -131,14 +178,14 @@ class VariantRuns:
         elif isinstance(ref, torch.nn.Module) and v.name == "ties":
             # Scales the model holds (a quantizer's calibrated buffer) at powers of two on both sides, so
             # that the ties built from the inputs are ties there too (ties.py).
-            moved = self.player.perturb(impl, v.seed, float_state(ref), mode="pow2")
+            moved = self.ctx.player.perturb(impl, v.seed, float_state(ref), mode="pow2")
             perturb(ref, v.seed, set(moved), mode="pow2")
             self.ties_reference = ref
         elif isinstance(ref, torch.nn.Module):
-            moved = self.player.perturb(impl, v.seed, float_state(ref))
+            moved = self.ctx.player.perturb(impl, v.seed, float_state(ref))
             if not moved:
-                self.skipped.append((v.name, "the implementation's parameters are not the reference's (no "
-                                             "name and shape in common)"))
+                self.ctx.state.skipped.append((v.name, "the implementation's parameters are not the reference's "
+                                                       "(no name and shape in common)"))
                 return None
             perturb(ref, v.seed, set(moved))
         return ref, impl
@@ -149,7 +196,7 @@ class VariantRuns:
         does not apply to these inputs, the input factory rejects its sizes, or (on a GPU) the reference rejects
         its integers, which there would be a device-side assert that ends the check."""
         import torch
-        p = self.problem
+        p = self.ctx.problem
         try:
             inputs = own = p.make_inputs(v.seed, v.knobs, v.setting)
             if v.transform is not None:
@@ -159,12 +206,12 @@ class VariantRuns:
             return None
         except Exception as e:
             raise_device_fault(e)
-            self.skipped.append((v.name, f"the input factory rejects these sizes ({type(e).__name__})"))
+            self.ctx.state.skipped.append((v.name, f"the input factory rejects these sizes ({type(e).__name__})"))
             return None
         if v.kind == "values" and v.name not in ("seed-1", "seed-2"):
             ood = outside_profile(inputs, self.profile)
             if ood:
-                self.outside[v.name] = ood
+                self.findings.outside[v.name] = ood
         if v.name == "transposed" and not any(isinstance(x, torch.Tensor) and x.dim() >= 2 for x in inputs):
             return None  # for 1-D inputs this is the same as the strided variant
         if v.name.startswith("int-") and not has_integers(inputs):
@@ -173,8 +220,8 @@ class VariantRuns:
         if p.device != "cpu" and needs_cpu_screen(v, inputs):
             refused = screen_on_cpu(ref, inputs, own if v.kind == "values" else None)
             if refused:
-                self.skipped.append((v.name, refused + "; on a GPU, integers the reference rejects are a device-side "
-                                                       "assert, which would end the check"))
+                self.ctx.state.skipped.append((v.name, refused + "; on a GPU, integers the reference rejects are a "
+                                                           "device-side assert, which would end the check"))
                 return None
         return inputs, shapes
 
@@ -186,7 +233,7 @@ class VariantRuns:
         launches of both runs, and the line that returns the result when nothing was launched. None when the first
         run raised (_implementation_raised)."""
         import torch
-        if not self.interpreted and self.recorder.autotuners and not self.recorder.forced:
+        if not self.ctx.interpreted and self.ctx.recorder.autotuners and not self.ctx.recorder.forced:
             # On a GPU the autotuner benchmarks every config on a new key (a new size) inside the call, writing the
             # outputs with each: a config that leaves elements unwritten would look complete in run 1 and
             # "racy" in run 2. Benchmark it here, outside the judged runs (a forced config is never benchmarked).
@@ -201,11 +248,11 @@ class VariantRuns:
             self._implementation_raised(v, r1, shapes)
             return None
         y1, impl_inputs, launches = r1.out, r1.args, r1.count
-        self.collect_oob(v, r1)
+        self.findings.collect_oob(v, r1)
         # Run 2: allocations poisoned with a finite sentinel; same inputs. Under the interpreter (programs run one
         # after another: no race to catch) it only tells unwritten elements from computed NaN, so it is skipped
         # when the first run left no NaN at all: half the CPU time of a correct kernel.
-        if self.interpreted and not self.problem.random and not any(
+        if self.ctx.interpreted and not self.ctx.problem.random and not any(
                 isinstance(y, torch.Tensor) and y.is_floating_point() and bool(torch.isnan(y).any())
                 for y in flatten_outputs(y1) + [impl_inputs[i] for i in updated]):
             y2, rerun_inputs = y1, impl_inputs
@@ -215,7 +262,7 @@ class VariantRuns:
             r2 = self.impl(impl, inputs, v, seed=seed, poison=self.sentinel, return_args=True)
             y2, rerun_inputs = (r2.out, r2.args) if r2.error is None else (None, clone_inputs(inputs))
             rerun_launches = r2.count
-            self.collect_oob(v, r2)
+            self.findings.collect_oob(v, r2)
         y1_flat = flatten_outputs(y1)
         y2_flat = flatten_outputs(y2) if y2 is not None else [None] * len(y1_flat)
         y1_flat += [impl_inputs[i] for i in updated]
@@ -228,31 +275,31 @@ class VariantRuns:
         the interpreter's own limit (reported once, by interpreter_limits), an OpBudgetExceeded raised while no
         budget had run out, a layout variant's refusal (a warning) or any other error (KL209)."""
         e = r1.error
-        self.collect_oob(v, r1)  # accesses before the failure are findings of their own
-        limit = e.limit if self.interpreted else None
+        self.findings.collect_oob(v, r1)  # accesses before the failure are findings of their own
+        limit = e.limit if self.ctx.interpreted else None
         if limit is not None:  # the interpreter's gap, not the kernel's bug: reported once (interpreter_limits)
-            self.limits.setdefault(readable(limit), []).append(v.name)
-            self.row(v, shapes, "cpu-limit", None)
+            self.findings.limits.setdefault(readable(limit), []).append(v.name)
+            self.findings.row(v, shapes, "cpu-limit", None)
             return
         line = e.line
         raised = f"{type(e).__name__}: {api_note(readable(str(e)))[:400]}"
         if e.info.get("budget_raised"):
-            self.fail("KL209", v, "the implementation raised kernel-lsp's OpBudgetExceeded while no "
-                      f"budget had run out; {self.where(v, '')}", self.launch_line())
+            self.findings.fail("KL209", v, "the implementation raised kernel-lsp's OpBudgetExceeded while no "
+                               f"budget had run out; {where(v, '')}", self.ctx.launch_line())
         elif v.kind == "layout":
             # A loud refusal is not a silent wrong value: a warning that says what it rejects.
-            self.fail("KL209", v, f"rejects non-contiguous input: raises {raised}; the reference accepts it "
-                      f"({v.description}; {shapes})", line, "warning", cause=readable(str(e)))
+            self.findings.fail("KL209", v, f"rejects non-contiguous input: raises {raised}; the reference accepts "
+                               f"it ({v.description}; {shapes})", line, "warning", cause=readable(str(e)))
         else:
-            self.fail("KL209", v, f"the implementation raised {raised}; {self.where(v, shapes)}", line,
-                      cause=readable(str(e)))
-        self.row(v, shapes, "raised", None)
+            self.findings.fail("KL209", v, f"the implementation raised {raised}; {where(v, shapes)}", line,
+                               cause=readable(str(e)))
+        self.findings.row(v, shapes, "raised", None)
 
     def impl(self, impl, inputs: list, v: Variant, **mode) -> CallResult:
         """One call of the implementation in the player, on copies of `inputs`, at the variant's sizes. A call that a
         GPU fault ended stops the check (DeviceFault); one stopped by the operation budget stops the variant."""
-        r = self.player.call(impl, inputs, budget=self.budget, knobs=v.knobs or None, train=v.name == TRAIN_MODE,
-                             grad=v.name != NO_GRAD, **mode)
+        r = self.ctx.player.call(impl, inputs, budget=self.ctx.state.budget, knobs=v.knobs or None,
+                                 train=v.name == TRAIN_MODE, grad=v.name != NO_GRAD, **mode)
         self.ops += r.ops
         if r.error is not None and r.error.device_fault:
             raise DeviceFault(r.error)

@@ -1,24 +1,25 @@
 """Planning and driving the variants: the size plan (plan/), each planned variant run and judged (rules.py) in turn,
 the CPU sizes adapted to the interpreter's operations, then the variants run after them (moved parameters, no_grad,
 training mode, the problem's own rows, aligned sizes, block sizes within an operations budget, one module at two
-sizes, every autotune config). A mixin of the Verifier (verifier.py)."""
+sizes, every autotune config). One part of the Verifier (verifier.py), the one that drives the others."""
 
 from __future__ import annotations
 
 import functools
 import time
-from typing import Any
+from typing import Callable
 
-from ...player.state import float_state
 from ..problem.errors import UserCodeError
 from .autotune_configs import verify_configs
+from .context import Failure, VerifyContext
+from .findings import Findings
 from .plan.blocks import block_variants
 from .plan.shapes import int_floor, size_plan
-from .plan.ties import NotApplicable, tie_inputs
 from .plan.variants import (CPU_ELEMENT_BUDGET, Variant, aligned_knobs, base_knobs, keep_signs, plan, shrink_knobs,
                             sign_profile, special_values)
 from .rules import fingerprint, informative, judge, judge_random, sketch
-from .runs import NO_GRAD, PARAMETERS, SAME_MODULE, TRAIN_MODE, BudgetStop
+from .runs import NO_GRAD, PARAMETERS, SAME_MODULE, TRAIN_MODE, BudgetStop, VariantRuns, has_parameters
+from .truth import ReferenceTruth
 
 
 # Interpreter operations (interpreter.py counts them) one variant should take, about a second here. Operations,
@@ -37,114 +38,108 @@ def trains_differently(problem) -> bool:
 
 
 class VariantSchedule:
-    """Plan the variants and run each (run, run_variants), judging and recording what each collected (run_variant)."""
+    """Plan the variants and run each (run_variants, run_one), judging and recording what each collected
+    (run_variant). It drives the runs (runs.py), records through the findings (findings.py), stops when the
+    reference does not repeat itself (truth.py), and writes the sizes it settles on into the context's `sizing`.
+    `name_layout_culprits` is called with a layout variant and its failures (shrink.py's, which re-runs it)."""
 
-    def run(self, captured_output: Any = None) -> None:
-        # The capture run's output is never an "earlier call" for the stale-result rule: under the interpreter it
-        # is dry (no kernel ran), so any output would "equal" it by accident.
-        p = self.problem
+    def __init__(self, ctx: VerifyContext, runs: VariantRuns, findings: Findings, truth: ReferenceTruth,
+                 name_layout_culprits: Callable[[Variant, list[Failure]], None]):
+        self.ctx, self.runs, self.findings, self.truth = ctx, runs, findings, truth
+        self.name_layout_culprits = name_layout_culprits
+        self.ran: list[Variant] = []  # the variants run, in order
+        self.captured = {launch.spec.name for launch in ctx.recorder.launches}  # what the problem's own inputs ran
 
-        def measure(knobs):
-            try:
-                return p.elements(knobs)
-            except Exception:
-                return 1 << 62
+    def measure(self, knobs: dict) -> int:
+        """Elements of the inputs at these knobs (the sizes' cost), a huge count where they cannot be made."""
+        try:
+            return self.ctx.problem.elements(knobs)
+        except Exception:
+            return 1 << 62
 
-        seconds = self.run_variants(measure)
-        if self.before_report is not None:
-            self.before_report()  # the compile stage, when it runs after the variants (pipeline.py)
-        if not self.unrepeatable:
-            self.shrink_failures()
-        self.report(seconds)
-
-    def run_variants(self, measure) -> float:
+    def run_variants(self) -> float:
         """Every variant, each failure previewed as it is found; returns the seconds they took."""
-        p = self.problem
-        self.rep.w.stage("verify", "planning the variants (sizes, layouts, value distributions)")
-        self.reductions = p.reduction_knobs(p.size_knobs) if self.interpreted and p.size_knobs else set()
-        try:
-            self.at_least = int_floor(p.meta_inputs(), p.init())
-        except Exception:
-            self.at_least = 0
-        base = base_knobs(p.size_knobs, measure({}), measure, self.interpreted, self.reductions, self.at_least)
-        sizes = self.sizes = size_plan(p, base, self.interpreted)
-        variants = plan(p.size_knobs, base, measure, self.interpreted, sizes, self.reductions, self.at_least)
-        self.base = base
-        try:
-            self.profile = sign_profile(p.make_inputs(1, base, sizes.base))
-        except Exception:
-            self.profile = []
-        for v in variants:
-            if v.name == "special":
-                v.transform = functools.partial(special_values, profile=self.profile)
-            elif v.name in ("large", "tiny", "structured"):
-                v.transform = keep_signs(v.transform, self.profile)
-            elif v.name == "ties":
-                v.transform = functools.partial(self.ties, v)
+        variants = self.plan_variants()
         start = time.monotonic()
-        adaptations = 0
-        for i, v in enumerate(variants):
-            if self.unrepeatable:
-                break
-            cpu0, ops0, runs0 = time.process_time(), self.ops, self.impl_runs
-            self.run_one(v)
-            per_run = (self.ops - ops0) // max(1, self.impl_runs - runs0)
-            if i == 0:
-                self.first_cpu_seconds, self.first_ops = time.process_time() - cpu0, per_run
-            # Deterministic sizing: by the operations one run of the implementation took, re-measured on the
-            # next variant until they fit (at most three times).
-            if (self.interpreted and p.size_knobs and v.kind == "values" and v.knobs == self.base
-                    and per_run > SHRINK_AFTER_OPS and adaptations < 3):
-                variants[i + 1:] = self.adapt_sizes(variants[i + 1:], measure, per_run)
-                adaptations += 1
-        if not self.unrepeatable and self.has_parameters():
-            self.run_one(Variant(PARAMETERS, "values", 19, self.base, None, "the models' parameters and buffers "
-                                 "moved off their initial values (a norm's weight of ones, a bias of zeros)",
-                                 self.sizes.base))
-        # Every other call has autograd on, as a plain call does; inference callers do not. Its own seed: inputs no
-        # other variant draws (the stale-result rule takes equal outputs on equal inputs for a cache).
-        if not self.unrepeatable:
-            self.run_one(Variant(NO_GRAD, "values", 21, self.base, None, "called under torch.no_grad(), as inference "
-                                 "code calls it (a path taken only without autograd)", self.sizes.base))
-        if not self.unrepeatable and trains_differently(p):
-            self.run_one(Variant(TRAIN_MODE, "values", 18, self.base, None, "the module in training mode (its "
-                                 "default: batch statistics where it normalizes)", self.sizes.base))
-        if not self.unrepeatable:
-            self.run_own_rows(measure)
-            self.run_aligned(measure)
-            self.rep.w.stage("verify", "planning sizes past the kernels' block constants")
-            for v in block_variants(self, variants, measure):
-                self.run_within_budget(v)
-            self.run_same_module(measure)
-            verify_configs(self, variants)
+        self.run_planned(variants)
+        if not self.truth.unrepeatable:
+            self.run_later(variants)
         return time.monotonic() - start
 
-    def ties(self, v: Variant, inputs: list) -> list:
-        """The ties variant's inputs (ties.py); NotApplicable for a random op or a reference that does not round."""
-        if self.problem.random:
-            raise NotApplicable
-        ref = self.ties_reference or self.problem.callables(v.knobs, v.setting)[0]
-        return tie_inputs(ref, self.problem.float64(ref), inputs)
-
-    def reference_rounds(self, v: Variant) -> bool:
-        """The reference rounds (or casts to an integer dtype) on the problem's own inputs at these sizes."""
-        from .plan.ties import rounded_values
+    def plan_variants(self) -> list[Variant]:
+        """The planned variants (plan/variants.py) at the sizes chosen here, their transforms bound to the problem's
+        own signs and the ties the runs build."""
+        p, sizing, measure = self.ctx.problem, self.ctx.sizing, self.measure
+        interpreted = self.ctx.interpreted
+        self.ctx.rep.w.stage("verify", "planning the variants (sizes, layouts, value distributions)")
+        sizing.reductions = p.reduction_knobs(p.size_knobs) if interpreted and p.size_knobs else set()
         try:
-            ref, _ = self.problem.callables(v.knobs, v.setting)
-            return bool(rounded_values(ref, self.problem.make_inputs(v.seed, v.knobs, v.setting)))
+            sizing.at_least = int_floor(p.meta_inputs(), p.init())
         except Exception:
-            return False
-
-    def has_parameters(self) -> bool:
-        """The reference is a model with float parameters or buffers (KernelBench's form): they can be moved."""
-        import torch
+            sizing.at_least = 0
+        base = base_knobs(p.size_knobs, measure({}), measure, interpreted, sizing.reductions, sizing.at_least)
+        sizes = sizing.sizes = size_plan(p, base, interpreted)
+        variants = plan(p.size_knobs, base, measure, interpreted, sizes, sizing.reductions, sizing.at_least)
+        sizing.base = base
         try:
-            ref = self.problem.reference
+            self.runs.profile = sign_profile(p.make_inputs(1, base, sizes.base))
         except Exception:
-            return False
-        return isinstance(ref, torch.nn.Module) and bool(float_state(ref))
+            self.runs.profile = []
+        for v in variants:
+            if v.name == "special":
+                v.transform = functools.partial(special_values, profile=self.runs.profile)
+            elif v.name in ("large", "tiny", "structured"):
+                v.transform = keep_signs(v.transform, self.runs.profile)
+            elif v.name == "ties":
+                v.transform = functools.partial(self.runs.ties, v)
+        return variants
 
-    def run_same_module(self, measure) -> None:
+    def run_planned(self, variants: list[Variant]) -> None:
+        """The planned variants in turn, the CPU sizes adapted after a first variant clearly over the operations one
+        should take."""
+        p, sizing, runs = self.ctx.problem, self.ctx.sizing, self.runs
+        adaptations = 0
+        for i, v in enumerate(variants):
+            if self.truth.unrepeatable:
+                break
+            cpu0, ops0, runs0 = time.process_time(), runs.ops, runs.impl_runs
+            self.run_one(v)
+            per_run = (runs.ops - ops0) // max(1, runs.impl_runs - runs0)
+            if i == 0:
+                sizing.first_cpu_seconds, sizing.first_ops = time.process_time() - cpu0, per_run
+            # Deterministic sizing: by the operations one run of the implementation took, re-measured on the
+            # next variant until they fit (at most three times).
+            if (self.ctx.interpreted and p.size_knobs and v.kind == "values" and v.knobs == sizing.base
+                    and per_run > SHRINK_AFTER_OPS and adaptations < 3):
+                variants[i + 1:] = self.adapt_sizes(variants[i + 1:], per_run)
+                adaptations += 1
+
+    def run_later(self, variants: list[Variant]) -> None:
+        """The variants run after the planned ones: moved parameters, no_grad, training mode, the problem's own
+        rows, aligned sizes, block sizes, one module at two sizes, every autotune config."""
+        p, sizing, measure = self.ctx.problem, self.ctx.sizing, self.measure
+        if has_parameters(p):
+            self.run_one(Variant(PARAMETERS, "values", 19, sizing.base, None, "the models' parameters and buffers "
+                                 "moved off their initial values (a norm's weight of ones, a bias of zeros)",
+                                 sizing.sizes.base))
+        # Every other call has autograd on, as a plain call does; inference callers do not. Its own seed: inputs no
+        # other variant draws (the stale-result rule takes equal outputs on equal inputs for a cache).
+        if not self.truth.unrepeatable:
+            self.run_one(Variant(NO_GRAD, "values", 21, sizing.base, None, "called under torch.no_grad(), as "
+                                 "inference code calls it (a path taken only without autograd)", sizing.sizes.base))
+        if not self.truth.unrepeatable and trains_differently(p):
+            self.run_one(Variant(TRAIN_MODE, "values", 18, sizing.base, None, "the module in training mode (its "
+                                 "default: batch statistics where it normalizes)", sizing.sizes.base))
+        if not self.truth.unrepeatable:
+            self.run_own_rows()
+            self.run_aligned()
+            self.ctx.rep.w.stage("verify", "planning sizes past the kernels' block constants")
+            for v in block_variants(self.ctx, variants, measure):
+                self.run_within_budget(v)
+            self.run_same_module()
+            verify_configs(self.ctx, self.findings.configs, self.run_one, variants)
+
+    def run_same_module(self) -> None:
         """A model is built per size (KernelBench's models may take sizes at init), so each is called at one size:
         here one model is called at a second size its init does not change, as a caller's module sees batches of
         several sizes: the model built and first called at the base sizes, at the largest size variant run when that
@@ -152,41 +147,41 @@ class VariantSchedule:
         at the smallest size variant run, at the base sizes. State a model works out on its first call and keeps (a
         grid, a buffer, a descriptor) must follow the size; a grid kept from a larger first call covers a smaller
         one, so the second call is the larger."""
-        p = self.problem
-        if self.job.link.kind != "kernelbench" or not p.size_knobs:
+        p, sizing, measure = self.ctx.problem, self.ctx.sizing, self.measure
+        if self.ctx.job.link.kind != "kernelbench" or not p.size_knobs:
             return  # a plain function is one object across the variants' sizes already (base {}: the own sizes)
 
         def init(knobs, setting):
             return p.init(knobs, {q: n for q, n in (setting or {}).items() if q[0] == "init"})
         try:
-            own = init(self.base, self.sizes.base)
-            sizes = [v for v in self.ran if v.kind == "size" and v.knobs and v.knobs != self.base
+            own = init(sizing.base, sizing.sizes.base)
+            sizes = [v for v in self.ran if v.kind == "size" and v.knobs and v.knobs != sizing.base
                      and repr(init(v.knobs, v.setting)) == repr(own)]
         except Exception:
             return
         if not sizes:
             return
         largest = max(sizes, key=lambda v: measure(v.knobs))
-        if measure(largest.knobs) > measure(self.base):
-            self.module_built_at = (self.base, self.sizes.base)
+        if measure(largest.knobs) > measure(sizing.base):
+            self.runs.module_built_at = (sizing.base, sizing.sizes.base)
             self.run_within_budget(Variant(SAME_MODULE, "size", largest.seed, largest.knobs, largest.transform,
                                            "the model built and first called at the base sizes", largest.setting))
             return
         smallest = min(sizes, key=lambda v: measure(v.knobs))
-        self.module_built_at = (smallest.knobs, smallest.setting)
+        self.runs.module_built_at = (smallest.knobs, smallest.setting)
         at = ", ".join(f"{k} = {n}" for k, n in smallest.knobs.items())
-        self.run_within_budget(Variant(SAME_MODULE, "size", 23, self.base, None,
-                                       f"the model built and first called at smaller sizes ({at})", self.sizes.base))
+        self.run_within_budget(Variant(SAME_MODULE, "size", 23, sizing.base, None,
+                                       f"the model built and first called at smaller sizes ({at})", sizing.sizes.base))
 
-    def run_own_rows(self, measure) -> None:
+    def run_own_rows(self) -> None:
         """On the CPU, the problem's own row length (the last dimension of its largest input), the other sizes shrunk
         to make room, when the CPU sizes shortened it: a path a kernel takes only for rows longer than a block (a
         softmax that loops over chunks) is otherwise never run here. Said as skipped when even one row is too much
         for the interpreter (a check with --device cuda runs it)."""
-        p = self.problem
-        if not self.interpreted or not p.size_knobs or not self.base:
+        p, sizing, measure = self.ctx.problem, self.ctx.sizing, self.measure
+        if not self.ctx.interpreted or not p.size_knobs or not sizing.base:
             return
-        own, base = dict(p.size_knobs), dict(self.base)
+        own, base = dict(p.size_knobs), dict(sizing.base)
         try:
             inputs = p.meta_inputs(own)
             largest = max((x for x in inputs if hasattr(x, "shape") and len(x.shape)), key=lambda x: x.numel())
@@ -202,31 +197,33 @@ class VariantSchedule:
         others = [k for k in knobs if k not in inner]
         while measure(knobs) > limit:
             name = max(others, key=lambda k: knobs[k], default=None)
-            floor = max(1, self.at_least)
+            floor = max(1, sizing.at_least)
             if name is None or knobs[name] <= floor:
-                self.skipped.append(("own-rows", f"the problem's own row length ({names}) is too large for the CPU "
-                                     "interpreter even with one row: a check with --device cuda runs it"))
+                self.ctx.state.skipped.append(("own-rows", f"the problem's own row length ({names}) is too large for "
+                                               "the CPU interpreter even with one row: a check with --device cuda "
+                                               "runs it"))
                 return
             knobs[name] = max(floor, knobs[name] // 2)
         self.run_one(Variant("own-rows", "size", 19, knobs, None, f"the problem's own row length ({names}), the other "
                              "sizes small"))
 
-    def run_aligned(self, measure) -> None:
+    def run_aligned(self) -> None:
         """On the CPU, when the problem's own inputs launched a kernel that no variant ran (the shrunk, odd sizes
         took another path), one more variant at aligned sizes (variants.aligned_knobs) gives that path a run."""
-        if not self.interpreted or not self.captured - self.ran_kernels():
+        sizing, measure = self.ctx.sizing, self.measure
+        if not self.ctx.interpreted or not self.captured - self.findings.ran_kernels():
             return
-        knobs = aligned_knobs(self.problem.size_knobs, self.base, self.at_least)
-        limit = 4 * max(measure(self.base), CPU_ELEMENT_BUDGET)
+        knobs = aligned_knobs(self.ctx.problem.size_knobs, sizing.base, sizing.at_least)
+        limit = 4 * max(measure(sizing.base), CPU_ELEMENT_BUDGET)
         while knobs and measure(knobs) > limit:  # small sizes rounded up to 16: halve the largest to make room
             name = max(knobs, key=knobs.get)
             if knobs[name] // 2 < 16 or knobs[name] % 32:
                 return
             knobs[name] //= 2
-        setting = {} if knobs else self.sizes.aligned  # sizes read from the inputs, for literal sizes
+        setting = {} if knobs else sizing.sizes.aligned  # sizes read from the inputs, for literal sizes
         if not knobs and not setting:
             return
-        self.run_one(Variant("aligned-size", "size", 40, knobs or self.base, None, "sizes rounded to multiples of a "
+        self.run_one(Variant("aligned-size", "size", 40, knobs or sizing.base, None, "sizes rounded to multiples of a "
                              "power of two the problem's own sizes share (the path aligned sizes take)", setting))
 
     def run_within_budget(self, v: Variant) -> None:
@@ -236,53 +233,56 @@ class VariantSchedule:
         (a conv1d on 4 programs took 65 s there, past the check's timeout). A stopped variant is not a pass: what it
         found and launched is dropped, and every kernel it launched is reported not verified (KL104), so a kernel
         cannot hide a failure there by spending operations; a GPU check runs it whole."""
-        if not (self.interpreted and self.first_ops > 0):
+        state, first_ops, launches = self.ctx.state, self.ctx.sizing.first_ops, self.ctx.recorder.launches
+        if not (self.ctx.interpreted and first_ops > 0):
             self.run_one(v)
             return
-        budget = max(LARGER_OPS, BLOCK_BUDGET_RUNS * self.first_ops)
-        marks = len(self.state.failures), len(self.state.rows), len(self.skipped), len(self.recorder.launches)
-        self.budget, stopped = budget, False
+        budget = max(LARGER_OPS, BLOCK_BUDGET_RUNS * first_ops)
+        marks, launch_mark = state.mark(), len(launches)
+        state.budget, stopped = budget, False
         try:
             self.run_one(v)
         except BudgetStop:
             stopped = True
         finally:
-            self.budget = None
+            state.budget = None
         if stopped:
-            launched = {launch.spec.name for launch in self.recorder.launches[marks[3]:]}
-            del self.state.failures[marks[0]:], self.state.rows[marks[1]:], self.skipped[marks[2]:]
-            del self.recorder.launches[marks[3]:]
-            self.stopped.append((v.name, budget, launched))
-            self.skipped.append((v.name, f"stopped after {budget:,} interpreter operations in one run of the "
-                                 f"implementation (the most a block-size variant may take: {BLOCK_BUDGET_RUNS} times "
-                                 f"the first variant's {self.first_ops:,}, {LARGER_OPS:,} at least): too slow for the "
-                                 "CPU interpreter at these sizes; a check with --device cuda runs it"))
+            launched = {launch.spec.name for launch in launches[launch_mark:]}
+            state.cut(marks)
+            del launches[launch_mark:]
+            self.findings.stopped.append((v.name, budget, launched))
+            state.skipped.append((v.name, f"stopped after {budget:,} interpreter operations in one run of the "
+                                  f"implementation (the most a block-size variant may take: {BLOCK_BUDGET_RUNS} times "
+                                  f"the first variant's {first_ops:,}, {LARGER_OPS:,} at least): too slow for the "
+                                  "CPU interpreter at these sizes; a check with --device cuda runs it"))
 
     def run_one(self, v: Variant) -> None:
         """Run one variant: its stage event, the reason it was skipped, and its row's seconds."""
-        t0, rows = time.monotonic(), len(self.state.rows)
+        state = self.ctx.state
+        t0, rows = time.monotonic(), len(state.rows)
         self.ran.append(v)
-        self.rep.w.stage("verify", f"variant {v.name}: {v.description}")
+        self.ctx.rep.w.stage("verify", f"variant {v.name}: {v.description}")
         try:
             self.run_variant(v)
         except UserCodeError as e:
-            self.skipped.append((v.name, str(e)))
-        if len(self.state.rows) > rows:
-            self.state.rows[-1].seconds = round(time.monotonic() - t0, 4)
+            state.skipped.append((v.name, str(e)))
+        if len(state.rows) > rows:
+            state.rows[-1].seconds = round(time.monotonic() - t0, 4)
 
-    def adapt_sizes(self, rest: list[Variant], measure, ops_per_run: int) -> list[Variant]:
+    def adapt_sizes(self, rest: list[Variant], ops_per_run: int) -> list[Variant]:
         """The interpreter's cost grows with the operations it runs (programs times their work), not with
         elements: when a run of the implementation took clearly more than OPS_PER_VARIANT, shrink the knobs of
         the value and layout variants in proportion (outputs' sizes first, reductions last) and re-plan the split
         sizes."""
-        knobs = self.problem.size_knobs
-        elements = max(1, measure(self.base or {}))
+        sizing, measure = self.ctx.sizing, self.measure
+        knobs = self.ctx.problem.size_knobs
+        elements = max(1, measure(sizing.base or {}))
         budget = max(64, int(elements * OPS_PER_VARIANT / ops_per_run))
         cost = lambda v: ops_per_run * measure(v.knobs) // elements  # noqa: E731  (operations per call, estimated)
         for v in [v for v in rest if v.name == "odd-size" and v.knobs]:
             if cost(v) > SHRINK_AFTER_OPS:  # odd sizes within the same budget as the others
-                odd = shrink_knobs(v.knobs, measure, budget, self.reductions,
-                                   [k for k, n in v.knobs.items() if n >= 16], self.at_least)
+                odd = shrink_knobs(v.knobs, measure, budget, sizing.reductions,
+                                   [k for k, n in v.knobs.items() if n >= 16], sizing.at_least)
                 v.knobs = {**v.knobs, **odd}
         # Sizes beyond the problem's own cost in proportion: past LARGER_OPS operations they are left out, saying
         # so (a kernel this costly per element would take minutes there; the isolated re-run's larger set and a
@@ -290,63 +290,67 @@ class VariantSchedule:
         for v in [v for v in rest if v.name == "larger-size"]:
             if cost(v) > LARGER_OPS:
                 rest.remove(v)
-                self.skipped.append((v.name, f"about {cost(v):,} interpreter operations per call at these sizes "
-                                     f"({ops_per_run:,} at the problem's own): too slow for the CPU interpreter"))
-        smaller = shrink_knobs({**knobs, **self.base}, measure, budget, self.reductions,
-                               [k for k, v in knobs.items() if v >= 16], self.at_least)
+                self.ctx.state.skipped.append((v.name, f"about {cost(v):,} interpreter operations per call at these "
+                                               f"sizes ({ops_per_run:,} at the problem's own): too slow for the CPU "
+                                               "interpreter"))
+        smaller = shrink_knobs({**knobs, **sizing.base}, measure, budget, sizing.reductions,
+                               [k for k, v in knobs.items() if v >= 16], sizing.at_least)
         if not smaller:
             return rest
-        old, new_base = self.base, {**self.base, **smaller}
+        old, new_base = sizing.base, {**sizing.base, **smaller}
         for v in rest:
             if v.kind in ("values", "layout") and v.knobs == old:
                 v.knobs = new_base
-        self.base = new_base
+        sizing.base = new_base
         splits = [v for v in rest if v.name.startswith("split-sizes")]
         if not splits:
             return rest
         fresh = [Variant(f"split-sizes-{i}", "size", 12 + i, new_base, None, splits[0].description, setting)
-                 for i, setting in enumerate(size_plan(self.problem, new_base, True).splits, 1)]
+                 for i, setting in enumerate(size_plan(self.ctx.problem, new_base, True).splits, 1)]
         at = rest.index(splits[0])
         kept = [v for v in rest if v not in splits]
         return kept[:at] + fresh + kept[at:]
 
     def run_variant(self, v: Variant) -> None:
         """Run one variant, judge what it collected (rules.py), and record the findings with their lines."""
-        before = len(self.state.failures)
-        self.launch_mark = len(self.recorder.launches)
+        state, runs, findings = self.ctx.state, self.runs, self.findings
+        before = len(state.failures)
+        state.launch_mark = len(self.ctx.recorder.launches)
         try:
-            evidence = self.collect(v)
+            evidence = runs.collect(v)
             if evidence is None:
                 return
-            random = self.problem.random
+            random = self.ctx.problem.random
             judgement = judge_random(evidence) if random else judge(evidence)
             for f in judgement.findings:
-                self.fail(f.code, v, f.message, self.place(f, evidence), f.severity, **f.data)
+                line = findings.place(f, evidence, runs.writers, runs.store_lines)
+                findings.fail(f.code, v, f.message, line, f.severity, **f.data)
         finally:
-            if v.kind == "layout" and len(self.state.failures) > before:
-                self.name_layout_culprits(v, self.state.failures[before:])
+            if v.kind == "layout" and len(state.failures) > before:
+                self.name_layout_culprits(v, state.failures[before:])
         if judgement.verdict == "structure" and random:
             return  # as before the split: a random op with the wrong output count gets no table row
         if judgement.verdict != "structure" and not random:
-            self.state.outputs = evidence.earlier[-3:] + [[x.clone() if hasattr(x, "clone") else x
-                                                           for x in evidence.outputs]]
+            state.outputs = evidence.earlier[-3:] + [[x.clone() if hasattr(x, "clone") else x
+                                                      for x in evidence.outputs]]
             # No second call made (rerun_launches None): `rerun` holds the first run's own tensors.
             self.remember(v, evidence.outputs + (evidence.rerun if evidence.rerun_launches is not None else []))
-        self.row(v, evidence.shapes, judgement.verdict, judgement.worst)
+        findings.row(v, evidence.shapes, judgement.verdict, judgement.worst)
 
     def remember(self, v: Variant, outputs: list) -> None:
         """Fingerprint and sketch each informative output not seen before (the stale-result rules, rules.py)."""
         import secrets
 
         import torch
-        if self.state.positions is None:
-            self.state.positions = torch.Generator().manual_seed(secrets.randbits(62))
+        state = self.ctx.state
+        if state.positions is None:
+            state.positions = torch.Generator().manual_seed(secrets.randbits(62))
         for y in outputs:
             if not informative(y):
                 continue
             key = fingerprint(y)
-            if key not in self.state.prints:
-                self.state.prints[key] = v.name
-                sk = sketch(y, v.name, self.state.positions)
+            if key not in state.prints:
+                state.prints[key] = v.name
+                sk = sketch(y, v.name, state.positions)
                 if sk is not None:
-                    self.state.sketches.append(sk)
+                    state.sketches.append(sk)

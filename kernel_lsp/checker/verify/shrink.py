@@ -1,17 +1,19 @@
 """Failures explained by re-running their variant: each cause's first failure shrunk to the smallest failing sizes
 found, and a failing layout variant re-run with one input at a time non-contiguous to name the inputs whose layout
-the kernel depends on. Each re-run's own findings are dropped. A mixin of the Verifier (verifier.py)."""
+the kernel depends on. Each re-run's own findings are dropped. One part of the Verifier (verifier.py): it re-runs
+through the runs (runs.py) and cuts the shared record back after each re-run."""
 
 from __future__ import annotations
 
 import dataclasses
 
 from ..problem.errors import DeviceFault, raise_device_fault
-from .findings import Failure, _cause
+from .context import Failure, VerifyContext
+from .findings import _cause
 from .plan.variants import Variant
 from .probes import only_input
 from .rules import judge, judge_random
-from .runs import BudgetStop
+from .runs import BudgetStop, VariantRuns
 from .schedule import BLOCK_BUDGET_RUNS, LARGER_OPS
 
 
@@ -22,6 +24,9 @@ SHRINK_CAUSES = 3  # failures shrunk per check (one per cause, the first ones)
 class Shrinking:
     """Shrink the failures (shrink_failures) and name a layout failure's inputs (name_layout_culprits)."""
 
+    def __init__(self, ctx: VerifyContext, runs: VariantRuns):
+        self.ctx, self.runs = ctx, runs
+
     def shrink_failures(self) -> None:
         """Each cause's first failure, shrunk as property-based testing shrinks a failing example: its variant (the
         same values, layout, mode and seed) re-run with one size at a time (a size knob, or every input dimension of
@@ -29,10 +34,10 @@ class Shrinking:
         largest first, keeping every smaller size that still fails with the same code, until none does or
         SHRINK_TRIES runs are spent (an operation budget under the interpreter). The finding then names the
         smallest failing inputs found beside the ones it failed on first. Each re-run's own findings are dropped."""
-        if self.problem.random:
+        if self.ctx.problem.random:
             return  # a distribution test at smaller sizes is a weaker test, not the same failure smaller
         groups: dict[tuple, Failure] = {}
-        for f in self.state.failures:
+        for f in self.ctx.state.failures:
             if f.severity is None and f.code != "KL209":
                 groups.setdefault((f.code, f.line, _cause(f.code, f.variant)), f)
         for first in list(groups.values())[:SHRINK_CAUSES]:
@@ -43,7 +48,7 @@ class Shrinking:
             improved = True
             while improved and tries < SHRINK_TRIES:
                 improved = False
-                floor = max(1, self.at_least)
+                floor = max(1, self.ctx.sizing.at_least)
                 for name in sorted(current, key=lambda a: -current[a]):
                     for target in sorted({floor, max(floor, current[name] // 2)}):
                         if target >= current[name] or tries >= SHRINK_TRIES:
@@ -66,7 +71,7 @@ class Shrinking:
             return {k: ([k], n) for k, n in v.knobs.items() if isinstance(n, int) and n > 1}
         from .plan.shapes import positions
         try:
-            p = self.problem
+            p = self.ctx.problem
             pos = positions(p.make_inputs(v.seed, v.knobs, v.setting),
                             p.init(v.knobs, {q: n for q, n in (v.setting or {}).items() if q[0] == "init"}))
         except Exception:
@@ -87,18 +92,19 @@ class Shrinking:
 
     def fails_at(self, v: Variant, code: str) -> str | None:
         """The inputs' shapes where variant `v` fails with `code`, else None (nothing it finds is kept)."""
-        marks = len(self.state.failures), len(self.state.rows), len(self.skipped)
-        self.probing = True
-        budget = self.budget
-        if self.interpreted and self.first_ops > 0:
-            self.budget = max(LARGER_OPS, BLOCK_BUDGET_RUNS * self.first_ops)
+        state = self.ctx.state
+        marks = state.mark()
+        state.probing = True
+        budget = state.budget
+        if self.ctx.interpreted and self.ctx.sizing.first_ops > 0:
+            state.budget = max(LARGER_OPS, BLOCK_BUDGET_RUNS * self.ctx.sizing.first_ops)
         try:
-            evidence = self.collect(v)
+            evidence = self.runs.collect(v)
             if evidence is None:
                 return None
-            judged = judge_random(evidence) if self.problem.random else judge(evidence)
+            judged = judge_random(evidence) if self.ctx.problem.random else judge(evidence)
             found = [f.code for f in judged.findings if f.severity is None]
-            found += [f.code for f in self.state.failures[marks[0]:] if f.severity is None]  # bounds, while collecting
+            found += [f.code for f in state.failures[marks[0]:] if f.severity is None]  # bounds, while collecting
             return evidence.shapes if code in found else None
         except BudgetStop:
             return None
@@ -108,32 +114,33 @@ class Shrinking:
             raise_device_fault(e)
             return None
         finally:
-            self.budget = budget
-            self.probing = False
-            del self.state.failures[marks[0]:], self.state.rows[marks[1]:], self.skipped[marks[2]:]
+            state.budget = budget
+            state.probing = False
+            state.cut(marks)
 
     def name_layout_culprits(self, v: Variant, failures: list[Failure]) -> None:
         """A layout variant failed: re-run it with one input at a time non-contiguous, and name the inputs whose
         layout the kernel depends on (each re-run's own findings are dropped)."""
         import torch
-        inputs = self.problem.make_inputs(v.seed, v.knobs, v.setting)
+        inputs = self.ctx.problem.make_inputs(v.seed, v.knobs, v.setting)
         floats = [i for i, x in enumerate(inputs) if isinstance(x, torch.Tensor) and x.is_floating_point()]
         if len(floats) < 2 or v.transform is None:
             return
         culprits = []
-        self.probing = True
+        state = self.ctx.state
+        state.probing = True
         try:
             for i in floats:
-                marks = len(self.state.failures), len(self.state.rows), len(self.skipped)
-                evidence = self.collect(dataclasses.replace(v, transform=only_input(v.transform, i)))
-                failed = len(self.state.failures) > marks[0] or (evidence is not None and any(
-                    f.severity is None for f in (judge_random(evidence) if self.problem.random
+                marks = state.mark()
+                evidence = self.runs.collect(dataclasses.replace(v, transform=only_input(v.transform, i)))
+                failed = len(state.failures) > marks[0] or (evidence is not None and any(
+                    f.severity is None for f in (judge_random(evidence) if self.ctx.problem.random
                                                  else judge(evidence)).findings))
-                del self.state.failures[marks[0]:], self.state.rows[marks[1]:], self.skipped[marks[2]:]
+                state.cut(marks)
                 if failed:
                     culprits.append(i)
         finally:
-            self.probing = False
+            state.probing = False
         if len(culprits) == 1:
             note = (f"; input {culprits[0]} alone non-contiguous fails too: the kernel assumes input {culprits[0]} "
                     "is contiguous")

@@ -1,7 +1,9 @@
 """The reference side of one variant's run (runs.py gathers it into the evidence record): the reference called on a
 copy of the inputs, from the random state every side starts from; its truth, the reference in float64; and what each
 output's error budget is made of (compare.py): the reference's spread, the rounding of float constants, the input
-terms that feed each element, the reference on absolute values. A mixin of the Verifier (verifier.py)."""
+terms that feed each element, the reference on absolute values. One part of the Verifier (verifier.py), asked by the
+runs (runs.py); it keeps what it learns of the reference once per check (whether it repeats itself, whether it draws
+afresh on every call, which sign-free decompositions it calls)."""
 
 from __future__ import annotations
 
@@ -13,6 +15,8 @@ from ..compile.positions import readable
 from ..problem.errors import deepest_line, raise_device_fault
 from ..problem.problem import resizes_out
 from .compare import flatten_outputs, same_draws, same_finiteness
+from .context import VerifyContext
+from .findings import takes_float_scalars
 from .plan.variants import Variant, absolute, clone_inputs, input_dtype, upcast
 from .probes import constant_rounding, no_grad_call, reference_repeat, reference_spread, rng_state
 from .rules import same
@@ -27,7 +31,15 @@ CALL_SEED = 7919
 
 
 class ReferenceTruth:
-    """The reference's outputs, their truth and the error budget's parts, for one variant (VariantRuns._collect)."""
+    """The reference's outputs, their truth and the error budget's parts, for one variant (VariantRuns.collect)."""
+
+    def __init__(self, ctx: VerifyContext):
+        self.ctx = ctx
+        # The reference called twice on the same inputs (once per check): None until then, "" when it repeated,
+        # else where it changed (KL007: no value is judged against a reference that does not repeat itself).
+        self.unrepeatable: str | None = None
+        self.fresh_draws: bool | None = None  # random ops: the reference draws new numbers on every call
+        self.sign_free: list[str] | None = None  # the sign-free decompositions the reference calls (signs.py)
 
     def _reference_outputs(self, v: Variant, ref, inputs: list, shapes: str) -> tuple[Any, list, bool] | None:
         """The reference called on a copy of the inputs, from the random state every side starts from. Returns its
@@ -35,7 +47,7 @@ class ReferenceTruth:
         random; for a random problem, whether the reference draws new numbers on every call is asked once. None when
         the variant is skipped: the reference rejects the inputs, or accepts them only by resizing an out= tensor."""
         import torch
-        p = self.problem
+        p = self.ctx.problem
         ref_inputs = clone_inputs(inputs)
         try:
             torch.manual_seed(v.seed + CALL_SEED)
@@ -44,17 +56,18 @@ class ReferenceTruth:
                 r = no_grad_call(ref, ref_inputs)
             draws = not p.random and rng_state() != rng
             if resized:
-                self.skipped.append((v.name, f"the reference accepts {shapes} only by resizing a mis-sized out= "
-                                             "tensor, which PyTorch deprecates"))
+                self.ctx.state.skipped.append((v.name, f"the reference accepts {shapes} only by resizing a "
+                                                       "mis-sized out= tensor, which PyTorch deprecates"))
                 return None
         except Exception as e:
             raise_device_fault(e)
             if v.name.startswith("int-"):
                 return None  # integers the reference has no use for (negative indices, labels): nothing to say
-            where = deepest_line(e, self.problem_reference_file())
-            at = f" (at {os.path.basename(self.problem_reference_file())}:{where + 1})" if where is not None else ""
-            self.skipped.append((v.name, f"the reference rejects {shapes}: {type(e).__name__}: "
-                                         f"{readable(str(e))[:200]}{at}"))
+            reference_file = self.ctx.job.link.reference
+            where = deepest_line(e, reference_file)
+            at = f" (at {os.path.basename(reference_file)}:{where + 1})" if where is not None else ""
+            self.ctx.state.skipped.append((v.name, f"the reference rejects {shapes}: {type(e).__name__}: "
+                                                   f"{readable(str(e))[:200]}{at}"))
             return None
         if p.random and self.fresh_draws is None:
             # Called again without a new seed: a reference with no seed among its inputs draws new numbers.
@@ -65,14 +78,14 @@ class ReferenceTruth:
                 raise_device_fault(e)
         return r, ref_inputs, draws
 
-    def _reference_and_truth(self, v: Variant, ref, inputs: list, shapes: str, call: Callable) -> tuple | None:
+    def reference_and_truth(self, v: Variant, ref, inputs: list, shapes: str, call: Callable) -> tuple | None:
         """The reference's outputs and their truth, the reference in float64 (in the task's dtype where that raises
         or draws other numbers). Returns the reference's copy of the inputs, whether it drew random numbers, the
         inputs it updates in place, the flat outputs of the reference and of the truth (each followed by those
         updated inputs), and the truth's dtype. None when the variant is skipped (_reference_outputs) or the
         reference does not repeat itself."""
         import torch
-        p = self.problem
+        p = self.ctx.problem
         ran = self._reference_outputs(v, ref, inputs, shapes)
         if ran is None:
             return None
@@ -82,12 +95,12 @@ class ReferenceTruth:
                    if isinstance(a, torch.Tensor) and not same(a, b)]
         truth_inputs = upcast(clone_inputs(inputs))
         r_flat = flatten_outputs(r) + [ref_inputs[i] for i in updated]
-        if not p.random and self.unrepeatable is None and not self.probing:
+        if not p.random and self.unrepeatable is None and not self.ctx.state.probing:
             self.unrepeatable = reference_repeat(ref, inputs, r_flat, updated) or ""
             if self.unrepeatable:
                 return None  # reported once, on the link (report): no implementation can match it element by element
         try:
-            truth = call(self.problem.float64(ref), truth_inputs)
+            truth = call(p.float64(ref), truth_inputs)
             truth_dtype = "float64"
             if draws and not same_draws(r_flat, flatten_outputs(truth) + [truth_inputs[i] for i in updated]):
                 # A reference that draws random numbers in its own dtype (randn_like) draws other numbers in
@@ -106,7 +119,7 @@ class ReferenceTruth:
         truth, or a float64 task); None otherwise. Which sign-free decompositions the reference calls is asked
         here, once."""
         import torch
-        p = self.problem
+        p = self.ctx.problem
         # A float64 problem's reference is its own float64 truth, so PyTorch's own error there is 0 by construction:
         # as without a float64 truth, how far it moves when its inputs move by one ulp stands in for it.
         floats = [o for o in r_flat if isinstance(o, torch.Tensor) and o.is_floating_point()]
@@ -129,7 +142,7 @@ class ReferenceTruth:
         return (reference_spread(ref, inputs, r_flat, updated, call, signs=signs)
                 if truth_dtype != "float64" or own_truth else None)
 
-    def _budget_inputs(self, v: Variant, ref, inputs: list, r_flat: list, t_flat: list, updated: list[int],
+    def budget_inputs(self, v: Variant, ref, inputs: list, r_flat: list, t_flat: list, updated: list[int],
                        truth_dtype: str, call: Callable) -> tuple[list | None, list | None, list, list]:
         """What the error budget of each output is made of (compare.py): the reference's spread
         (_reference_spread), the rounding of the float constants for kernels given them as fp32 scalars, the
@@ -139,8 +152,9 @@ class ReferenceTruth:
         import torch
         spread = self._reference_spread(v, ref, inputs, r_flat, updated, truth_dtype, call)
         # The allowance for float constants is for kernels that receive them as fp32 scalars, and only for them.
-        constants = (constant_rounding(self.problem.float64(ref), upcast(clone_inputs(inputs)), t_flat, updated,
-                                       call) if truth_dtype == "float64" and self.takes_float_scalars() else None)
+        float64 = self.ctx.problem.float64
+        constants = (constant_rounding(float64(ref), upcast(clone_inputs(inputs)), t_flat, updated, call)
+                     if truth_dtype == "float64" and takes_float_scalars(self.ctx.recorder) else None)
         fed = sum(x.numel() for x in inputs if isinstance(x, torch.Tensor) and x.is_floating_point())
         terms = [fed / out.numel() if isinstance(out, torch.Tensor) and out.numel() else 1.0 for out in r_flat]
         # A float64 output's floor has float64's roundoff (compare.py), where fed / out undercounts a reduction that
@@ -151,7 +165,7 @@ class ReferenceTruth:
                  for n, out in zip(terms, r_flat)]
         abs_inputs = absolute(upcast(clone_inputs(inputs)))
         try:  # the reference on absolute values: the accumulation floor of the budget (compare.py)
-            a_flat = flatten_outputs(call(self.problem.float64(ref, absolute=True), abs_inputs))
+            a_flat = flatten_outputs(call(float64(ref, absolute=True), abs_inputs))
             a_flat += [abs_inputs[i] for i in updated]
         except Exception as e:
             raise_device_fault(e)
@@ -160,7 +174,7 @@ class ReferenceTruth:
             a_flat = [None] * len(r_flat)
         return spread, constants, terms, a_flat
 
-    def _nothing_to_judge(self, v: Variant, r_flat: list, t_flat: list) -> bool:
+    def nothing_to_judge(self, v: Variant, r_flat: list, t_flat: list) -> bool:
         """The reference's outputs leave nothing to judge on this variant: NaN or infinities where its truth has
         none, or the other way round (noted as skipped), or a random op's special values, whose distributions
         are not compared."""
@@ -168,14 +182,14 @@ class ReferenceTruth:
         if v.name != "special" and not same_finiteness(r_flat, t_flat):
             # NaN/inf the reference returns in its own dtype and in the truth alike (a log of a negative draw)
             # are part of the answer; where only one of them has it, it overflowed: nothing to judge.
-            self.skipped.append((v.name, "the reference itself overflows or returns NaN/inf here"))
+            self.ctx.state.skipped.append((v.name, "the reference itself overflows or returns NaN/inf here"))
             return True
-        if self.problem.random and v.name == "special":
+        if self.ctx.problem.random and v.name == "special":
             return True  # distributions with NaN and infinities are not compared
         if v.name == "special" and any(isinstance(a, torch.Tensor) and a.is_floating_point() and
                                        bool((torch.isfinite(b.double()) & ~torch.isfinite(a.double())).any())
                                        for a, b in zip(r_flat, t_flat) if isinstance(b, torch.Tensor)):
-            self.skipped.append((v.name, "the reference overflows in its own dtype here"))
+            self.ctx.state.skipped.append((v.name, "the reference overflows in its own dtype here"))
             return True
         return False
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from typing import Callable
 
+from ..context import VerifyContext
 from .shapes import elements, groups, int_floor, int_max, positions
 from .variants import CPU_ELEMENT_BUDGET, PARALLEL_MIN, REDUCTION_MIN, Variant
 
@@ -47,14 +48,14 @@ def fixed_blocks(launches) -> dict[int, list[str]]:
     return dict(sorted(out.items(), reverse=True))
 
 
-def block_variants(verifier, variants: list[Variant], measure: Callable[[dict], int]) -> list[Variant]:
+def block_variants(ctx: VerifyContext, variants: list[Variant], measure: Callable[[dict], int]) -> list[Variant]:
     """The block-size variants for the sizes that the variants run so far (`variants`) left within 2.5 blocks."""
-    blocks = fixed_blocks(verifier.recorder.launches)
+    blocks = fixed_blocks(ctx.recorder.launches)
     if not blocks:
         return []
-    ran = {r.variant for r in verifier.state.rows}
+    ran = {r.variant for r in ctx.state.rows}
     done = [v for v in variants if v.name in ran]
-    p = verifier.problem
+    p, sizing = ctx.problem, ctx.sizing
     if p.size_knobs:
         def sizes_inputs(name: str) -> bool:  # a knob that sizes an input tensor (not a rank, a seed, a count)
             try:
@@ -62,16 +63,16 @@ def block_variants(verifier, variants: list[Variant], measure: Callable[[dict], 
                 return p.element_counts({**p.size_knobs, name: p.size_knobs[name] + 1})[0] != own
             except Exception:
                 return False
-        plans = _knob_plans(p.size_knobs, verifier.base, blocks, done, measure, verifier.reductions,
-                            verifier.at_least, lambda knobs: p.accepts(knobs, {}, p.meta_inputs(knobs)), sizes_inputs)
+        plans = _knob_plans(p.size_knobs, sizing.base, blocks, done, measure, sizing.reductions,
+                            sizing.at_least, lambda knobs: p.accepts(knobs, {}, p.meta_inputs(knobs)), sizes_inputs)
     else:
-        plans = _literal_plans(p, verifier.sizes.base, blocks, done)
+        plans = _literal_plans(p, sizing.sizes.base, blocks, done)
     out = []
     for i, (knobs, setting, what, block) in enumerate(plans, 1):
         names = "/".join(blocks[block])
         v = Variant(f"block-size-{i}", "size", 30 + i, knobs, None,
                     f"{what} past two blocks of {names}={block} and a tail, other sizes small", setting)
-        count = programs(verifier, v)
+        count = programs(ctx, v)
         if count is None or count <= MAX_PROGRAMS:
             out.append(v)
         if len(out) == MAX_VARIANTS:
@@ -130,18 +131,18 @@ def _literal_plans(problem, base: dict, blocks: dict[int, list[str]], done: list
     return plans
 
 
-def programs(verifier, v: Variant) -> int | None:
+def programs(ctx: VerifyContext, v: Variant) -> int | None:
     """Programs one call of the implementation launches at this variant's sizes, from a dry run (launches recorded,
     not executed, then forgotten); None where that cannot be told (a grid not readable, a glue that fails dry), and
     on a GPU, where programs cost little and an autotuner would time a dry launch and keep its pick."""
-    if not verifier.interpreted:
+    if not ctx.interpreted:
         return None
-    p = verifier.problem
+    p = ctx.problem
     try:
         with p.knobs_set(v.knobs):
             _, impl = p.callables(v.knobs, v.setting)
             inputs = p.make_inputs(v.seed, v.knobs, v.setting)
-            r = verifier.player.call(impl, inputs, dry=True, knobs=v.knobs or None, keep_launches=False)
+            r = ctx.player.call(impl, inputs, dry=True, knobs=v.knobs or None, keep_launches=False)
     except Exception:
         return None
     if r.error is not None:
