@@ -29,12 +29,11 @@ def eigh(a):
     the matrix with its rows and columns reversed (the eigenvectors' rows are not reversed back: the bug)."""
     a = a.contiguous()
     n = a.shape[-1]
-    rev = torch.empty_like(a)
+    # Zeros, not empty: under the interpreter kernel-lsp's first capture skips the launch, and LAPACK on
+    # uninitialized memory can fail to converge (a KL105 on the problem's own inputs).
+    rev = torch.zeros_like(a)
     _reversed_kernel[(a.shape[0],)](a, rev, n, BLOCK=triton.next_power_of_2(n))
-    try:
-        s, w = torch.linalg.eigh(rev)
-    except torch.linalg.LinAlgError:  # float32's ssyevd failed to converge on rare draws of these inputs (error code
-        s, w = (x.to(a.dtype) for x in torch.linalg.eigh(rev.double()))  # 8): float64's dsyevd then
+    s, w = torch.linalg.eigh(rev)
     return s, w
 
 
