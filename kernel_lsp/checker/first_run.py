@@ -102,15 +102,29 @@ def _reference_fails_too(problem: Problem) -> BaseException | None:
     return None
 
 
+WET_CAPTURE_OPS = 100_000  # under the interpreter, the most operations a capture that raised dry runs with launches
+
+
 def _capture(problem: Problem, player: Player, seed: int, dry: bool) -> tuple[UserCodeError | None, Any]:
-    """Run the implementation once on the problem's own inputs (launches recorded, not run, when `dry`); returns
-    (error, output)."""
+    """Run the implementation once on the problem's own inputs (launches recorded, not run, when `dry`; run after all
+    when the dry call raised); returns (error, output), the output None where the second call ran out of budget."""
     try:
         inputs = problem.make_inputs(seed)
     except Exception as e:
         return UserCodeError("the input factory raised", e, getattr(problem.input_module, "__file__", None),
                              INPUTS), None
+    recorder = player.recorder
+    marks = (len(recorder.launches), recorder.count)
     r = player.call(problem.implementation, inputs, dry=dry)
+    if r.error is not None and dry and not r.error.device_fault:
+        # A dry launch writes nothing: PyTorch code after it (a factorization, `.item()`, an index read from the
+        # kernel's output) ran on memory no kernel wrote, and may raise where the real call does not. The call is
+        # made again with its launches run (up to an operation budget), and only its error counts.
+        del recorder.launches[marks[0]:]
+        recorder.count = marks[1]
+        r = player.call(problem.implementation, problem.make_inputs(seed), budget=WET_CAPTURE_OPS)
+        if r.stopped:  # too long to run whole at the problem's sizes: the variants judge it at smaller ones
+            return None, None
     if r.error is not None:
         if r.error.device_fault:
             raise DeviceFault(r.error)

@@ -19,7 +19,7 @@ from ..model import KernelFacts, Severity, Span
 from ..targets import parse_targets
 from ..verdict import lets_evidence_run, problems
 from .player import Player, PlayerLost, RemoteError, RemoteRecorder
-from .problem.errors import IMPLEMENTATION, DeviceFault, UserCodeError
+from .problem.errors import IMPLEMENTATION, DeviceFault, OutOfMemory, UserCodeError, is_out_of_memory
 from .problem.loader import load_problem
 from .problem.problem import Problem
 from .compile.positions import readable
@@ -53,8 +53,14 @@ def run_check(job: CheckJob, w: Sink, connect: Callable[[str], Any] | None = Non
         # The process running the implementation ended under a call (a crash, an exit, a kill), as a worker that ran
         # it used to: KL300, said where it happened, with what its last words suggest.
         during = f" during {w.last.stage}" + (f" ({w.last.detail})" if w.last.detail else "") if w.last else ""
-        rep.add("KL300", _short(f"{e}{during}{crash_hint(e.stderr)}"), None, source="kernel-lsp.worker",
-                stderr=e.stderr[-2000:])
+        if is_out_of_memory(e):  # the player's own copies or clones found the GPU full: memory, not a crash
+            rep.add("KL302", _short(f"out of memory{during}: {e}"), None, source="kernel-lsp.worker")
+        else:
+            rep.add("KL300", _short(f"{e}{during}{crash_hint(e.stderr)}"), None, source="kernel-lsp.worker",
+                    stderr=e.stderr[-2000:])
+    except OutOfMemory as e:
+        rep.add("KL302", _short(f"out of memory when the implementation ran on {e.where} "
+                                f"({readable(str(e)).splitlines()[0][:300]})"), None, source="kernel-lsp.worker")
     except DeviceFault as e:
         fault = e.exc
         text = readable(f"{type(fault).__name__}: {fault}").splitlines()[0][:300]

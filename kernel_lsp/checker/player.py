@@ -161,6 +161,8 @@ class Player:
         try:
             wire.send(self.sock, message)
             answer = wire.recv(self.sock)
+        except wire.NoMemory as e:  # its answer's tensors do not fit here: memory, not a player that ended
+            raise PlayerLost(f"the player's answer could not be received: {e}") from None
         except (OSError, wire.WireError) as e:
             raise self._lost(e) from None
         for name in answer.get("replaced") or []:

@@ -286,6 +286,10 @@ def play(conn: socket.socket, device: str) -> None:
     while True:
         try:
             req = wire.recv(conn)
+        except wire.NoMemory as e:  # the request's inputs did not fit: said as the player's own failure
+            wire.send(conn, {"error": {"type": "OutOfMemoryError", "text": f"receiving the request: {e}"[:2000],
+                                       "fault": "the request's tensors could not be rebuilt"}})
+            continue
         except wire.WireError:
             return
         op = OPS.get(req.get("op"))

@@ -33,7 +33,7 @@ import weakref
 devmem = importlib.import_module(__name__.rpartition(".")[0] + ".devmem" if "." in __name__ else "devmem")
 # wire_codec.py beside this file (a message's values and tensors, encoded and decoded), imported the same way.
 wire_codec = importlib.import_module(__name__.rpartition(".")[0] + ".wire_codec" if "." in __name__ else "wire_codec")
-WireError, Closed = wire_codec.WireError, wire_codec.Closed
+WireError, Closed, NoMemory = wire_codec.WireError, wire_codec.Closed, wire_codec.NoMemory
 dtype_named, dtype_name = wire_codec.dtype_named, wire_codec.dtype_name
 _Storages, encode, _Memory, decode = wire_codec._Storages, wire_codec.encode, wire_codec._Memory, wire_codec.decode
 _device, _int = wire_codec._device, wire_codec._int
@@ -283,7 +283,9 @@ def recv(sock: socket.socket) -> dict:
             message = decode(doc.get("m"), memory)
         finally:
             memory.close()
-    except (ValueError, TypeError, OverflowError, RuntimeError) as e:
+    except (ValueError, TypeError, OverflowError, RuntimeError, MemoryError) as e:
+        if isinstance(e, MemoryError) or type(e).__name__ == "OutOfMemoryError":
+            raise NoMemory(f"{type(e).__name__}: {e}") from e
         raise WireError(f"a malformed message ({type(e).__name__}: {e})") from e
     finally:
         for fd in fds:

@@ -21,6 +21,11 @@ class WireError(Exception):
     """A message that does not follow the wire's format (or a connection that ended mid-message)."""
 
 
+class NoMemory(WireError):
+    """A whole message arrived but its tensors could not be rebuilt: memory ran out (the device's, or the host's).
+    The connection is still in step: the receiver can answer that, rather than end."""
+
+
 class Closed(WireError):
     """The other side closed the connection between messages."""
 

@@ -37,6 +37,7 @@ from ..codes import severity_of
 from ..jobs import CheckJob, Device, Done, Event, FindingEvent, SandboxOptions, event_to_dict
 from ..model import Finding, Span
 from ..checker.problem.errors import DeviceFault, is_device_fault, is_out_of_memory
+from ..device import gpu_present
 from .child import PARENT_ENV, WORKDIR_ENV, choose_device, die_with_parent
 from ..player.isolate import kill_descendants
 from .sandbox import child_env, enter
@@ -86,9 +87,17 @@ def serve_jobs(device: str = "auto", sandbox: SandboxOptions | None = None) -> i
     die_with_parent(int(parent) if parent and parent.isdigit() else None)
     startup: dict[str, float] = {}
     lap = _stopwatch(startup)
+    # The players' server first: its own imports (torch, a CUDA context's driver) run beside this process's below
+    # (a cold GPU check waited 5.6 s for them after this worker's 10.4 s, H100, 2026-12-06). Its device is told by
+    # the driver's files; torch, once imported, has the last word (`choose_device`).
+    workdir, env = _start_players("cpu" if device == "cpu" or not gpu_present() else "cuda",
+                                  sandbox or SandboxOptions(), lap)
     device = choose_device(device)
+    import torch  # noqa: F401  (warm: imported once for every job; choose_device imports it for a GPU)
+    lap("import torch")
+    _match_players(device, env)
     gpu, pipeline = _warm_up(device, lap)
-    confined = _confine(device, sandbox or SandboxOptions(), lap)
+    confined = _confine(sandbox or SandboxOptions(), workdir, env, lap)
     from . import players
     from .tamper import Snapshot, TimerCheck
     pristine = Snapshot(*WATCHED_HERE)
@@ -154,8 +163,7 @@ def _warm_up(device: str, lap: Callable[[str], None]) -> tuple[str, Any]:
     """Import torch, Triton and the checker's pipeline once for every job, warm the meta device, and on CUDA
     initialise the context. Returns the GPU's name ("" on the CPU) and the pipeline module."""
     gpu = ""
-    import torch  # noqa: F401  (warm: imported once for every job)
-    lap("import torch")
+    import torch  # noqa: F401  (imported by the caller, which times it)
     import triton  # noqa: F401
     from ..checker import pipeline
     lap("import triton and kernel-lsp")
@@ -169,23 +177,44 @@ def _warm_up(device: str, lap: Callable[[str], None]) -> tuple[str, Any]:
     return gpu, pipeline
 
 
-def _confine(device: str, sandbox: SandboxOptions, lap: Callable[[str], None]) -> str:
-    """Confine this process (sandbox.py), after starting the players' fork server; returns `enter`'s one-line
-    account of the confinement, for WorkerReady."""
-    # Every job's code runs in this process. Its environment is scrubbed again (a runner's shell may have passed
-    # more than ours would), it works in a private folder, and it kills whatever a job leaves running once the job
-    # ends.
+def _start_players(device: str, sandbox: SandboxOptions, lap: Callable[[str], None]) -> tuple[str, dict[str, str]]:
+    """This worker's private folder, its scrubbed environment, and the players' fork server (run/players.py) started
+    in it: each job's player is forked there and confines itself; the implementation never runs in this process."""
+    # Every job's code runs in a player. Its environment is scrubbed again (a runner's shell may have passed more
+    # than ours would), it works in a private folder, and the worker kills whatever a job leaves running once the
+    # job ends.
     given = os.environ.get(WORKDIR_ENV)  # the parent's folder for this worker, which the parent removes
     given = given if given and os.path.isdir(given) else None
     workdir = tempfile.mkdtemp(prefix="w", dir=given) if given else tempfile.mkdtemp(prefix="kernel-lsp-worker-")
     env = child_env(sandbox, dict(os.environ))
-    os.environ.clear()
-    os.environ.update(env)
-    # The players' fork server (run/players.py), started before this process confines itself: each job's player is
-    # forked there and confines itself; the implementation never runs in this process.
     from . import players
     players.install(players.PlayerServer(device, env, parent=given))
     lap("player server")
+    return workdir, env
+
+
+def _match_players(device: str, env: dict[str, str]) -> None:
+    """Bring what was set up before torch chose the device in line with its choice: the environment the worker will
+    keep (TRITON_INTERPRET, which `choose_device` sets or clears), and the players' server, replaced when torch chose
+    another device than the driver's files suggested (a GPU that this torch cannot use)."""
+    if "TRITON_INTERPRET" in os.environ:
+        env["TRITON_INTERPRET"] = os.environ["TRITON_INTERPRET"]
+    else:
+        env.pop("TRITON_INTERPRET", None)
+    from . import players
+    server = players.installed()
+    if server is not None and server.device != device:
+        server.close()
+        shutil.rmtree(server.dir, ignore_errors=True)
+        players.install(players.PlayerServer(device, env, parent=os.path.dirname(server.dir)
+                                             if os.path.basename(server.dir) == "p" else None))
+
+
+def _confine(sandbox: SandboxOptions, workdir: str, env: dict[str, str], lap: Callable[[str], None]) -> str:
+    """Confine this process (sandbox.py), after starting the players' fork server and the warm imports; returns
+    `enter`'s one-line account of the confinement, for WorkerReady."""
+    os.environ.clear()
+    os.environ.update(env)
     confined = enter(sandbox, workdir)
     lap("sandbox")
     return confined

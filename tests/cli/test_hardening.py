@@ -231,6 +231,16 @@ def test_hardening_an_impossible_allocation_is_out_of_memory(tmp_path):
     assert d["code"] == "KL302" and d["range"]["line"] == 16, d  # the allocation, 0-based
 
 
+def test_hardening_memory_that_runs_out_in_a_variant_is_out_of_memory_not_a_refusal(tmp_path):
+    """Memory that runs out on a variant's inputs (beside other checks on a GPU: adam's transposed variant on an H100
+    with three workers) stops the check with KL302, which the executor retries alone; it is no KL209 refusal."""
+    impl = _case(tmp_path, "torch.randn(8, 8)", alloc="torch.empty_like(x) if x.is_contiguous() else torch.empty(10**11)")
+    proc = run_cli("check", str(impl), "--no-cache", "--format", "json")
+    codes = [d["code"] for d in json.loads(proc.stdout)["diagnostics"]]
+    assert "KL302" in codes and "KL209" not in codes, proc.stdout
+    assert "variant's inputs" in proc.stdout, proc.stdout
+
+
 def test_hardening_check_help_lists_exit_codes_and_formats():
     out = " ".join(run_cli("check", "--help").stdout.split())
     assert "exit codes: 0" in out and "130 interrupted" in out and "sarif: SARIF 2.1.0" in out

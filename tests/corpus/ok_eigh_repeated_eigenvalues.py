@@ -29,9 +29,7 @@ def eigh(a):
     the matrix with its rows and columns reversed, the eigenvectors' rows reversed back."""
     a = a.contiguous()
     n = a.shape[-1]
-    # Zeros, not empty: under the interpreter kernel-lsp's first capture skips the launch, and LAPACK on
-    # uninitialized memory can fail to converge (a KL105 on the problem's own inputs).
-    rev = torch.zeros_like(a)
+    rev = torch.empty_like(a)
     _reversed_kernel[(a.shape[0],)](a, rev, n, BLOCK=triton.next_power_of_2(n))
     s, w = torch.linalg.eigh(rev)
     return s, w.flip(-2)

@@ -303,3 +303,40 @@ def test_player_batched_calls_keep_each_output_as_it_returned_and_the_soak_judge
         player.close()
     finally:
         server.close()
+
+
+def test_player_a_request_whose_tensors_do_not_fit_is_answered_as_out_of_memory(monkeypatch):
+    """Memory that runs out while the player rebuilds a request's tensors (its GPU full beside other checks) is
+    answered as the player's own OutOfMemoryError, which the checker reports as KL302 and the executor retries; the
+    player went on (the connection stays in step). It had ended with status 0 (a KL300 on avg_pool2d, H100,
+    2026-12-06)."""
+    import threading
+
+    import torch
+
+    from kernel_lsp.player import play as play_module
+    wire = sys.modules["wire"]  # the module play.py imports, beside it
+    real = wire.decode
+    calls = []
+
+    def decode(value, memory):
+        calls.append(1)
+        if len(calls) == 1:
+            raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
+        return real(value, memory)
+    monkeypatch.setattr(wire, "decode", decode)
+    a, b = socket.socketpair()
+    a.settimeout(30)  # an answer that never comes fails here, not at pytest's timeout
+    t = threading.Thread(target=play_module.play, args=(b, "cpu"), daemon=True)
+    t.start()
+    try:
+        wire.send(a, {"op": "load", "path": "x.py"})
+        answer = wire.recv(a)
+        assert answer["error"]["type"] == "OutOfMemoryError" and "out of memory" in answer["error"]["text"], answer
+        assert answer["error"]["fault"]
+        wire.send(a, {"op": "no such op"})  # still in step: this one is read, and ends the player
+        t.join(30)
+        assert not t.is_alive()
+    finally:
+        a.close()
+        b.close()

@@ -145,3 +145,24 @@ def test_a_check_leaves_no_temporary_folder_behind(tmp_path):
     import getpass
     kept = {f"kernel-lsp-{os.getuid()}", f"torchinductor_{getpass.getuser()}"}
     assert sorted(p.name for p in tmp.iterdir() if p.name not in kept) == []
+
+
+def test_a_worker_whose_players_server_guessed_the_device_wrong_replaces_it(tmp_path, monkeypatch):
+    """A long-lived worker starts its players' server before torch is imported, by the driver's files (serve.py): where
+    torch then chooses another device (a GPU this torch cannot use), the server is replaced by one for torch's choice,
+    and the environment the worker keeps says the same (TRITON_INTERPRET)."""
+    from kernel_lsp.run import players, serve
+    monkeypatch.setenv("TRITON_INTERPRET", "1")  # what choose_device("auto") sets on a machine without CUDA
+    parent = tmp_path / "worker"
+    parent.mkdir()
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    before = players.installed()
+    players.install(players.PlayerServer("cuda", env, parent=str(parent)))
+    try:
+        serve._match_players("cpu", env)
+        server = players.installed()
+        assert server.device == "cpu" and server.dir == str(parent / "p") and env["TRITON_INTERPRET"] == "1"
+        assert server.ready(60)
+    finally:
+        players.installed().close()
+        players.install(before)

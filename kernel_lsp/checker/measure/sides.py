@@ -15,7 +15,7 @@ from . import baselines, neighbours
 from ..problem.errors import is_device_fault, is_out_of_memory
 from .report import SOURCE
 from .stats import median
-from .timing import BackToBack, honest_times, time_back_to_back, time_graph, time_sides, empty_launch
+from .timing import BackToBack, back_to_back_calls, honest_times, time_back_to_back, time_graph, time_sides, empty_launch
 from ..verify.plan.variants import clone_inputs
 
 GRAPH_BELOW_US = 40.0  # calls shorter than this are also replayed as CUDA graphs, to tell launch overhead apart
@@ -151,7 +151,7 @@ def _time_sides_undisturbed(rep, player, sides: dict, clock, opts, lease_note: d
             watch = neighbours.start(lease_note.get("uuid"), mine)
             samples = time_sides(sides, clock, budget_s=opts.budget_s, precision=opts.precision)
             rep.w.stage("measure", "each side back to back (host launch included)")
-            back = time_back_to_back(sides, clock)
+            back = time_back_to_back(sides, clock, calls=back_to_back_calls(samples))
             disturbed = neighbours.disturbers(watch, mine)
             if not disturbed:
                 break

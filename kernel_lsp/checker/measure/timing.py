@@ -123,6 +123,19 @@ def honest_times(samples: Samples, overhead_us: float, tail_overhead_us: float =
 
 
 QUEUE_WARMUP = 4  # the first calls of a batch start from an idle GPU; a loop's steady state comes after them
+BATCH_GPU_US = 5000.0  # about the GPU time of one back-to-back batch, past which a batch has fewer calls
+
+
+def back_to_back_calls(samples: dict[str, Samples] | None, most: int = 24, least: int = 12) -> int:
+    """Calls per back-to-back batch: `most` for calls of up to BATCH_GPU_US / most each, fewer (down to `least`) for
+    longer ones, by the slowest side's interleaved median, the same for every side. A long call's time barely moves
+    between calls and its host is ahead after the first few, so the extra calls only held the GPU (matmul_fp32 on an
+    H100, 2026-12-06: 3.4 s back to back of an 8 s lease)."""
+    from .stats import median
+    medians = [median(s.event_us) for s in (samples or {}).values() if s.event_us]
+    if not medians:
+        return most
+    return max(least, min(most, int(BATCH_GPU_US / max(max(medians), 1e-3))))
 
 
 def time_back_to_back(sides: dict[str, list[Side]], clock, *, rounds: int = 6,

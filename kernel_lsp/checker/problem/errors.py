@@ -47,8 +47,26 @@ def is_out_of_memory(exc: BaseException) -> bool:
     if isinstance(exc, RemoteError) and exc.out_of_memory:
         return True
     text = f"{type(exc).__name__}: {exc}"
-    return (type(exc).__name__ in ("MemoryError", "OutOfMemoryError")
+    return (type(exc).__name__ in ("MemoryError", "OutOfMemoryError") or "OutOfMemoryError" in text
             or "out of memory" in text.lower() or "can't allocate memory" in text)
+
+
+def raise_code(error: BaseException | str) -> str:
+    """The code for an implementation that raised where it had run before (the evidence runs, the soak): KL302 when
+    memory ran out (beside other checks on the GPU, or for the file's own sizes), else KL209."""
+    if isinstance(error, BaseException):
+        return "KL302" if is_out_of_memory(error) else "KL209"
+    text = str(error)
+    return "KL302" if "out of memory" in text.lower() or "OutOfMemoryError" in text or "MemoryError" in text else "KL209"
+
+
+class OutOfMemory(Exception):
+    """Memory ran out while the implementation ran on a variant's inputs: the job stops with KL302 rather than blame
+    the variant (on a GPU shared by several checks, the executor checks the file again alone)."""
+
+    def __init__(self, exc: BaseException, where: str):
+        super().__init__(f"{type(exc).__name__}: {exc}")
+        self.exc, self.where = exc, where
 
 
 class DeviceFault(Exception):

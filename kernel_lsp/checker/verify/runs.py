@@ -12,7 +12,8 @@ from ...player.state import float_state, perturb
 from ..problem.problem import Problem
 from ..compile.positions import api_note, readable
 from ..player import CallResult
-from ..problem.errors import IMPLEMENTATION, DeviceFault, UserCodeError, deepest_line, raise_device_fault
+from ..problem.errors import (IMPLEMENTATION, DeviceFault, OutOfMemory, UserCodeError, deepest_line, is_out_of_memory,
+                              raise_device_fault)
 from .compare import flatten_outputs
 from .context import VerifyContext
 from .findings import Findings, where
@@ -297,12 +298,15 @@ class VariantRuns:
 
     def impl(self, impl, inputs: list, v: Variant, **mode) -> CallResult:
         """One call of the implementation in the player, on copies of `inputs`, at the variant's sizes. A call that a
-        GPU fault ended stops the check (DeviceFault); one stopped by the operation budget stops the variant."""
+        GPU fault ended stops the check (DeviceFault), as does one that ran out of memory (OutOfMemory); one stopped by
+        the operation budget stops the variant."""
         r = self.ctx.player.call(impl, inputs, budget=self.ctx.state.budget, knobs=v.knobs or None,
                                  train=v.name == TRAIN_MODE, grad=v.name != NO_GRAD, **mode)
         self.ops += r.ops
         if r.error is not None and r.error.device_fault:
             raise DeviceFault(r.error)
+        if r.error is not None and is_out_of_memory(r.error):
+            raise OutOfMemory(r.error, f"the {v.name} variant's inputs")
         if r.stopped:
             raise BudgetStop()
         return r

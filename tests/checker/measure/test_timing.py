@@ -155,3 +155,17 @@ def test_a_slow_host_is_not_taken_for_events_that_under_report():
     escaped = BackToBack(wall_us=[10.0] * 24, issue_us=[8.0] * 24, batch_us=[24 * 400.0] * 6,
                          wait_us=[24 * 390.0] * 6, batch_calls=24)
     assert escaped.events_under_report(flush_us=65.0)
+
+
+def test_timing_long_calls_get_shorter_back_to_back_batches():
+    from kernel_lsp.checker.measure.timing import BATCH_GPU_US, Samples, back_to_back_calls
+
+    def side(us: float) -> Samples:
+        s = Samples()
+        for _ in range(5):
+            s.add(us, us + 5.0)
+        return s
+    assert back_to_back_calls({"triton": side(20.0), "eager": side(30.0)}) == 24  # short calls: full batches
+    assert back_to_back_calls({"triton": side(2000.0), "eager": side(50.0)}) == 12  # the slowest side sets it
+    assert back_to_back_calls({"triton": side(BATCH_GPU_US / 16)}) == 16
+    assert back_to_back_calls(None) == 24

@@ -26,6 +26,7 @@ import os
 
 from ....jobs import CheckJob
 from ....model import Severity
+from ...problem.errors import is_out_of_memory
 from .judge import judged
 from .sets import REFILL_BUDGET_S, REFILLS, TooLarge, prepare
 from .soak import _said, held_outputs, soak
@@ -114,11 +115,13 @@ def run_evidence(problem, job: CheckJob, rep, connect, device: str, cpu_sizes: d
             rep.w.stage("evidence", "outputs held across calls, and a soak of many calls")
             found = held_outputs(player, impl, plan) or soak(player, impl, plan, device)
     except PlayerLost as e:
-        rep.add("KL220", f"the implementation does not complete {where}: {e}" + (f": {e.stderr}" if e.stderr else ""),
+        rep.add("KL302" if is_out_of_memory(e) else "KL220",
+                f"the implementation does not complete {where}: {e}" + (f": {e.stderr}" if e.stderr else ""),
                 source=SOURCE)
         return
     except Exception as e:  # it fails to import or build there (the verifier's player did both)
-        rep.add("KL220", f"the implementation fails {where}: {_said(e)}", source=SOURCE)
+        rep.add("KL302" if is_out_of_memory(e) else "KL220", f"the implementation fails {where}: {_said(e)}",
+                source=SOURCE)
         return
     finally:
         if player is not None:

@@ -4,6 +4,7 @@ verifier already judged the fine precision): an error no rounding explains."""
 
 from __future__ import annotations
 
+from ...problem.errors import raise_code
 from ..signs import aligned
 from .sets import REFILLS, SPARSE_CHANGES
 
@@ -59,7 +60,7 @@ def judged(runs: dict, truth: dict, random: bool, signs: bool = False) -> list[t
             if not run or values not in truth:
                 continue
             if run.get("error"):
-                out.append(("KL209", f"the implementation raises when {what}: {run['error']}", {}))
+                out.append((raise_code(run["error"]), f"the implementation raises when {what}: {run['error']}", {}))
                 break
             if name == "sparse" and not _repeats(run["outputs"], [runs.get(n) for n in ("plain", REFILLS[-2][0])]):
                 # A few elements changed may break what a correct kernel may assume of its inputs (sorted, paired,

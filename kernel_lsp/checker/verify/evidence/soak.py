@@ -3,6 +3,7 @@ buffers refilled in place, a drawn share of them judged (isolated.py calls them,
 
 from __future__ import annotations
 
+from ...problem.errors import raise_code
 from .judge import _gross
 
 SOAK_CALLS = {"cpu": (12, 24), "cuda": (200, 600)}  # calls of the soak, drawn per check within these bounds
@@ -24,8 +25,8 @@ def held_outputs(player, impl, plan: dict) -> list[tuple[str, str, dict]]:
     second = player.call(impl, [], copy_of="set:B", return_out=False, knobs=knobs)
     for r in (first, second):
         if r.error is not None:  # the evidence runs made these calls on these values without an error
-            return [("KL209", "the implementation raises when it is called again while the caller keeps an earlier "
-                     f"call's output: {_said(r.error)}", {})]
+            return [(raise_code(r.error), "the implementation raises when it is called again while the caller keeps "
+                     f"an earlier call's output: {_said(r.error)}", {})]
     held = [y for y in player.fetch(held=True) if isinstance(y, torch.Tensor)]
     bad = _gross(held, *plan["truth"]["A"], signs=plan.get("signs", False))
     if not bad:
@@ -70,7 +71,8 @@ def soak(player, impl, plan: dict, device: str, rng=None) -> list[tuple[str, str
         judged, last = [], False
         for j, r in enumerate(results):
             if r.error is not None:
-                return [("KL209", f"the implementation raises on a later call made afresh {how}: {_said(r.error)}",
+                return [(raise_code(r.error), f"the implementation raises on a later call made afresh {how}: "
+                         f"{_said(r.error)}",
                          {})]
             spent += r.ops
             i = first + j
