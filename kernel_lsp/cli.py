@@ -52,6 +52,9 @@ def cmd_optimize(args: argparse.Namespace) -> int:
     if args.rounds is not None and not 1 <= args.rounds <= 10:
         raise UsageError("--rounds: expected 1 to 10")
     args.paths = [args.file]
+    if args.executor == "local" and args.ray_address:
+        raise UsageError(f"--ray-address {args.ray_address} with --executor local: the address names a Ray cluster, "
+                         "but --executor local checks on this machine; drop one of them")
     settings, root = _settings_for(args)
     if args.mode in ("fix", "optimize") and not settings.llm.endpoint:
         raise UsageError(f"--mode {args.mode} needs an LLM: set [tool.kernel-lsp.llm] endpoint (and model), "
@@ -232,11 +235,15 @@ def build_parser() -> argparse.ArgumentParser:
     o.add_argument("--target", help="comma-separated GPU targets (default sm_90)")
     o.add_argument("--device", choices=DEVICES, help="where kernels run (default auto)")
     o.add_argument("--runner", action="append", help="command that starts `kernel-lsp worker` where a GPU is")
+    o.add_argument("--executor", choices=["local", "ray"], help="where the file and each candidate are checked: this "
+                   "machine (default) or a Ray cluster (needs kernel-lsp[ray]; docs/scale-out.md)")
+    o.add_argument("--ray-address", help="the Ray cluster's head, host:port (implies --executor ray; default: start a "
+                   "local cluster)")
     o.add_argument("--timeout", type=float, help="seconds per check of a candidate (default 60)")
     o.add_argument("--config", help="pyproject.toml to read [tool.kernel-lsp] from")
     o.add_argument("--format", choices=["text", "json"], default="text")
     o.add_argument("--quiet", "-q", action="store_true", help="no progress lines on stderr")
-    o.set_defaults(func=cmd_optimize, jobs=None, no_verify=False, no_measure=False, executor=None, ray_address=None)
+    o.set_defaults(func=cmd_optimize, jobs=None, no_verify=False, no_measure=False)
     t = sub.add_parser("init-tasks", help="copy the bundled tasks (PyTorch references and Triton kernels) into DIR",
                        description="Copy the workspace of tasks that ships with kernel-lsp (tasks/ in a clone) into "
                        "DIR, a new or empty folder, so that `kernel-lsp check DIR` runs the main job from a wheel.")

@@ -362,6 +362,11 @@ def test_hardening_contradicting_flags_are_usage_errors(tmp_path):
         proc = run_cli("check", str(tmp_path / "k.py"), *flags)
         assert proc.returncode == 2 and says in proc.stderr and "drop one of them" in proc.stderr, (flags, proc.stderr)
         assert proc.stdout == "" and "Traceback" not in proc.stderr
+    # optimize takes --executor and --ray-address as check does (a Ray run of it: tests/run/test_ray.py)
+    proc = run_cli("optimize", str(tmp_path / "k.py"), "--mode", "tune", "--executor", "local", "--ray-address",
+                   "10.0.0.5:6379")
+    assert proc.returncode == 2 and "with --executor local" in proc.stderr and "drop one of them" in proc.stderr
+    assert proc.stdout == "" and "Traceback" not in proc.stderr
 
 
 def test_hardening_a_clean_check_logs_each_file_when_stderr_is_not_a_terminal(tmp_path):

@@ -616,7 +616,7 @@ def _cmdline(p) -> str:
 
 @needs_ray
 def test_ray_head_lost_mid_optimize_ends_it_with_one_clear_line_and_parseable_json(tmp_path):
-    """`kernel-lsp optimize` on a Ray cluster of its own (`executor = "ray"`): the GCS server is killed while the
+    """`kernel-lsp optimize --executor ray` on a Ray cluster of its own: the GCS server is killed while the
     file's own check runs there. The proposal says the head was lost (not "nothing to fix"), exit 1, its JSON alone
     on stdout, no traceback, the process ends within seconds, and none of its cluster's processes is left."""
     from tests.propose.fake_llm import FakeLLM
@@ -627,11 +627,11 @@ def test_ray_head_lost_mid_optimize_ends_it_with_one_clear_line_and_parseable_js
     cluster = OwnCluster()
     with FakeLLM([FIXED_KERNEL]) as fake:
         (tmp_path / "pyproject.toml").write_text(
-            f'[tool.kernel-lsp]\nexecutor = "ray"\ntimeout = 600\n\n[tool.kernel-lsp.llm]\nendpoint = "{fake.url}"\n'
+            f'[tool.kernel-lsp]\ntimeout = 600\n\n[tool.kernel-lsp.llm]\nendpoint = "{fake.url}"\n'
             'model = "scripted"\n')
         with open(tmp_path / "stdout", "w+") as stdout, open(tmp_path / "stderr", "w+") as stderr:
             proc = subprocess.Popen([sys.executable, "-m", "kernel_lsp.cli", "optimize", "scale.py", "--mode", "fix",
-                                     "--format", "json", "--candidates", "1", "--rounds", "1"],
+                                     "--executor", "ray", "--format", "json", "--candidates", "1", "--rounds", "1"],
                                     cwd=tmp_path, env=cluster.env, stdout=stdout, stderr=stderr)
             try:
                 with _ended(proc):
