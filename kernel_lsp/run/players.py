@@ -327,9 +327,14 @@ def prestart(requested: str) -> None:
     signal the server, which is outside its Landlock domain."""
     if _SERVER is not None:
         return
+    install(PlayerServer(likely_device(requested), dict(os.environ)))
+
+
+def likely_device(requested: str) -> str:
+    """The device a worker will choose, told without importing torch (the driver's files), so that the players'
+    server can start first: "cpu" when asked for or when no GPU is present, else "cuda"."""
     from ..device import gpu_present
-    device = "cpu" if requested == "cpu" or not gpu_present() else "cuda"
-    install(PlayerServer(device, dict(os.environ)))
+    return "cpu" if requested == "cpu" or not gpu_present() else "cuda"
 
 
 def close_owned() -> None:

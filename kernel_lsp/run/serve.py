@@ -37,7 +37,6 @@ from ..codes import severity_of
 from ..jobs import CheckJob, Device, Done, Event, FindingEvent, SandboxOptions, event_to_dict
 from ..model import Finding, Span
 from ..checker.problem.errors import DeviceFault, is_device_fault, is_out_of_memory
-from ..device import gpu_present
 from .child import PARENT_ENV, WORKDIR_ENV, choose_device, die_with_parent
 from ..player.isolate import kill_descendants
 from .sandbox import child_env, enter
@@ -90,15 +89,14 @@ def serve_jobs(device: str = "auto", sandbox: SandboxOptions | None = None) -> i
     # The players' server first: its own imports (torch, a CUDA context's driver) run beside this process's below
     # (a cold GPU check waited 5.6 s for them after this worker's 10.4 s, H100, 2026-12-06). Its device is told by
     # the driver's files; torch, once imported, has the last word (`choose_device`).
-    workdir, env = _start_players("cpu" if device == "cpu" or not gpu_present() else "cuda",
-                                  sandbox or SandboxOptions(), lap)
+    from . import players
+    given, workdir, env = _start_players(players.likely_device(device), sandbox or SandboxOptions(), lap)
     device = choose_device(device)
     import torch  # noqa: F401  (warm: imported once for every job; choose_device imports it for a GPU)
     lap("import torch")
-    _match_players(device, env)
+    _match_players(device, env, given)
     gpu, pipeline = _warm_up(device, lap)
     confined = _confine(sandbox or SandboxOptions(), workdir, env, lap)
-    from . import players
     from .tamper import Snapshot, TimerCheck
     pristine = Snapshot(*WATCHED_HERE)
     timer = TimerCheck() if device == "cuda" else None
@@ -177,9 +175,11 @@ def _warm_up(device: str, lap: Callable[[str], None]) -> tuple[str, Any]:
     return gpu, pipeline
 
 
-def _start_players(device: str, sandbox: SandboxOptions, lap: Callable[[str], None]) -> tuple[str, dict[str, str]]:
-    """This worker's private folder, its scrubbed environment, and the players' fork server (run/players.py) started
-    in it: each job's player is forked there and confines itself; the implementation never runs in this process."""
+def _start_players(device: str, sandbox: SandboxOptions,
+                   lap: Callable[[str], None]) -> tuple[str | None, str, dict[str, str]]:
+    """The parent's folder for this worker (None without one), this worker's private folder in it, its scrubbed
+    environment, and the players' fork server (run/players.py) started: each job's player is forked there and
+    confines itself; the implementation never runs in this process."""
     # Every job's code runs in a player. Its environment is scrubbed again (a runner's shell may have passed more
     # than ours would), it works in a private folder, and the worker kills whatever a job leaves running once the
     # job ends.
@@ -190,10 +190,10 @@ def _start_players(device: str, sandbox: SandboxOptions, lap: Callable[[str], No
     from . import players
     players.install(players.PlayerServer(device, env, parent=given))
     lap("player server")
-    return workdir, env
+    return given, workdir, env
 
 
-def _match_players(device: str, env: dict[str, str]) -> None:
+def _match_players(device: str, env: dict[str, str], given: str | None) -> None:
     """Bring what was set up before torch chose the device in line with its choice: the environment the worker will
     keep (TRITON_INTERPRET, which `choose_device` sets or clears), and the players' server, replaced when torch chose
     another device than the driver's files suggested (a GPU that this torch cannot use)."""
@@ -206,8 +206,7 @@ def _match_players(device: str, env: dict[str, str]) -> None:
     if server is not None and server.device != device:
         server.close()
         shutil.rmtree(server.dir, ignore_errors=True)
-        players.install(players.PlayerServer(device, env, parent=os.path.dirname(server.dir)
-                                             if os.path.basename(server.dir) == "p" else None))
+        players.install(players.PlayerServer(device, env, parent=given))
 
 
 def _confine(sandbox: SandboxOptions, workdir: str, env: dict[str, str], lap: Callable[[str], None]) -> str:

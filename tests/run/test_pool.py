@@ -159,7 +159,7 @@ def test_a_worker_whose_players_server_guessed_the_device_wrong_replaces_it(tmp_
     before = players.installed()
     players.install(players.PlayerServer("cuda", env, parent=str(parent)))
     try:
-        serve._match_players("cpu", env)
+        serve._match_players("cpu", env, str(parent))
         server = players.installed()
         assert server.device == "cpu" and server.dir == str(parent / "p") and env["TRITON_INTERPRET"] == "1"
         assert server.ready(60)

@@ -46,18 +46,20 @@ def is_out_of_memory(exc: BaseException) -> bool:
     from ..player import RemoteError
     if isinstance(exc, RemoteError) and exc.out_of_memory:
         return True
-    text = f"{type(exc).__name__}: {exc}"
-    return (type(exc).__name__ in ("MemoryError", "OutOfMemoryError") or "OutOfMemoryError" in text
-            or "out of memory" in text.lower() or "can't allocate memory" in text)
+    return says_out_of_memory(f"{type(exc).__name__}: {exc}")
+
+
+def says_out_of_memory(text: str) -> bool:
+    """An error's text ("Type: message") says memory ran out: a MemoryError or torch's OutOfMemoryError named in it,
+    or the words a CUDA library or an mmap use."""
+    return "MemoryError" in text or "out of memory" in text.lower() or "can't allocate memory" in text
 
 
 def raise_code(error: BaseException | str) -> str:
     """The code for an implementation that raised where it had run before (the evidence runs, the soak): KL302 when
     memory ran out (beside other checks on the GPU, or for the file's own sizes), else KL209."""
-    if isinstance(error, BaseException):
-        return "KL302" if is_out_of_memory(error) else "KL209"
-    text = str(error)
-    return "KL302" if "out of memory" in text.lower() or "OutOfMemoryError" in text or "MemoryError" in text else "KL209"
+    oom = is_out_of_memory(error) if isinstance(error, BaseException) else says_out_of_memory(str(error))
+    return "KL302" if oom else "KL209"
 
 
 class OutOfMemory(Exception):

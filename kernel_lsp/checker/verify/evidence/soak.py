@@ -71,9 +71,8 @@ def soak(player, impl, plan: dict, device: str, rng=None) -> list[tuple[str, str
         judged, last = [], False
         for j, r in enumerate(results):
             if r.error is not None:
-                return [(raise_code(r.error), f"the implementation raises on a later call made afresh {how}: "
-                         f"{_said(r.error)}",
-                         {})]
+                return [(raise_code(r.error),
+                         f"the implementation raises on a later call made afresh {how}: {_said(r.error)}", {})]
             spent += r.ops
             i = first + j
             last = i == len(schedule) - 1 or spent > SOAK_OPS
