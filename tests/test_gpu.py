@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from tests.conftest import CORPUS, run_cli
+from tests.conftest import CORPUS, ROOT, run_cli
 
 # KL208 for loads comes from the CPU interpreter's bounds guard; on a GPU only stores are caught (guard regions),
 # so cases with out-of-bounds loads are not expected to match.
@@ -35,7 +35,14 @@ GPU_CASES = ["ok_add_fp32.py", "ok_softmax_fp32.py", "ok_matmul_fp16.py", "ok_ro
              # a path only inference callers take (no autograd), a model's state kept from its first call's size
              "bug_gelu_inference_path_tanh.py", "kb_grid_kept_from_first_call/impl.py",
              "kb_grid_kept_from_a_small_first_call/impl.py",
-             "kb_quantize_channel_scales_half_up/impl.py", "kb_quantize_channel_scales_ok/impl.py"]
+             "kb_quantize_channel_scales_half_up/impl.py", "kb_quantize_channel_scales_ok/impl.py",
+             # outputs defined up to sign or rotation (eigenvectors, singular vectors) and a factorization after a
+             # kernel. Not here: bug_eigh_factor_reversed_order.py (on an H100 its KL200 came without the KL201 the
+             # CPU adds: a NaN among the inputs reaches cuSOLVER's eigh), bug_quantize_row_scale_input_half_up.py
+             # (the grid variant met no exact half of x / scale on an H100: the bug passes there; issue 40)
+             "ok_eigh_factor_own_signs.py", "ok_eigh_repeated_eigenvalues.py", "ok_eigh_close_eigenvalues.py",
+             "bug_eigh_repeated_not_reversed_back.py", "bug_eigh_ridge_added.py", "ok_svd_of_the_transpose.py",
+             "ok_gram_cholesky_glue.py"]
 
 
 # Cheats from the public catalogs (tests/corpus/catalog): those that only show on a GPU (timers, streams, device
@@ -135,3 +142,116 @@ def test_gpu_the_compile_stage_has_the_key_of_the_launch_it_repeats():
             assert launched and original(ast_source(scaled_copy, spec)) in launched, args
     finally:
         cc.ASTSource.hash = original
+
+
+# Fifteen correct kernels of every kind the timer meets, small enough that eight verify at once on one GPU: the five of
+# tests/test_gpu_measure.py's eight-process test and ten of tasks/.
+FIFTEEN = [CORPUS / n for n in ("ok_add_fp32.py", "ok_softmax_fp32.py", "ok_matmul_fp16.py",
+                                "ok_sgd_momentum_inplace.py", "ok_index_add_no_float64.py")] + [
+    ROOT / "tasks" / n for n in ("Quantization/quant_fp8_e4m3_triton.py", "Math/rsqrt_clamp_triton.py",
+                                 "Reduce/row_amax_triton.py", "Loss/smooth_l1_triton.py",
+                                 "Quantization/dequant_int8_rowwise_triton.py", "Pooling/max_pool1d_triton.py",
+                                 "Math/logsumexp_triton.py", "LinearAlgebra/outer_triton.py",
+                                 "Reduce/row_argmax_triton.py", "LinearAlgebra/gemv_triton.py")]
+
+
+@pytest.mark.gpu
+def test_gpu_fifteen_kernels_give_the_same_verdicts_alone_and_eight_at_once(tmp_path):
+    """Fifteen correct kernels checked one at a time (gpu-workers = 1), then by eight workers on the one GPU
+    (gpu-workers = 8, -j 8):
+    no error or warning beyond KL400/KL401 that the lone run does not give, every kernel timed in both, and no speed
+    verdict (perf_rules.verdict) that is slower in one run and faster in the other. Load may widen an interval to
+    inconclusive, never turn it over."""
+    from kernel_lsp.checker.measure.perf_rules import verdict
+    from kernel_lsp.model import Speedup
+    runs = {}
+    for name, workers in (("alone", 1), ("eight", 8)):
+        config = tmp_path / name / "pyproject.toml"
+        config.parent.mkdir()
+        config.write_text(f"[tool.kernel-lsp]\ngpu-workers = {workers}\n")
+        proc = run_cli("check", *map(str, FIFTEEN), "--device", "cuda", "--format", "json", "--no-cache",
+                       "--config", str(config), "-j", str(workers), timeout=1200)
+        assert proc.returncode in (0, 1), proc.stderr[-3000:]
+        runs[name] = json.loads(proc.stdout)
+
+    def bad(doc):
+        return {f["path"]: {d["code"] for d in f["findings"] if d["severity"] in ("error", "warning")
+                            and d["code"] not in ("KL400", "KL401")} for f in doc["files"]}
+
+    def verdicts(doc):
+        return {(f["path"], name, s["against"]): verdict(Speedup.from_dict(s)) for f in doc["files"]
+                for name, facts in f.get("kernels", {}).items()
+                for s in (facts.get("measurement") or {}).get("speedups", [])}
+    alone, eight = runs["alone"], runs["eight"]
+    assert all(not found for found in bad(alone).values()), bad(alone)
+    assert bad(eight) == bad(alone), bad(eight)
+    lone, loaded = verdicts(alone), verdicts(eight)
+    assert len({path for path, _, _ in lone}) == 15, sorted(lone)
+    assert loaded.keys() == lone.keys(), "the runs timed other kernels"
+    flipped = [(key, lone[key], v) for key, v in loaded.items() if {v, lone[key]} == {"slower", "faster"}]
+    assert not flipped, flipped
+
+
+@pytest.mark.gpu
+def test_gpu_a_variant_out_of_memory_beside_another_check_waits_for_room_and_runs_again(tmp_path, monkeypatch):
+    """Another process takes the GPU's free memory as a check of tasks/' Adam step (256 MB tensors) begins a variant,
+    with two workers on the GPU: the variant runs out of memory, the check gives back what its processes cache, says
+    in the locks folder that it waits for room (`<GPU UUID>.room`), and once the other process lets go runs the
+    variant again and ends clean, instead of a KL302 and the whole check run again alone."""
+    import threading
+    import time
+
+    import torch
+
+    from kernel_lsp.check import CheckRequest, check_file
+    from kernel_lsp.checker.measure import gpu_lease
+    from kernel_lsp.config import Settings, apply_overrides
+    from kernel_lsp.jobs import Stage
+    from kernel_lsp.run.executor import executor_for
+    locks = tmp_path / "locks"
+    locks.mkdir()
+    monkeypatch.setenv("KERNEL_LSP_LOCKS_DIR", str(locks))
+    room = locks / f"{gpu_lease.gpu_identity()[0]}.room"
+    held: dict = {}
+    began = threading.Event()
+
+    stages: list = []
+
+    def on_event(event):  # the first variant past the first: the check's inputs and truth are in place
+        if isinstance(event, Stage):
+            stages.append(f"{event.stage}: {event.detail}"[:400])
+        if isinstance(event, Stage) and event.detail.startswith("variant seed-2") and not began.is_set():
+            free, _ = torch.cuda.mem_get_info()
+            held["hog"] = torch.empty(max(0, free - (192 << 20)), dtype=torch.uint8, device="cuda")
+            began.set()
+
+    settings = apply_overrides(Settings(), {"device": "cuda", "gpu_workers": 2, "measure": {"mode": "off"},
+                                            "timeout": 600})
+    executor = executor_for(settings)
+    result: dict = {}
+
+    def run():
+        result["report"] = check_file(CheckRequest((ROOT / "tasks" / "Optimizer" / "adam_triton.py").resolve(),
+                                                   settings, ROOT, executor=executor, on_event=on_event))
+    thread = threading.Thread(target=run)
+    thread.start()
+    seen = ""
+    try:
+        deadline = time.monotonic() + 600
+        while thread.is_alive() and time.monotonic() < deadline:
+            seen = room.read_text() if room.exists() else seen
+            if seen.strip():
+                break
+            time.sleep(0.02)
+    finally:
+        held.clear()
+        torch.cuda.empty_cache()
+        thread.join(600)
+        executor.close()
+    report = result["report"]
+    found = [(f.code, f.message[:300]) for f in report.findings if f.severity <= 2]
+    assert began.is_set() and seen.startswith("pid ") and "GiB free" in seen, (seen, found, stages[-12:])
+    assert not found, found
+    details = [detail for _, _, detail in report.stats.get("timeline", [])]
+    assert any("waiting for room to run it again" in d for d in details), details
+    assert not report.stats.get("retried"), report.stats

@@ -24,9 +24,10 @@ class PlayerLost(BaseException):
     """The player's process ended or broke the wire while the checker waited for an answer. A BaseException:
     no `except Exception` on the way (a reference that raises, a probe) may take it for something it can go on after."""
 
-    def __init__(self, message: str, exited: int | None = None, stderr: str = ""):
+    def __init__(self, message: str, exited: int | None = None, stderr: str = "", answered: bool = False):
         super().__init__(message)
         self.exited, self.stderr = exited, stderr
+        self.answered = answered  # the player said it failed and goes on (its wire still in step): not a lost process
 
 
 class RemoteError(Exception):
@@ -162,7 +163,7 @@ class Player:
             wire.send(self.sock, message)
             answer = wire.recv(self.sock)
         except wire.NoMemory as e:  # its answer's tensors do not fit here: memory, not a player that ended
-            raise PlayerLost(f"the player's answer could not be received: {e}") from None
+            raise PlayerLost(f"the player's answer could not be received: {e}", answered=True) from None
         except (OSError, wire.WireError) as e:
             raise self._lost(e) from None
         for name in answer.get("replaced") or []:
@@ -172,7 +173,8 @@ class Player:
             raise PlayerLost(_ended(answer.get("exited")), answer.get("exited"), str(answer.get("stderr") or ""))
         fault = (answer.get("error") or {}).get("fault") if isinstance(answer.get("error"), dict) else None
         if fault:
-            raise PlayerLost(f"the player failed: {answer['error'].get('type')}: {answer['error'].get('text')}")
+            raise PlayerLost(f"the player failed: {answer['error'].get('type')}: {answer['error'].get('text')}",
+                             answered=True)
         return answer
 
     def _lost(self, e: Exception) -> PlayerLost:
@@ -281,6 +283,10 @@ class Player:
         if answer.get("error"):
             raise remote_error(answer["error"])
         return answer.get("runs") or {}
+
+    def trim(self) -> int:
+        """Have the player give the GPU back every cached, unused block; the bytes it held so."""
+        return int(self.request({"op": "trim"}).get("unused") or 0)
 
     def time(self, message: dict) -> dict:
         return self.request({"op": "time", **message})

@@ -46,6 +46,7 @@ class Player(PlayerCalls):
         self.jit = [0, 0.0]
         self.launches = None  # evidence.Launches, in a player made for the evidence runs
         self.snapshot = None  # tamper.Snapshot: what the watched functions were before the implementation ran
+        self.uninstalled = False  # the launch recorder and bounds guard taken out for the timed calls (op_time)
         self.stashed: dict[str, list] = {}  # argument lists kept across calls (the soak's buffers)
         self.kept: list = []  # the last call's outputs, when the checker did not take them at once
         self.kept_calls: list[list] = []  # copies of each output of the last `calls` request, by call
@@ -208,6 +209,12 @@ class Player(PlayerCalls):
             self.recorder.uninstall()
         if self.guard is not None:
             self.guard.uninstall()
+        if self.snapshot is not None and not self.uninstalled and (self.recorder is not None or self.guard is not None):
+            # What the instruments wrapped (JITFunction.run) is the original again, once: the watched functions as
+            # they are now are what later requests are compared with (a KL223 after the timing was the uninstall's).
+            # The implementation ran no code in between: the last answer's comparison saw everything before.
+            self.snapshot = type(self.snapshot)(self.snapshot.watched, self.snapshot.classes)
+        self.uninstalled = True
         return timed.handle(self, req)
 
     # errors ----------------------------------------------------------------------------------------------------
@@ -268,6 +275,32 @@ def load_module(path: str, source: str | None, name: str | None = None):
     return exec_file(path, name, source, os.path.dirname(os.path.abspath(path)))
 
 
+# Cached but unused GPU memory a player keeps between requests. Several checks verify on one GPU at once, each with
+# a player: a caching allocator that kept its largest variant's blocks would hold them through every later request
+# and leave the other checks' players without room (out of memory, and a retry of the whole check).
+TRIM_SLACK = 1 << 30
+
+
+def trim(device: str, slack: int = TRIM_SLACK) -> int:
+    """Give the GPU back what the caching allocator holds unused, when that is more than `slack` bytes; returns the
+    bytes it held unused before."""
+    if device != "cuda":
+        return 0
+    try:
+        import torch
+        unused = torch.cuda.memory_reserved() - torch.cuda.memory_allocated()
+        if unused > slack:
+            torch.cuda.empty_cache()
+        return unused
+    except Exception:
+        return 0
+
+
+def op_trim(player: Player, req: dict) -> dict:
+    """All cached, unused GPU memory given back (the checker's request after memory ran out beside other checks)."""
+    return {"unused": trim(player.device, 0)}
+
+
 def op_echo(player: Player, req: dict) -> dict:
     """The values sent, sent back: the checker's first request where device memory is lent (both directions of the
     wire tried once before any call relies on them)."""
@@ -277,7 +310,7 @@ def op_echo(player: Player, req: dict) -> dict:
 OPS = {"echo": op_echo, "load": Player.op_load, "build": Player.op_build, "call": Player.op_call, "calls": Player.op_calls,
        "fetch": Player.op_fetch, "stash": Player.op_stash,
        "perturb": Player.op_perturb,
-       "compile": Player.op_compile, "evidence": Player.op_evidence, "time": Player.op_time}
+       "compile": Player.op_compile, "evidence": Player.op_evidence, "time": Player.op_time, "trim": op_trim}
 
 
 def play(conn: socket.socket, device: str) -> None:
@@ -303,6 +336,8 @@ def play(conn: socket.socket, device: str) -> None:
             replaced = player.snapshot.changed()
             if replaced:
                 answer["replaced"] = replaced
+        if req.get("op") != "time":  # (a timed call must not pay for the allocations a trim would give back)
+            trim(player.device)
         try:
             wire.send(conn, answer)
         except wire.WireError as e:  # an answer the wire cannot carry (an output of an unknown type)

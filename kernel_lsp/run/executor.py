@@ -35,15 +35,16 @@ def build_executor(chosen: ExecutorSettings, workers: int | None = None) -> Exec
     """The executor `chosen` describes:
 
     - a runner (or several): one long-lived worker behind each command (jobs and their files travel over its stdio);
-    - a local GPU (and device not cpu): one long-lived worker per visible GPU (CUDA cannot be used in a forked
-      child, and a fresh process per file pays seconds of imports and CUDA start-up); KERNEL_LSP_WARM=0 turns them
-      off, and files then run one at a time in fresh processes, as parallel ones would share the GPU's memory;
+    - a local GPU (and device not cpu): `gpu_workers` long-lived workers per visible GPU (CUDA cannot be used in a
+      forked child, and a fresh process per file pays seconds of imports and CUDA start-up); KERNEL_LSP_WARM=0 turns
+      them off, and files then run one at a time in fresh processes, as parallel ones would share the GPU's memory;
     - else local children forked from the warm zygote, `workers` at a time;
     - `executor = "ray"`: a Ray cluster instead (ray_executor.py; `workers` then caps its CPU jobs at once).
     """
     options = options_from(chosen.sandbox)
     if chosen.executor == "ray":
-        return RayExecutor(chosen.ray_address or None, chosen.device, options, chosen.retries, max_jobs=workers)
+        return RayExecutor(chosen.ray_address or None, chosen.device, options, chosen.retries, max_jobs=workers,
+                           per_gpu=chosen.gpu_workers)
     capacity = workers or chosen.workers
     on_gpu = chosen.device != "cpu" and gpu_present()
     if on_gpu and not chosen.warm and workers is None:

@@ -19,12 +19,14 @@ executor.py's `executor_for`, never from here.
 
 from __future__ import annotations
 
+import dataclasses
+
 import logging
 import os
 import threading
 from typing import Callable
 
-from ..jobs import CheckJob, Preview, SandboxOptions, Stage, Stat
+from ..jobs import CheckJob, FindingEvent, Preview, SandboxOptions, Stage, Stat
 from . import compile_warmer
 from .client import run_in_child
 from .outcome import WorkerOutcome
@@ -165,24 +167,28 @@ class WorkerPoolExecutor(Executor):
         if worker is None:
             return WorkerOutcome(cancelled=True)
         warmer = self._compile_warmer(job, worker)
+        shared = len(self._same_gpu(worker)) > 1
         try:
-            outcome = worker.run(job, files, timeout, on_event, cancel)
+            outcome = worker.run(dataclasses.replace(job, shared_gpu=shared), files, timeout, on_event, cancel)
         finally:
             if warmer is not None:
                 warmer.stop()
             self.release(worker)
-        if outcome.out_of_memory() and len(self._same_gpu(worker)) > 1 and not cancel.is_set():
-            return self._alone(worker, job, files, timeout, on_event, cancel)
+        if outcome.out_of_memory() and shared and not cancel.is_set():
+            return self._alone(worker, dataclasses.replace(job, shared_gpu=False), files, timeout, on_event, cancel,
+                               outcome)
         return outcome
 
     def _same_gpu(self, worker: PersistentWorker) -> list[PersistentWorker]:
         """The workers that share `worker`'s GPU (gpu-workers > 1), itself included."""
         return [w for w in self.workers if w.name == worker.name]
 
-    def _alone(self, worker: PersistentWorker, job, files, timeout, on_event, cancel) -> WorkerOutcome:
-        """A job that ran out of memory while other workers could be checking on its GPU, run once more with every
-        worker of that GPU held (taken in list order, as every such retry takes them: no two wait on each other), so
-        that a KL302 is the file's own. Its outcome says `retried`."""
+    def _alone(self, worker: PersistentWorker, job, files, timeout, on_event, cancel,
+               outcome: WorkerOutcome) -> WorkerOutcome:
+        """A job that ran out of memory (`outcome`) while other workers could be checking on its GPU, run once more
+        with every worker of that GPU held (taken in list order, as every such retry takes them: no two wait on each
+        other), so that a KL302 is the file's own; the queue stage it reports says what ran out the first time. Its
+        outcome says `retried`."""
         held: list[PersistentWorker] = []
         try:
             for w in self._same_gpu(worker):
@@ -191,7 +197,10 @@ class WorkerPoolExecutor(Executor):
                         return WorkerOutcome(cancelled=True)
                 held.append(w)
             if on_event is not None:
-                on_event(Stage("queue", "out of memory beside other checks on this GPU: checking it again alone"))
+                first = next((e.finding.message for e in outcome.events
+                              if isinstance(e, FindingEvent) and e.finding.code == "KL302"), "")
+                on_event(Stage("queue", "out of memory beside other checks on this GPU: checking it again alone"
+                               + (f" ({first[:300]})" if first else "")))
             outcome = worker.run(job, files, timeout, on_event, cancel)
             outcome.add_stat(Stat("retried", 1))
             return outcome

@@ -7,8 +7,9 @@ every path in what comes back to the caller's paths (ray_remote.py is that Ray s
 - CPU verification: one Ray task per job (`num_cpus=1`). The task runs the job through a `LocalExecutor` kept per
   Ray worker process (Ray reuses its workers, so the zygote and the re-run's harness stay warm across jobs);
 - GPUs: one actor per GPU (`num_gpus=1`) holding `WorkerPoolExecutor.local_gpus` for the GPU Ray gave it (its
-  long-lived worker, compile warmer and isolated re-run, as on a local GPU). A job that asks for the CPU (the
-  proposers' compile-only checks) still runs as a task.
+  long-lived workers, `per_gpu` of them as the gpu-workers setting says, compile warmer and isolated re-run, as on a
+  local GPU); an actor takes a job per worker at once. A job that asks for the CPU (the proposers' compile-only
+  checks) still runs as a task.
 
 Either way the Ray side streams the job's live events (stages, previews) and then its `WorkerOutcome`, as plain data
 (protocol.outcome_to_dict); the first item says which kernel-lsp runs there, and one of another protocol is refused.
@@ -67,7 +68,8 @@ def _lost_errors() -> tuple[type, ...]:
 class RayExecutor(Executor):
     """Jobs on a Ray cluster: CPU jobs as tasks, GPU jobs on one actor per GPU (see the module's docstring).
 
-    `capacity`: the cluster's CPUs (at most `max_jobs`), or its GPUs when jobs go to GPU actors. `actors` and
+    `capacity`: the cluster's CPUs (at most `max_jobs`), or its GPUs times `per_gpu` (the jobs each GPU's actor takes
+    at once) when jobs go to GPU actors. `actors` and
     `actor_gpus` override how many actors hold long-lived workers and how many GPUs each takes (tests give them
     none, to run the actors' path on a CPU)."""
 
@@ -75,7 +77,7 @@ class RayExecutor(Executor):
 
     def __init__(self, address: str | None = None, device: str = "auto", sandbox: SandboxOptions | None = None,
                  retries: int = 2, max_jobs: int | None = None, actors: int | None = None,
-                 actor_gpus: float = 1.0, connect_timeout: float = CONNECT_TIMEOUT):
+                 actor_gpus: float = 1.0, connect_timeout: float = CONNECT_TIMEOUT, per_gpu: int = 1):
         self.owns_session = connect(address, connect_timeout)
         self.ray = import_ray()
         self.address = address or "local"
@@ -93,16 +95,17 @@ class RayExecutor(Executor):
             actors = self.gpus if device != "cpu" else 0
         self.actor_gpus = actor_gpus
         self._task = self.ray.remote(num_cpus=1, max_retries=0)(run_task).options(num_returns="streaming")
+        self.per_gpu = max(1, per_gpu)  # jobs at once per actor: its GPU's long-lived workers (gpu-workers)
         self._actor_class = self.ray.remote(num_cpus=1, num_gpus=actor_gpus, max_restarts=-1, max_task_retries=0,
-                                            max_concurrency=4)(DeviceWorker)
+                                            max_concurrency=self.per_gpu + 3)(DeviceWorker)
         worker_device = "cuda" if device == "cuda" else ("cpu" if not actor_gpus else "auto")
-        self._actor_args = (worker_device, self.sandbox.to_dict())
+        self._actor_args = (worker_device, self.sandbox.to_dict(), self.per_gpu)
         self.actors = [self._actor_class.remote(*self._actor_args) for _ in range(actors)]
-        self._busy: set[int] = set()
+        self._busy: dict[int, int] = {}  # actor index -> its jobs running
         self._free = threading.Condition()
         self._ids = itertools.count(1)
         self._local: LocalExecutor | None = None
-        self.capacity = len(self.actors) or max(1, min(self.cpus, max_jobs or self.cpus))
+        self.capacity = len(self.actors) * self.per_gpu or max(1, min(self.cpus, max_jobs or self.cpus))
 
     @property
     def lost(self) -> str | None:  # type: ignore[override]
@@ -186,9 +189,9 @@ class RayExecutor(Executor):
     def _acquire(self, cancel: threading.Event) -> int | None:
         with self._free:
             while True:
-                for i in range(len(self.actors)):
-                    if i not in self._busy:
-                        self._busy.add(i)
+                for i in sorted(range(len(self.actors)), key=lambda i: self._busy.get(i, 0)):
+                    if self._busy.get(i, 0) < self.per_gpu:
+                        self._busy[i] = self._busy.get(i, 0) + 1
                         return i
                 if cancel.is_set() or self.lost:
                     return None
@@ -196,7 +199,7 @@ class RayExecutor(Executor):
 
     def _release(self, index: int) -> None:
         with self._free:
-            self._busy.discard(index)
+            self._busy[index] = max(0, self._busy.get(index, 0) - 1)
             self._free.notify_all()
 
     def _await_actor(self, index: int) -> str | None:
@@ -204,7 +207,8 @@ class RayExecutor(Executor):
         died). One that Ray gave up on is replaced. None when it answers, else why not."""
         x = self.ray.exceptions
         deadline = time.monotonic() + ACTOR_TIMEOUT
-        ref = self.actors[index].ping.remote()
+        pinged = self.actors[index]
+        ref = pinged.ping.remote()
         while True:
             if self.lost:
                 return self._lost_outcome().start_failed
@@ -215,8 +219,11 @@ class RayExecutor(Executor):
                 except x.ActorUnavailableError:
                     time.sleep(0.2)
                 except x.ActorDiedError:
-                    self.actors[index] = self._actor_class.remote(*self._actor_args)
-                ref = self.actors[index].ping.remote()
+                    with self._free:  # jobs sharing the actor (per_gpu > 1) replace it once, not each its own
+                        if self.actors[index] is pinged:
+                            self.actors[index] = self._actor_class.remote(*self._actor_args)
+                pinged = self.actors[index]
+                ref = pinged.ping.remote()
             if time.monotonic() > deadline:
                 return (f"no Ray actor with {self.actor_gpus:g} GPU answered within {ACTOR_TIMEOUT:.0f} s (does the "
                         "cluster still have a free GPU?)")

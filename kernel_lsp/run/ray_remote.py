@@ -59,11 +59,12 @@ def run_task(job: dict, files: dict[str, str] | None, timeout: float) -> Iterato
 
 
 class DeviceWorker:
-    """A Ray actor holding one GPU's long-lived worker (its `num_gpus` decide which: Ray sets
-    CUDA_VISIBLE_DEVICES), the GPU's executor as on a machine of its own."""
+    """A Ray actor holding one GPU's long-lived workers, `per_gpu` of them (the gpu-workers setting; its `num_gpus`
+    decide which GPU: Ray sets CUDA_VISIBLE_DEVICES), the GPU's executor as on a machine of its own."""
 
-    def __init__(self, device: str, sandbox: dict):
-        self.executor = WorkerPoolExecutor.local_gpus(device, sandbox=SandboxOptions.from_dict(sandbox))
+    def __init__(self, device: str, sandbox: dict, per_gpu: int = 1):
+        self.executor = WorkerPoolExecutor.local_gpus(device, sandbox=SandboxOptions.from_dict(sandbox),
+                                                      per_gpu=per_gpu)
         self.executor.warm_up()
         self.cancels: dict[int, threading.Event] = {}
 

@@ -340,3 +340,40 @@ def test_player_a_request_whose_tensors_do_not_fit_is_answered_as_out_of_memory(
     finally:
         a.close()
         b.close()
+
+
+def _scratch_player(device: str):
+    from kernel_lsp.checker.player import Player
+    from kernel_lsp.jobs import SandboxOptions
+    from kernel_lsp.run.players import PlayerServer
+    server = PlayerServer(device)
+    player = Player(server.fork(SandboxOptions()), device)
+    player.load(str(FIXTURES / "player" / "scratch_memory.py"))
+    return server, player, player.build("function", "sum_with_scratch")
+
+
+def test_player_trim_answers_on_the_cpu():
+    """`trim` (the checker's request after memory ran out beside other checks) has nothing to give back on the CPU."""
+    server, player, impl = _scratch_player("cpu")
+    try:
+        out = impl(torch.ones(4), torch.tensor(1 << 20))
+        assert float(out[0]) == 5.0
+        assert player.trim() == 0
+        player.close()
+    finally:
+        server.close()
+
+
+@pytest.mark.gpu
+def test_player_on_a_gpu_gives_back_what_it_caches_beyond_a_gib():
+    """A call that needed 3 GiB of scratch for a moment: the player keeps at most a GiB of it cached after the
+    request (other checks verify beside it on the GPU), and `trim` gives back the rest."""
+    server, player, impl = _scratch_player("cuda")
+    try:
+        out = impl(torch.ones(4, device="cuda"), torch.tensor(3 << 30))
+        assert float(out[0]) == 5.0
+        assert player.trim() <= 1 << 30
+        assert player.trim() < 64 << 20  # at most a small block's segment, which a live tensor shares
+        player.close()
+    finally:
+        server.close()

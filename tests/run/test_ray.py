@@ -246,6 +246,47 @@ def test_ray_actor_killed_after_its_job_reported_its_worker_dead_is_a_loss_not_a
 
 
 @needs_ray
+def test_ray_an_actor_takes_a_job_per_worker_at_once(cluster, tmp_path):
+    """gpu-workers = 2 (`per_gpu`): the actor of a GPU holds two long-lived workers and runs two jobs at once, as a
+    local GPU with two workers does (on the CPU here). Each file's inputs wait on a gate that opens only once both
+    jobs have begun: one job at a time per actor would never open it."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from kernel_lsp.run.ray_executor import RayExecutor
+    gate = tmp_path / "gate"
+    original = (CORPUS / "ok_add_fp32.py").read_text()
+    text = original.replace("def make_inputs():\n", (
+        f"def make_inputs():\n    import os, time\n    while not os.path.exists({str(gate)!r}):\n"
+        "        time.sleep(0.01)\n"))
+    cases = [tmp_path / "add_a.py", tmp_path / "add_b.py"]
+    for case in cases:
+        case.write_text(text)
+    begun: set[str] = set()
+    lock = threading.Lock()
+
+    def on_event_for(name):
+        def on_event(event):
+            with lock:
+                begun.add(name)
+                if len(begun) == 2:
+                    gate.write_text("")
+        return on_event
+
+    with RayExecutor(device="cpu", actors=1, actor_gpus=0, per_gpu=2) as executor:
+        assert executor.capacity == 2
+        with ThreadPoolExecutor(2) as pool:
+            futures = [pool.submit(_report, executor, case, on_event_for(case.name)) for case in cases]
+            deadline = time.monotonic() + 240
+            while len(begun) < 2 and time.monotonic() < deadline:
+                time.sleep(0.05)
+            both = len(begun) == 2
+            gate.write_text("")  # (either way, so that the jobs end)
+            reports = [f.result(timeout=600) for f in futures]
+    assert both, f"only {sorted(begun)} began while the other waited"
+    assert [_codes(r) for r in reports] == [set(), set()], [[f.message for f in r.findings] for r in reports]
+
+
+@needs_ray
 def test_ray_a_file_that_crashes_its_worker_on_an_actor_is_KL300_and_not_retried(cluster):
     """The other side of the test above: the checked code's own crash leaves the actor answering from the same
     process, so it is the file's finding, once."""

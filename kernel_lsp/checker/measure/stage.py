@@ -31,6 +31,7 @@ from ...jobs import CheckJob
 from ...model import Measurement, Provenance
 from . import baselines, perf_rules
 from ..verify.compare import compare_tensor, flatten_outputs
+from ..verify.probes import reference_spread
 from ..problem.errors import is_device_fault
 from .report import (_driver, _gpu_name, _reference_work, _report_measurement, _report_wrong_timed_output,
                      _side_timings, _sm_clock_mhz, _triton_version)
@@ -56,34 +57,45 @@ def _copies(pristine: list, sides: int) -> int:
 
 
 def _judged_against(problem, ref, inputs: list) -> tuple:
-    """(the reference's result, its float64 truth, the float64 reference on absolute inputs) for `inputs`: what
-    _outputs_ok judges by. The truth falls back to the reference's own result, the last to None, where the reference
-    cannot run in float64. The accumulation floor is the verifier's budget's (compare.py), so the check is the same
-    rule."""
+    """(the reference's result, its float64 truth, the budget's parts) for `inputs`: what _outputs_ok judges by. The
+    truth falls back to the reference's own result where the reference cannot run in float64, and the budget's
+    parts are the float64 reference on absolute inputs (None where it cannot run) and, without a float64 truth, how
+    far the reference moves when its inputs move by an ulp (probes.reference_spread): the verifier's budget
+    (compare.py), so the check is the same rule."""
     r = ref(*clone_inputs(inputs))
+    spread = None
     try:
         truth = problem.float64(ref)(*upcast(clone_inputs(inputs)))
     except Exception:
         truth = r
+        try:
+            spread = reference_spread(ref, inputs, flatten_outputs(r), [])
+        except Exception as e:
+            if is_device_fault(e):
+                raise
     try:
         abs_terms = problem.float64(ref, absolute=True)(*absolute(upcast(clone_inputs(inputs))))
     except Exception:
         abs_terms = None
-    return r, truth, abs_terms
+    return r, truth, (abs_terms, spread)
 
 
-def _outputs_ok(got, truth, reference, abs_terms) -> str | None:
-    """None when every output of a timed call is within the verifier's budget, else the first problem."""
+def _outputs_ok(got, truth, reference, budget) -> str | None:
+    """None when every output of a timed call is within the verifier's budget (`budget`: _judged_against's parts),
+    else the first problem."""
     import torch
+    abs_terms, spread = budget
     got, truth, reference = flatten_outputs(got), flatten_outputs(truth), flatten_outputs(reference)
     abs_terms = flatten_outputs(abs_terms) if abs_terms is not None else [None] * len(reference)
+    spread = spread if spread is not None and len(spread) == len(reference) else [None] * len(reference)
     if len(got) != len(reference):
         return f"{len(got)} outputs where the reference has {len(reference)}"
-    for j, (y, t, r, a) in enumerate(zip(got, truth, reference, abs_terms)):
+    for j, (y, t, r, a, sp) in enumerate(zip(got, truth, reference, abs_terms, spread)):
         if not isinstance(r, torch.Tensor):
             continue
         a = a if isinstance(a, torch.Tensor) and a.is_floating_point() else None
-        c = compare_tensor(y, r, t if isinstance(t, torch.Tensor) else r, f"output {j}" if j else "output", None, a)
+        c = compare_tensor(y, r, t if isinstance(t, torch.Tensor) else r, f"output {j}" if j else "output", None, a,
+                           spread=sp)
         if not c.ok:
             return c.message
     return None
@@ -109,8 +121,8 @@ def _refilled_ok(problem, ref, remote: RemoteSide, copy: int, pristine: list) ->
             return None
     try:
         answer = remote.ask("refill", copy=copy, values=fresh)
-        r, truth, abs_terms = _judged_against(problem, ref, answer["given"])
-        text = _outputs_ok(answer["out"], truth, r, abs_terms)
+        r, truth, budget = _judged_against(problem, ref, answer["given"])
+        text = _outputs_ok(answer["out"], truth, r, budget)
     except Exception as e:
         if is_device_fault(e):
             raise
@@ -140,7 +152,7 @@ def measure_problem(problem, player, rep, job: CheckJob, clock=None, ceilings=No
     previous_grad = torch.is_grad_enabled()
     torch.set_grad_enabled(False)
     try:
-        r, truth, abs_terms = _judged_against(problem, ref, pristine)
+        r, truth, budget = _judged_against(problem, ref, pristine)
         clock = SplitClock(clock or CudaClock(opts.cache))
         k = _copies(pristine, 1 + len(baselines.wanted(opts)) + int(opts.against is not None))
         sides, remote = _sides_to_time(problem, player, opts, impl, pristine, k)
@@ -156,7 +168,7 @@ def measure_problem(problem, player, rep, job: CheckJob, clock=None, ceilings=No
         # The timed outputs, once warmed up, must still be right.
         if samples is not None and not problem.random:
             problem_text = _timed_output_wrong(problem, ref, impl, remote, samples["triton"].copy[-1], pristine,
-                                               truth, r, abs_terms)
+                                               truth, r, budget)
         if problem_text is not None:
             _report_wrong_timed_output(rep, problem_text, where, launched)
             return None
@@ -193,15 +205,15 @@ def measure_problem(problem, player, rep, job: CheckJob, clock=None, ceilings=No
 
 
 def _timed_output_wrong(problem, ref, impl, remote: RemoteSide, copy: int, pristine: list, truth, r,
-                        abs_terms) -> str | None:
+                        budget) -> str | None:
     """What is wrong with the implementation's output once warmed up, None when nothing is: its last timed output
     (or, where the timed calls changed their inputs, a call on fresh ones) against the truth, then its output on
     refilled inputs."""
     last = remote.ask("output", copy=copy)
     if _same_inputs(last["args"], pristine):
-        problem_text = _outputs_ok(last["out"], truth, r, abs_terms)
+        problem_text = _outputs_ok(last["out"], truth, r, budget)
     else:
-        problem_text = _outputs_ok(impl(*clone_inputs(pristine)), truth, r, abs_terms)
+        problem_text = _outputs_ok(impl(*clone_inputs(pristine)), truth, r, budget)
     if problem_text is None:
         problem_text = _refilled_ok(problem, ref, remote, copy, pristine)
     return problem_text

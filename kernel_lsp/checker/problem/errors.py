@@ -85,6 +85,22 @@ def raise_device_fault(exc: BaseException) -> None:
         raise DeviceFault(exc) from exc
 
 
+def is_gpu_out_of_memory(exc: BaseException) -> bool:
+    """GPU memory ran out (CUDA's words in the error), as it does beside other checks on a shared GPU; not the
+    host's memory."""
+    return is_out_of_memory(exc) and "cuda" in f"{type(exc).__name__}: {exc}".lower()
+
+
+def raise_gpu_trouble(exc: BaseException) -> None:
+    """Where a verification step would take an error for the reference's or the input factory's refusal (a skipped
+    variant, a truth in the task's dtype): a GPU fault is re-raised as DeviceFault, and GPU memory that ran out is
+    re-raised as it is, for the variant to be run again with room (verify/schedule.py) or the check to stop with
+    KL302; a refusal it is not."""
+    raise_device_fault(exc)
+    if is_gpu_out_of_memory(exc):
+        raise exc
+
+
 def deepest_line(exc: BaseException, path: str) -> int | None:
     """0-based line of the deepest traceback frame in `path`, following the cause chain (for the implementation's
     failures in the player, the line the player found in its file)."""

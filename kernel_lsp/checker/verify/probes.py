@@ -13,7 +13,7 @@ import inspect
 from typing import Callable
 
 from .compare import UNIT_ROUNDOFF, flatten_outputs, unravel
-from ..problem.errors import raise_device_fault
+from ..problem.errors import raise_gpu_trouble
 from .plan.variants import clone_inputs
 
 
@@ -53,7 +53,7 @@ def reference_spread(ref, inputs: list, r_flat: list, updated: list[int], call: 
                 from .signs import aligned
                 r2 = aligned(r2, r_flat, found=signs)
         except Exception as e:
-            raise_device_fault(e)
+            raise_gpu_trouble(e)
             return out
         for j, (a, b) in enumerate(zip(r_flat, r2)):
             if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and a.is_floating_point() \
@@ -120,7 +120,7 @@ def constant_rounding(float64_ref, inputs64: list, truth_flat: list, updated: li
         try:
             out = flatten_outputs(call(float64_ref, moved)) + [moved[i] for i in updated]
         except Exception as e:
-            raise_device_fault(e)
+            raise_gpu_trouble(e)
             return None
         finally:
             for space, name, v in group:
@@ -156,7 +156,7 @@ def reference_repeat(ref, inputs: list, r_flat: list, updated: list[int]) -> str
     try:
         r2 = flatten_outputs(no_grad_call(ref, again)) + [again[i] for i in updated]
     except Exception as e:
-        raise_device_fault(e)
+        raise_gpu_trouble(e)
         return None  # the reference's own failures are reported where it first runs
     for j, (a, b) in enumerate(zip(r_flat, r2)):
         if not (isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor)) or a.shape != b.shape:

@@ -230,12 +230,14 @@ def _rotations(s, ys: list, ts: list, u: float, keep, b: int) -> list:
 
 
 def _procrustes(blocks: list, keep):
-    """The orthogonal R (c x c) that best maps the blocks' Y onto their T together (sum of Y^T T, its polar factor);
-    only a sign per vector (the diagonal's) where a block holds a non-finite element or the poison value."""
+    """The orthogonal R (c x c, on the CPU) that best maps the blocks' Y onto their T together (sum of Y^T T, its
+    polar factor); only a sign per vector (the diagonal's) where a block holds a non-finite element or the poison
+    value."""
     import torch
     m = sum(y.mT @ t for y, t in ((torch.nan_to_num(y, nan=0.0, posinf=0.0, neginf=0.0),
                                    torch.nan_to_num(t, nan=0.0, posinf=0.0, neginf=0.0)) for y, t in blocks))
     clean = all(bool(torch.isfinite(y).all()) and (keep is None or not bool((y == keep).any())) for y, _ in blocks)
+    m = m.cpu()  # (the rotations are assembled on the CPU, whatever device the outputs are on)
     if m.shape[-1] == 1 or not clean:
         return torch.diag(torch.where(torch.diagonal(m) < 0, -1.0, 1.0).to(torch.float64))
     left, _, right = torch.linalg.svd(m)

@@ -13,7 +13,7 @@ from ..problem.problem import Problem
 from ..compile.positions import api_note, readable
 from ..player import CallResult
 from ..problem.errors import (IMPLEMENTATION, DeviceFault, OutOfMemory, UserCodeError, deepest_line, is_out_of_memory,
-                              raise_device_fault)
+                              raise_device_fault, raise_gpu_trouble)
 from .compare import flatten_outputs
 from .context import VerifyContext
 from .findings import Findings, where
@@ -206,7 +206,7 @@ class VariantRuns:
         except NotApplicable:
             return None
         except Exception as e:
-            raise_device_fault(e)
+            raise_gpu_trouble(e)
             self.ctx.state.skipped.append((v.name, f"the input factory rejects these sizes ({type(e).__name__})"))
             return None
         if v.kind == "values" and v.name not in ("seed-1", "seed-2"):

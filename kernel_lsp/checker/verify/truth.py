@@ -12,7 +12,7 @@ import os
 from typing import Any, Callable
 
 from ..compile.positions import readable
-from ..problem.errors import deepest_line, raise_device_fault
+from ..problem.errors import deepest_line, raise_gpu_trouble
 from ..problem.problem import resizes_out
 from .compare import flatten_outputs, same_draws, same_finiteness
 from .context import VerifyContext
@@ -60,7 +60,7 @@ class ReferenceTruth:
                                                        "mis-sized out= tensor, which PyTorch deprecates"))
                 return None
         except Exception as e:
-            raise_device_fault(e)
+            raise_gpu_trouble(e)
             if v.name.startswith("int-"):
                 return None  # integers the reference has no use for (negative indices, labels): nothing to say
             reference_file = self.ctx.job.link.reference
@@ -75,7 +75,7 @@ class ReferenceTruth:
                 again = flatten_outputs(no_grad_call(ref, clone_inputs(inputs)))
                 self.fresh_draws = not all(same(a, b) for a, b in zip(flatten_outputs(r), again))
             except Exception as e:
-                raise_device_fault(e)
+                raise_gpu_trouble(e)
         return r, ref_inputs, draws
 
     def reference_and_truth(self, v: Variant, ref, inputs: list, shapes: str, call: Callable) -> tuple | None:
@@ -107,7 +107,7 @@ class ReferenceTruth:
                 # float64: that is no truth for these outputs; the reference in the task's dtype is.
                 truth, truth_dtype, truth_inputs = r, str(input_dtype(inputs)), ref_inputs
         except Exception as e:
-            raise_device_fault(e)
+            raise_gpu_trouble(e)
             truth, truth_dtype, truth_inputs = r, str(input_dtype(inputs)), ref_inputs
         t_flat = flatten_outputs(truth) + [truth_inputs[i] for i in updated]
         return ref_inputs, draws, updated, r_flat, t_flat, truth_dtype
@@ -171,7 +171,7 @@ class ReferenceTruth:
             a_flat = flatten_outputs(call(float64(ref, absolute=True), abs_inputs))
             a_flat += [abs_inputs[i] for i in updated]
         except Exception as e:
-            raise_device_fault(e)
+            raise_gpu_trouble(e)
             a_flat = [None] * len(r_flat)
         if len(a_flat) != len(r_flat):
             a_flat = [None] * len(r_flat)
