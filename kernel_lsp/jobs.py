@@ -118,9 +118,6 @@ class CheckJob(Record):
     sandbox: SandboxOptions = field(default_factory=SandboxOptions)
     rerun: RerunOptions = field(default_factory=RerunOptions)
     kind: JobKind = JobKind.CHECK
-    # Other workers may verify on this job's GPU at once (gpu-workers > 1; the executor sets it, and clears it for a
-    # job it checks again alone): a variant that runs out of GPU memory then waits for room and runs again.
-    shared_gpu: bool = False
 
 
 # Events --------------------------------------------------------------------------------------------------

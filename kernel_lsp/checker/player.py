@@ -24,10 +24,9 @@ class PlayerLost(BaseException):
     """The player's process ended or broke the wire while the checker waited for an answer. A BaseException:
     no `except Exception` on the way (a reference that raises, a probe) may take it for something it can go on after."""
 
-    def __init__(self, message: str, exited: int | None = None, stderr: str = "", answered: bool = False):
+    def __init__(self, message: str, exited: int | None = None, stderr: str = ""):
         super().__init__(message)
         self.exited, self.stderr = exited, stderr
-        self.answered = answered  # the player said it failed and goes on (its wire still in step): not a lost process
 
 
 class RemoteError(Exception):
@@ -163,7 +162,7 @@ class Player:
             wire.send(self.sock, message)
             answer = wire.recv(self.sock)
         except wire.NoMemory as e:  # its answer's tensors do not fit here: memory, not a player that ended
-            raise PlayerLost(f"the player's answer could not be received: {e}", answered=True) from None
+            raise PlayerLost(f"the player's answer could not be received: {e}") from None
         except (OSError, wire.WireError) as e:
             raise self._lost(e) from None
         for name in answer.get("replaced") or []:
@@ -173,8 +172,7 @@ class Player:
             raise PlayerLost(_ended(answer.get("exited")), answer.get("exited"), str(answer.get("stderr") or ""))
         fault = (answer.get("error") or {}).get("fault") if isinstance(answer.get("error"), dict) else None
         if fault:
-            raise PlayerLost(f"the player failed: {answer['error'].get('type')}: {answer['error'].get('text')}",
-                             answered=True)
+            raise PlayerLost(f"the player failed: {answer['error'].get('type')}: {answer['error'].get('text')}")
         return answer
 
     def _lost(self, e: Exception) -> PlayerLost:
@@ -260,9 +258,14 @@ class Player:
     def stash(self, sets: dict[str, list]) -> None:
         self.request({"op": "stash", "sets": sets})
 
-    def fetch(self, held: bool = False) -> list:
-        """The outputs of the last call made with `return_out=False` (`held`: of the last made with `hold`)."""
-        return self.request({"op": "fetch", "held": held}).get("out") or []
+    def fetch(self) -> list:
+        """The outputs of the last call made with `return_out=False`."""
+        return self.request({"op": "fetch"}).get("out") or []
+
+    def fetch_held(self) -> list[list]:
+        """The outputs of each call made with `hold` (the player keeps the last few), oldest first, as they are now."""
+        outs = self.request({"op": "fetch", "held": True}).get("outs") or []
+        return [o if isinstance(o, list) else [] for o in outs]
 
     def compile(self, specs: list[Spec], targets: list) -> list[dict]:
         """Compile results per (spec, target): the player's plain dicts, `spec` replaced by the Spec itself."""
@@ -285,7 +288,8 @@ class Player:
         return answer.get("runs") or {}
 
     def trim(self) -> int:
-        """Have the player give the GPU back every cached, unused block; the bytes it held so."""
+        """Have the player give the GPU back every cached, unused block; the bytes it held so (what a player keeps
+        cached between requests, which tests/player reads this way)."""
         return int(self.request({"op": "trim"}).get("unused") or 0)
 
     def time(self, message: dict) -> dict:

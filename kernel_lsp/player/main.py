@@ -24,8 +24,8 @@ Requests (each answered by one message; `Player` in play.py):
 - `compile`: the recorded specializations compiled for the targets named;
 - `evidence`: the evidence runs (refilled buffers, launches skipped or watched; see `evidence`);
 - `time`: the measure stage's timed calls of a built model (clock.py);
-- `trim`: every cached, unused block of GPU memory given back (after memory ran out beside other checks; after every
-  request the player gives back what it caches unused beyond a GiB);
+- `trim`: every cached, unused block of GPU memory given back, and how much there was (after every other request but
+  `time` the player gives back what it caches unused beyond a GiB);
 - `exit`.
 """
 

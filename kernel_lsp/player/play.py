@@ -50,7 +50,7 @@ class Player(PlayerCalls):
         self.stashed: dict[str, list] = {}  # argument lists kept across calls (the soak's buffers)
         self.kept: list = []  # the last call's outputs, when the checker did not take them at once
         self.kept_calls: list[list] = []  # copies of each output of the last `calls` request, by call
-        self.held: list = []  # the outputs of a call made with `hold`, as they are now
+        self.held: list[list] = []  # the outputs of each call made with `hold` (the last few), as they are now
         self._knobs_seen, self._knobs_found = -1, []
 
     # load ------------------------------------------------------------------------------------------------------
@@ -297,7 +297,8 @@ def trim(device: str, slack: int = TRIM_SLACK) -> int:
 
 
 def op_trim(player: Player, req: dict) -> dict:
-    """All cached, unused GPU memory given back (the checker's request after memory ran out beside other checks)."""
+    """All cached, unused GPU memory given back; answers how much was held so (what a player keeps between requests,
+    as tests/player reads it)."""
     return {"unused": trim(player.device, 0)}
 
 

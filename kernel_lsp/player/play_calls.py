@@ -15,6 +15,7 @@ import sys
 import wire
 
 INTERPRETED = os.environ.get("TRITON_INTERPRET") == "1"
+HELD_CALLS = 4  # calls made with `hold` whose outputs the player keeps (a caller's window of earlier results)
 
 
 class PlayerCalls:
@@ -56,7 +57,8 @@ class PlayerCalls:
         elif error is None:
             self.kept = flat  # sent only if the checker asks (`fetch`), after the call has returned
         if error is None and req.get("hold"):
-            self.held = flat  # the very objects the call returned, as a caller that keeps them holds them
+            # the very objects the call returned, as a caller that keeps them holds them (the last HELD_CALLS calls)
+            self.held = (self.held + [flat])[-HELD_CALLS:]
         if req.get("return_args"):
             answer["args"] = args
         if rec is not None:
@@ -238,12 +240,14 @@ class PlayerCalls:
         return found[0] if found else None
 
     def op_fetch(self, req: dict) -> dict:
-        """The outputs kept: of the last call (`kept`), of the last held one (`held`), or of the calls of the last
-        `calls` request at the indices asked (`calls`)."""
+        """The outputs kept: of the last call (`kept`), of each held call, oldest first (`held`), or of the calls of
+        the last `calls` request at the indices asked (`calls`)."""
         if isinstance(req.get("calls"), list):
             kept = self.kept_calls
             return {"outs": [kept[i] if isinstance(i, int) and 0 <= i < len(kept) else [] for i in req["calls"]]}
-        return {"out": self.held if req.get("held") else self.kept}
+        if req.get("held"):
+            return {"outs": self.held}
+        return {"out": self.kept}
 
     def op_perturb(self, req: dict) -> dict:
         """Move a built model's float parameters and buffers off their initial values, the same way the checker

@@ -19,7 +19,6 @@ executor.py's `executor_for`, never from here.
 
 from __future__ import annotations
 
-import dataclasses
 
 import logging
 import os
@@ -167,16 +166,14 @@ class WorkerPoolExecutor(Executor):
         if worker is None:
             return WorkerOutcome(cancelled=True)
         warmer = self._compile_warmer(job, worker)
-        shared = len(self._same_gpu(worker)) > 1
         try:
-            outcome = worker.run(dataclasses.replace(job, shared_gpu=shared), files, timeout, on_event, cancel)
+            outcome = worker.run(job, files, timeout, on_event, cancel)
         finally:
             if warmer is not None:
                 warmer.stop()
             self.release(worker)
-        if outcome.out_of_memory() and shared and not cancel.is_set():
-            return self._alone(worker, dataclasses.replace(job, shared_gpu=False), files, timeout, on_event, cancel,
-                               outcome)
+        if outcome.out_of_memory() and len(self._same_gpu(worker)) > 1 and not cancel.is_set():
+            return self._alone(worker, job, files, timeout, on_event, cancel, outcome)
         return outcome
 
     def _same_gpu(self, worker: PersistentWorker) -> list[PersistentWorker]:

@@ -13,6 +13,7 @@ import pytest
 
 from kernel_lsp.check import CheckRequest, check_file
 from kernel_lsp.config import ConfigError, Settings, apply_overrides
+from kernel_lsp.jobs import Stage
 from kernel_lsp.run import executor as ex
 from kernel_lsp.run import local
 from tests.conftest import CORPUS, run_cli
@@ -125,12 +126,20 @@ def test_gpus_a_file_out_of_memory_beside_other_checks_is_checked_again_alone(tm
     monkeypatch.setattr(local, "local_command", lambda device, sandbox=None: [sys.executable, str(script), str(marks)])
     files = [shutil.copy(CORPUS / "ok_add_fp32.py", tmp_path / f"add{i}.py") for i in range(2)]
     settings = apply_overrides(Settings(), {"gpu-workers": 2, "verification": False})
+    stages: list[str] = []
+
+    def on_event(event):
+        if isinstance(event, Stage) and event.stage == "queue":
+            stages.append(event.detail)
     with ex.executor_for(settings) as executor:
         with ThreadPoolExecutor(2) as pool:
-            reports = list(pool.map(lambda f: check_file(CheckRequest(f, settings, tmp_path, executor=executor)),
-                                    files))
+            reports = list(pool.map(lambda f: check_file(CheckRequest(f, settings, tmp_path, executor=executor,
+                                                                      on_event=on_event)), files))
     assert [[f.code for f in r.findings] for r in reports] == [["KL402"], ["KL402"]]
     assert [r.stats.get("retried") for r in reports] == [1, 1]
+    # The retry says what ran out the first time (the first attempt's KL302 is not in the report).
+    assert stages == ["out of memory beside other checks on this GPU: checking it again alone (out of GPU memory "
+                      "while checking this file)"] * 2, stages
 
 
 def test_gpus_that_do_not_exist_are_a_usage_error(fake_gpus):

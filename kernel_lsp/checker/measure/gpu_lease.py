@@ -17,9 +17,8 @@ holder that hangs must not stop every check).
 
 Memory beside other checks: each process of a check gives back the GPU memory its caching allocator holds unused
 beyond a GiB after every variant (`trim_cache`; the player likewise after every request), so one check's largest
-variant does not keep its blocks through the rest of it. A variant that still runs out of memory beside other
-checks is run once more after every cached block is given back and the GPU has room for what failed
-(`wait_for_memory`, verify/schedule.py), rather than the whole check being run again alone.
+variant does not keep its blocks through the rest of it. A check that still runs out of memory beside other checks
+ends with KL302, and the executor checks it again alone (run/local.py).
 """
 
 from __future__ import annotations
@@ -27,7 +26,6 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
-import re
 import tempfile
 import time
 from typing import Callable, Iterator
@@ -35,7 +33,6 @@ from typing import Callable, Iterator
 POLL_S = 0.05
 QUIET_TIMEOUT_S = 120.0  # the longest a timing waits for verifications in flight (then it times, disturbed)
 TRIM_SLACK = 1 << 30  # cached, unused GPU memory a process keeps between a check's variants
-MEMORY_TIMEOUT_S = 20.0  # the longest a variant that ran out of memory waits for room before it is tried again
 
 
 def default_locks_folder(env: dict[str, str] | None = None) -> str:
@@ -183,52 +180,3 @@ def trim_cache(slack: int = TRIM_SLACK) -> int:
     except Exception:
         return 0
 
-
-_TRIED = re.compile(r"Tried to allocate ([0-9.]+) ([KMGT]i?B)")
-_UNITS = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
-
-
-def room_needed(text: str, total: int) -> int:
-    """The free GPU memory a variant that ran out with error `text` waits for before it is tried again (only where
-    other checks share the GPU: their variants end and give theirs back): twice the allocation torch's message says
-    failed and a GiB, since the variant's other allocations come again too, and an eighth of the GPU at least; at
-    most half of it. A quarter when the message does not say."""
-    m = _TRIED.search(text)
-    if m is None:
-        return total // 4
-    return min(total // 2, max(total // 8, int(2 * float(m.group(1)) * _UNITS[m.group(2)[0]]) + (1 << 30)))
-
-
-def wait_for_memory(need: int, timeout: float = MEMORY_TIMEOUT_S, folder: str | None = None) -> bool:
-    """Wait until the current GPU has `need` bytes free (other checks' variants end and give theirs back); False when
-    `timeout` passed first. While it waits, `<GPU UUID>.room` in the locks folder says who waits for how much (as
-    the lease's file says who times), for anyone asking why a check stands still."""
-    import torch
-    deadline = time.monotonic() + timeout
-    path = None
-    try:
-        while True:
-            free, _ = torch.cuda.mem_get_info()
-            if free >= need:
-                return True
-            if time.monotonic() > deadline:
-                return False
-            if path is None:
-                path = os.path.join(folder or locks_folder(), f"{gpu_identity()[0]}.room")
-                with contextlib.suppress(OSError), open(path, "a", encoding="utf-8") as f:
-                    fcntl.flock(f, fcntl.LOCK_EX)
-                    f.write(f"pid {os.getpid()}: waiting for {need / (1 << 30):.1f} GiB free\n")
-            time.sleep(POLL_S * 4)
-    finally:
-        if path is not None:
-            _forget_waiter(path)
-
-
-def _forget_waiter(path: str) -> None:
-    """This process's line taken out of a `.room` file (several checks may wait at once)."""
-    with contextlib.suppress(OSError), open(path, "r+", encoding="utf-8") as f:
-        fcntl.flock(f, fcntl.LOCK_EX)
-        lines = [line for line in f if not line.startswith(f"pid {os.getpid()}:")]
-        f.seek(0)
-        f.truncate()
-        f.writelines(lines)

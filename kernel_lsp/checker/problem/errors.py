@@ -94,8 +94,8 @@ def is_gpu_out_of_memory(exc: BaseException) -> bool:
 def raise_gpu_trouble(exc: BaseException) -> None:
     """Where a verification step would take an error for the reference's or the input factory's refusal (a skipped
     variant, a truth in the task's dtype): a GPU fault is re-raised as DeviceFault, and GPU memory that ran out is
-    re-raised as it is, for the variant to be run again with room (verify/schedule.py) or the check to stop with
-    KL302; a refusal it is not."""
+    re-raised as it is, for the check to stop with KL302 (which the executor checks again alone where other checks
+    share the GPU): under memory pressure a variant must not be left out silently, nor judged by a weaker truth."""
     raise_device_fault(exc)
     if is_gpu_out_of_memory(exc):
         raise exc

@@ -47,19 +47,6 @@ class VerifyState:
     def cut(self, mark: tuple[int, int, int]) -> None:
         del self.failures[mark[0]:], self.rows[mark[1]:], self.skipped[mark[2]:]
 
-    def snapshot(self) -> tuple:
-        """What a variant's run adds to the record, except its failures, as it is now: `restore` takes the record back
-        to it (a variant run again from the start after memory ran out beside other checks; a failure the first
-        attempt saw stays). `outputs` is replaced as a whole by a run (schedule.py), so it is kept as a copy."""
-        return len(self.rows), len(self.skipped), list(self.outputs), dict(self.prints), len(self.sketches)
-
-    def restore(self, snapshot: tuple) -> None:
-        rows, skipped, outputs, prints, sketches = snapshot
-        del self.rows[rows:], self.skipped[skipped:], self.sketches[sketches:]
-        self.outputs = outputs
-        self.prints.clear()
-        self.prints.update(prints)
-
 
 @dataclass
 class Sizing:

@@ -47,6 +47,7 @@ class Evidence:
     constants: list | None = None  # per output, how far the truth moves, per element, with its float constants in fp32
     inputs_before: list = field(default_factory=list)  # the inputs as drawn (before any call)
     fresh_draws: bool = False  # random ops: the reference draws new numbers on every call (no seed among its inputs)
+    reseeded: list | None = None  # random ops: the outputs with the reference's seed arguments changed (truth.seed_args)
     rerun_launches: int | None = None  # Triton launches during the second run (None: no second call was made)
     sentinel: float = SENTINEL  # the second run's poison value
     correlated: bool = False  # rows of equal or repeated values (the structured variant): rounding errors add up

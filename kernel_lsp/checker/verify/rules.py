@@ -377,6 +377,15 @@ def judge_random(e: Evidence) -> Judgement:
             findings.append(RuleFinding("KL207", located(e, f"two runs with the same inputs and seed give different "
                                                            f"{name}: a fixed seed must give a repeatable result")))
             verdict = "KL207"
+        elif e.reseeded is not None and j < len(e.reseeded) and isinstance(e.reseeded[j], torch.Tensor) \
+                and same(a, e.reseeded[j]) and informative(a):
+            # The reference's draws change with its seed argument; an implementation that launches with a seed of
+            # its own (a constant) repeats itself for every seed.
+            findings.append(RuleFinding("KL200", located(e, f"another value of the seed argument gives the same "
+                                                           f"{name}, bit for bit, where the reference's draws change "
+                                                           "with it: the implementation does not draw from the seed "
+                                                           "it is given (a constant seed?)")))
+            verdict = "KL200"
         if a.is_floating_point() and torch.isnan(a).any() and not torch.isnan(rr).any():
             findings.append(RuleFinding("KL203", located(e, f"{int(torch.isnan(a).sum())} elements of {name} are "
                                                            "NaN (unwritten?) where the reference has none")))

@@ -7,12 +7,10 @@ from __future__ import annotations
 
 import functools
 import time
-import traceback
 from typing import Callable
 
 from ..measure import gpu_lease
-from ..player import PlayerLost
-from ..problem.errors import DeviceFault, UserCodeError, is_gpu_out_of_memory
+from ..problem.errors import UserCodeError
 from .autotune_configs import verify_configs
 from .context import Failure, VerifyContext
 from .findings import Findings
@@ -51,7 +49,6 @@ class VariantSchedule:
         self.ctx, self.runs, self.findings, self.truth = ctx, runs, findings, truth
         self.name_layout_culprits = name_layout_culprits
         self.ran: list[Variant] = []  # the variants run, in order
-        self.memory_retried = False  # a variant that ran out of GPU memory was run again (run_with_room)
         self.captured = {launch.spec.name for launch in ctx.recorder.launches}  # what the problem's own inputs ran
 
     def measure(self, knobs: dict) -> int:
@@ -267,55 +264,21 @@ class VariantSchedule:
         self.ran.append(v)
         self.ctx.rep.w.stage("verify", f"variant {v.name}: {v.description}")
         try:
-            self.run_with_room(v)
+            self.run_trimmed(v)
         except UserCodeError as e:
             state.skipped.append((v.name, str(e)))
         if len(state.rows) > rows:
             state.rows[-1].seconds = round(time.monotonic() - t0, 4)
 
-    def run_with_room(self, v: Variant) -> None:
-        """Run the variant. Where other checks verify on the same GPU (the job's `shared_gpu`), a variant that ran out
-        of GPU memory (in the player, the reference, the input factory or this process's copies and truth) is run
-        once more from the start, once per verification, after this check's processes gave back every cached block
-        and the GPU has room for the allocation that failed (gpu_lease.wait_for_memory, at most MEMORY_TIMEOUT_S);
-        a second failure, or no room in time, stops the check as before (KL302, which the executor checks again
-        alone). The first attempt's failures stay (a breach it saw may not show again); its rows, outputs and
-        fingerprints are taken back. Each process keeps at most a GiB cached between variants."""
-        if self.ctx.interpreted:
-            self.run_variant(v)
-            return
-        saved = self.ctx.state.snapshot()
-        error = None
-        try:
-            self.run_variant(v)
-        except (Exception, PlayerLost) as e:  # the player's, the reference's or this process's own allocation
-            lost = isinstance(e, PlayerLost) and not e.answered  # (a player that said it failed goes on)
-            if (self.memory_retried or not self.ctx.job.shared_gpu or isinstance(e, DeviceFault) or lost
-                    or not is_gpu_out_of_memory(e)):
-                raise
-            error = e
-            traceback.clear_frames(e.__traceback__)  # the failed attempt's tensors go with its frames
-        finally:
-            gpu_lease.trim_cache()
-        if error is None:
-            return
-        self.memory_retried = True
-        self.ctx.state.restore(saved)
-        self.ctx.rep.w.stage("verify", f"variant {v.name}: out of GPU memory beside other checks; waiting for room "
-                             "to run it again")
-        if not self.make_room(str(error)):
-            raise error
+    def run_trimmed(self, v: Variant) -> None:
+        """Run the variant; on a GPU, where other checks verify beside this one, give back afterwards what this
+        process caches unused beyond a GiB (the player does so after every request), so that one variant's largest
+        blocks are not held through the rest of the check."""
         try:
             self.run_variant(v)
         finally:
-            gpu_lease.trim_cache()
-
-    def make_room(self, error: str) -> bool:
-        """Every cached block of this check's processes given back, then wait for the room `error` asked for."""
-        import torch
-        self.ctx.player.trim()
-        gpu_lease.trim_cache(0)
-        return gpu_lease.wait_for_memory(gpu_lease.room_needed(error, torch.cuda.mem_get_info()[1]))
+            if not self.ctx.interpreted:
+                gpu_lease.trim_cache()
 
     def adapt_sizes(self, rest: list[Variant], ops_per_run: int) -> list[Variant]:
         """The interpreter's cost grows with the operations it runs (programs times their work), not with

@@ -39,6 +39,9 @@ class ReferenceTruth:
         # else where it changed (KL007: no value is judged against a reference that does not repeat itself).
         self.unrepeatable: str | None = None
         self.fresh_draws: bool | None = None  # random ops: the reference draws new numbers on every call
+        # random ops with repeatable draws: the integer arguments whose value changes the reference's draws (its
+        # seeds), asked once; None until then
+        self.seed_args: list[int] | None = None
         self.sign_free: list[str] | None = None  # the sign-free decompositions the reference calls (signs.py)
 
     def _reference_outputs(self, v: Variant, ref, inputs: list, shapes: str) -> tuple[Any, list, bool] | None:
@@ -76,7 +79,25 @@ class ReferenceTruth:
                 self.fresh_draws = not all(same(a, b) for a, b in zip(flatten_outputs(r), again))
             except Exception as e:
                 raise_gpu_trouble(e)
+        if p.random and self.fresh_draws is False and self.seed_args is None:
+            self.seed_args = self._seed_args(ref, inputs, flatten_outputs(r))
         return r, ref_inputs, draws
+
+    def _seed_args(self, ref, inputs: list, r_flat: list) -> list[int]:
+        """The integer arguments of a random reference with repeatable draws whose value moves its output (each
+        changed alone, by reseed): the seeds an implementation must draw from (runs.py calls it with them changed)."""
+        seeds = []
+        for i, x in enumerate(inputs):
+            if type(x) is not int:
+                continue
+            moved = clone_inputs(inputs)
+            moved[i] = reseed(x)
+            try:
+                if not all(same(a, b) for a, b in zip(r_flat, flatten_outputs(no_grad_call(ref, moved)))):
+                    seeds.append(i)
+            except Exception as e:
+                raise_gpu_trouble(e)
+        return seeds
 
     def reference_and_truth(self, v: Variant, ref, inputs: list, shapes: str, call: Callable) -> tuple | None:
         """The reference's outputs and their truth, the reference in float64 (in the task's dtype where that raises
@@ -206,3 +227,8 @@ def _seeded_call(v: Variant) -> Callable:
         torch.manual_seed(v.seed + CALL_SEED)
         return no_grad_call(fn, args)
     return call
+
+
+def reseed(seed: int) -> int:
+    """Another seed, of the same sign and in int32's range where the seed is: the value a seed argument is changed to."""
+    return (seed + 7919) % (2**31 - 1) if seed >= 0 else -((-seed + 7919) % (2**31 - 1)) or -1

@@ -150,34 +150,6 @@ def test_gpu_lease_no_verification_begins_while_a_side_is_timed_or_a_timing_wait
     assert told == [1]  # and it said that it waited
 
 
-def test_room_needed_is_twice_the_failed_allocation_and_a_gib_within_an_eighth_and_a_half_of_the_gpu():
-    total = 80 << 30
-    text = ("OutOfMemoryError: CUDA out of memory. Tried to allocate 8.00 GiB. GPU 0 has a total capacity of 79.19 GiB "
-            "of which 1.06 GiB is free.")
-    assert gpu_lease.room_needed(text, total) == (17 << 30)
-    assert gpu_lease.room_needed("Tried to allocate 512.00 MiB.", total) == total // 8  # the variant's others come too
-    assert gpu_lease.room_needed("Tried to allocate 70.00 GiB.", total) == total // 2  # at most half
-    assert gpu_lease.room_needed("RuntimeError: CUDA error: out of memory", total) == total // 4  # not said: a quarter
-
-
-def test_wait_for_memory_says_who_waits_and_takes_it_back(tmp_path, monkeypatch):
-    """A variant that ran out of memory waits for room; meanwhile `<GPU UUID>.room` names it (a stand-in for the GPU's
-    free memory, which rises on the third look)."""
-    import torch
-    looks = []
-
-    def mem_get_info():
-        looks.append((tmp_path / "GPU-test.room").read_text() if (tmp_path / "GPU-test.room").exists() else "")
-        return ((8 << 30) if len(looks) >= 3 else (1 << 30)), 80 << 30
-    monkeypatch.setattr(torch.cuda, "mem_get_info", mem_get_info)
-    monkeypatch.setattr(gpu_lease, "gpu_identity", lambda: ("GPU-test", 0))
-    assert gpu_lease.wait_for_memory(4 << 30, timeout=30, folder=str(tmp_path))
-    assert looks[2] == f"pid {os.getpid()}: waiting for 4.0 GiB free\n"
-    assert (tmp_path / "GPU-test.room").read_text() == ""  # its line taken back once it had room
-    looks.clear()
-    assert not gpu_lease.wait_for_memory(16 << 30, timeout=0.3, folder=str(tmp_path))  # never room: False in time
-    assert (tmp_path / "GPU-test.room").read_text() == ""
-
 
 def test_trim_cache_without_cuda_is_nothing(monkeypatch):
     import torch

@@ -143,22 +143,3 @@ def test_structured_rows_give_each_row_one_structure_in_turn():
     (v,) = structured_rows([torch.randn(64)])
     assert not v[:8].any() and v[8:16].unique().numel() == 1
 
-
-def test_verify_state_restore_takes_back_everything_a_variant_added():
-    """A variant run again from the start after memory ran out (schedule.run_with_room) must not meet its own first
-    attempt's rows, outputs (a stale-result false alarm) or fingerprints; a failure the first attempt saw stays."""
-    from kernel_lsp.checker.verify.context import VerifyState
-    state = VerifyState()
-    state.outputs.append(["earlier"])
-    state.prints["fp"] = "earlier"
-    saved = state.snapshot()
-    state.failures.append("f")
-    state.rows.append("r")
-    state.skipped.append(("v", "why"))
-    state.outputs = state.outputs[-3:] + [["attempt"]]  # as a variant's run replaces it (schedule.run_variant)
-    state.prints["fp2"] = "attempt"
-    state.sketches.append("s")
-    state.restore(saved)
-    assert (state.rows, state.skipped, state.sketches) == ([], [], [])
-    assert state.failures == ["f"]  # what the first attempt saw stays
-    assert state.outputs == [["earlier"]] and state.prints == {"fp": "earlier"}

@@ -12,28 +12,35 @@ SOAK_JUDGED = 0.25  # the chance that a call's outputs are judged, decided after
 
 
 def held_outputs(player, impl, plan: dict) -> list[tuple[str, str, dict]]:
-    """A caller that keeps a call's output while it calls again (a batch loop, a decode loop) must still find it
-    right: the implementation called on A, its output objects kept, then on B; A's output is judged as it is after
-    that. An implementation that returns the same buffer every call has B's values there."""
+    """A caller that keeps calls' outputs while it calls again (a batch loop, a decode loop's window of the last
+    results) must still find them right: the implementation called on A and on B, both outputs' objects kept, then
+    on D; A's and B's outputs are judged as they are after that. An implementation that returns the same buffer
+    every call, or two in turn (double buffering), has a later call's values there. With only A and B: A kept, then
+    B."""
     import torch
-    names = [n for n in ("A", "B") if n in plan["sets"]]
+    names = [n for n in ("A", "B", "D") if n in plan["sets"]]
     if len(names) < 2:
         return []
     knobs = plan["knobs"] or None
     player.stash({f"set:{n}": plan["sets"][n] for n in names})
-    first = player.call(impl, [], copy_of="set:A", return_out=False, hold=True, knobs=knobs)
-    second = player.call(impl, [], copy_of="set:B", return_out=False, knobs=knobs)
-    for r in (first, second):
+    kept, last = names[:-1], names[-1]
+    results = [player.call(impl, [], copy_of=f"set:{n}", return_out=False, hold=True, knobs=knobs) for n in kept]
+    results.append(player.call(impl, [], copy_of=f"set:{last}", return_out=False, knobs=knobs))
+    for r in results:
         if r.error is not None:  # the evidence runs made these calls on these values without an error
             return [(raise_code(r.error), "the implementation raises when it is called again while the caller keeps "
-                     f"an earlier call's output: {_said(r.error)}", {})]
-    held = [y for y in player.fetch(held=True) if isinstance(y, torch.Tensor)]
-    bad = _gross(held, *plan["truth"]["A"], signs=plan.get("signs", False))
-    if not bad:
-        return []
-    return [("KL206", "the output of a call changed when the implementation was called again: a caller that keeps "
-             "it (a batch loop, a decode loop) finds the next call's result there; a fresh output buffer per call "
-             f"is what PyTorch returns ({bad})", {})]
+                     f"earlier calls' outputs: {_said(r.error)}", {})]
+    held = player.fetch_held()[-len(kept):]
+    for name, outs in zip(kept, held):
+        bad = _gross([y for y in outs if isinstance(y, torch.Tensor)], *plan["truth"][name],
+                     signs=plan.get("signs", False))
+        if bad:
+            later = ", ".join(n for n in names if n > name)
+            return [("KL206", f"the output of a call changed when the implementation was called again ({len(names) - 1}"
+                     f" calls kept, then one more; the call on set {name} changed after those on {later}): a caller "
+                     "that keeps it (a batch loop, a decode loop) finds a later call's result there; a fresh output "
+                     f"buffer per call is what PyTorch returns ({bad})", {})]
+    return []
 
 
 def _said(error) -> str:
