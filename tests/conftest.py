@@ -58,6 +58,23 @@ def codes_of(doc: dict, severities=("error", "warning")) -> set[str]:
     return {d["code"] for d in doc["diagnostics"] if d["severity"] in severities}
 
 
+def errors_beyond_speed(doc: dict) -> dict[str, set[str]]:
+    """Per file of a `check --format json` report, its error and warning codes other than the speed verdicts
+    (KL400, KL401), which load may move (the GPU tests of checks at once)."""
+    return {f["path"]: {d["code"] for d in f["findings"] if d["severity"] in ("error", "warning")
+                        and d["code"] not in ("KL400", "KL401")} for f in doc["files"]}
+
+
+def speed_verdicts(doc: dict) -> dict[tuple, str]:
+    """(file, kernel, baseline) -> perf_rules.verdict of its speedup ("slower", "faster", "inconclusive"), for every
+    speedup a `check --format json` report measured."""
+    from kernel_lsp.checker.measure.perf_rules import verdict
+    from kernel_lsp.model import Speedup
+    return {(f["path"], name, s["against"]): verdict(Speedup.from_dict(s)) for f in doc["files"]
+            for name, facts in f.get("kernels", {}).items()
+            for s in (facts.get("measurement") or {}).get("speedups", [])}
+
+
 def copy_case(name: str, dest: Path) -> Path:
     src = CORPUS / name
     if src.is_dir():

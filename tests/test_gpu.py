@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from tests.conftest import CORPUS, ROOT, run_cli
+from tests.conftest import CORPUS, ROOT, errors_beyond_speed, run_cli, speed_verdicts
 
 # KL208 for loads comes from the CPU interpreter's bounds guard; on a GPU only stores are caught (guard regions),
 # so cases with out-of-bounds loads are not expected to match.
@@ -158,12 +158,9 @@ FIFTEEN = [CORPUS / n for n in ("ok_add_fp32.py", "ok_softmax_fp32.py", "ok_matm
 @pytest.mark.gpu
 def test_gpu_fifteen_kernels_give_the_same_verdicts_alone_and_eight_at_once(tmp_path):
     """Fifteen correct kernels checked one at a time (gpu-workers = 1), then by eight workers on the one GPU
-    (gpu-workers = 8, -j 8):
-    no error or warning beyond KL400/KL401 that the lone run does not give, every kernel timed in both, and no speed
-    verdict (perf_rules.verdict) that is slower in one run and faster in the other. Load may widen an interval to
-    inconclusive, never turn it over."""
-    from kernel_lsp.checker.measure.perf_rules import verdict
-    from kernel_lsp.model import Speedup
+    (gpu-workers = 8, -j 8): no error or warning beyond KL400/KL401 alone, the same in both, every kernel timed in
+    both, and no speed verdict (perf_rules.verdict) that is slower in one run and faster in the other. Load may widen
+    an interval to inconclusive, never turn it over."""
     runs = {}
     for name, workers in (("alone", 1), ("eight", 8)):
         config = tmp_path / name / "pyproject.toml"
@@ -174,18 +171,10 @@ def test_gpu_fifteen_kernels_give_the_same_verdicts_alone_and_eight_at_once(tmp_
         assert proc.returncode in (0, 1), proc.stderr[-3000:]
         runs[name] = json.loads(proc.stdout)
 
-    def bad(doc):
-        return {f["path"]: {d["code"] for d in f["findings"] if d["severity"] in ("error", "warning")
-                            and d["code"] not in ("KL400", "KL401")} for f in doc["files"]}
-
-    def verdicts(doc):
-        return {(f["path"], name, s["against"]): verdict(Speedup.from_dict(s)) for f in doc["files"]
-                for name, facts in f.get("kernels", {}).items()
-                for s in (facts.get("measurement") or {}).get("speedups", [])}
     alone, eight = runs["alone"], runs["eight"]
-    assert all(not found for found in bad(alone).values()), bad(alone)
-    assert bad(eight) == bad(alone), bad(eight)
-    lone, loaded = verdicts(alone), verdicts(eight)
+    assert all(not found for found in errors_beyond_speed(alone).values()), errors_beyond_speed(alone)
+    assert errors_beyond_speed(eight) == errors_beyond_speed(alone), errors_beyond_speed(eight)
+    lone, loaded = speed_verdicts(alone), speed_verdicts(eight)
     assert len({path for path, _, _ in lone}) == 15, sorted(lone)
     assert loaded.keys() == lone.keys(), "the runs timed other kernels"
     flipped = [(key, lone[key], v) for key, v in loaded.items() if {v, lone[key]} == {"slower", "faster"}]

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from tests.conftest import FIXTURES, ROOT, run_cli
+from tests.conftest import FIXTURES, ROOT, errors_beyond_speed, run_cli, speed_verdicts
 
 PERF = FIXTURES / "perf"
 pytestmark = pytest.mark.gpu
@@ -235,8 +235,6 @@ def test_gpu_eight_checks_at_once_give_the_verdicts_of_one_alone(tmp_path):
     waited says so in its progress."""
     import subprocess
     import sys
-    from kernel_lsp.checker.measure.perf_rules import verdict
-    from kernel_lsp.model import Speedup
     from tests.conftest import CORPUS
     files = [str(CORPUS / n) for n in CLEAN_GPU]
     cmd = [sys.executable, "-m", "kernel_lsp.cli", "check", *files, "--device", "cuda", "--format", "json",
@@ -245,21 +243,13 @@ def test_gpu_eight_checks_at_once_give_the_verdicts_of_one_alone(tmp_path):
     procs = [subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(8)]
     docs = [json.loads(p.communicate(timeout=1800)[0]) for p in procs]
 
-    def bad(doc):
-        return {f["path"]: {d["code"] for d in f["findings"] if d["severity"] in ("error", "warning")
-                            and d["code"] not in ("KL400", "KL401")} for f in doc["files"]}
-
-    def verdicts(doc):
-        return {(f["path"], name, s["against"]): verdict(Speedup.from_dict(s)) for f in doc["files"]
-                for name, facts in f.get("kernels", {}).items()
-                for s in (facts.get("measurement") or {}).get("speedups", [])}
-    baseline, lone = bad(alone), verdicts(alone)
+    baseline, lone = errors_beyond_speed(alone), speed_verdicts(alone)
     assert lone, "nothing was timed alone"
     for doc in docs:
-        for path, found in bad(doc).items():
+        for path, found in errors_beyond_speed(doc).items():
             assert found <= baseline[path], (path, found, baseline[path])
-        assert verdicts(doc).keys() == lone.keys(), "the runs timed other kernels"
-        for key, v in verdicts(doc).items():
+        assert speed_verdicts(doc).keys() == lone.keys(), "the runs timed other kernels"
+        for key, v in speed_verdicts(doc).items():
             assert {v, lone.get(key, v)} != {"slower", "faster"}, (key, v, lone[key])
     stages = [stage for doc in docs for f in doc["files"] for _, stage, detail in f["stats"].get("timeline", [])
               if "waiting for GPU" in detail]

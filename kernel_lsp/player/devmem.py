@@ -237,3 +237,25 @@ def _try(index: int) -> str | None:
             mapping.close()
         if arena is not None:
             arena.close()
+
+
+# Cached but unused GPU memory a process keeps between a check's steps. Several checks verify on one GPU at once,
+# each with a worker and a player: a caching allocator that kept its largest variant's blocks would hold them through
+# the rest of the check and leave the other checks without room (out of memory, and the whole check run again alone).
+TRIM_SLACK = 1 << 30
+
+
+def trim_cache(slack: int = TRIM_SLACK) -> int:
+    """Give the GPU back what this process's caching allocator holds unused, when that is more than `slack` bytes;
+    returns the bytes it held unused before (0 where CUDA was never used here). The player calls it after every
+    request but a timed one, the checker after every variant (verify/schedule.py)."""
+    try:
+        import torch
+        if not torch.cuda.is_initialized():
+            return 0
+        unused = torch.cuda.memory_reserved() - torch.cuda.memory_allocated()
+        if unused > slack:
+            torch.cuda.empty_cache()
+        return unused
+    except Exception:
+        return 0

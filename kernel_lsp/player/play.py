@@ -18,7 +18,8 @@ import traceback
 HERE = os.path.dirname(os.path.abspath(__file__))
 if HERE not in sys.path:
     sys.path.insert(0, HERE)
-import wire  # noqa: E402  (the files beside this one)
+import devmem  # noqa: E402  (the files beside this one)
+import wire  # noqa: E402
 from play_calls import PlayerCalls  # noqa: E402
 from sourcefile import exec_file  # noqa: E402
 
@@ -275,31 +276,10 @@ def load_module(path: str, source: str | None, name: str | None = None):
     return exec_file(path, name, source, os.path.dirname(os.path.abspath(path)))
 
 
-# Cached but unused GPU memory a player keeps between requests. Several checks verify on one GPU at once, each with
-# a player: a caching allocator that kept its largest variant's blocks would hold them through every later request
-# and leave the other checks' players without room (out of memory, and a retry of the whole check).
-TRIM_SLACK = 1 << 30
-
-
-def trim(device: str, slack: int = TRIM_SLACK) -> int:
-    """Give the GPU back what the caching allocator holds unused, when that is more than `slack` bytes; returns the
-    bytes it held unused before."""
-    if device != "cuda":
-        return 0
-    try:
-        import torch
-        unused = torch.cuda.memory_reserved() - torch.cuda.memory_allocated()
-        if unused > slack:
-            torch.cuda.empty_cache()
-        return unused
-    except Exception:
-        return 0
-
-
 def op_trim(player: Player, req: dict) -> dict:
     """All cached, unused GPU memory given back; answers how much was held so (what a player keeps between requests,
     as tests/player reads it)."""
-    return {"unused": trim(player.device, 0)}
+    return {"unused": devmem.trim_cache(0)}
 
 
 def op_echo(player: Player, req: dict) -> dict:
@@ -338,7 +318,7 @@ def play(conn: socket.socket, device: str) -> None:
             if replaced:
                 answer["replaced"] = replaced
         if req.get("op") != "time":  # (a timed call must not pay for the allocations a trim would give back)
-            trim(player.device)
+            devmem.trim_cache()
         try:
             wire.send(conn, answer)
         except wire.WireError as e:  # an answer the wire cannot carry (an output of an unknown type)

@@ -352,6 +352,12 @@ def _scratch_player(device: str):
     return server, player, player.build("function", "sum_with_scratch")
 
 
+def test_trim_cache_without_cuda_is_nothing(monkeypatch):
+    from kernel_lsp.player.devmem import trim_cache
+    monkeypatch.setattr(torch.cuda, "is_initialized", lambda: False)  # (a GPU session's earlier tests started it)
+    assert trim_cache(0) == 0
+
+
 def test_player_trim_answers_on_the_cpu():
     """`trim` (the checker's request after memory ran out beside other checks) has nothing to give back on the CPU."""
     server, player, impl = _scratch_player("cpu")

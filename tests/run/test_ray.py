@@ -160,6 +160,18 @@ def _codes(report) -> set[str]:
     return {f.code for f in report.findings if f.severity <= 2}
 
 
+def _gated_adds(gate: Path, paths: list[Path]) -> list[Path]:
+    """Copies of ok_add_fp32.py at `paths` whose inputs are made only once the file `gate` exists."""
+    original = (CORPUS / "ok_add_fp32.py").read_text()
+    text = original.replace("def make_inputs():\n", (
+        f"def make_inputs():\n    import os, time\n    while not os.path.exists({str(gate)!r}):\n"
+        "        time.sleep(0.01)\n"))
+    assert text != original
+    for path in paths:
+        path.write_text(text)
+    return paths
+
+
 def _run_killing_once(executor, paths, kill):
     """Check `paths` two at a time; `kill()` once, as soon as the first job reports a stage."""
     killed = threading.Event()
@@ -202,13 +214,7 @@ def test_ray_actor_killed_after_its_job_reported_its_worker_dead_is_a_loss_not_a
     gate opens. The job runs again on the restarted actor; it is not reported as the file's crash (KL300)."""
     from kernel_lsp.run.ray_executor import RayExecutor
     gate = tmp_path / "gate"
-    original = (CORPUS / "ok_add_fp32.py").read_text()
-    text = original.replace("def make_inputs():\n", (
-        f"def make_inputs():\n    import os, time\n    while not os.path.exists({str(gate)!r}):\n"
-        "        time.sleep(0.01)\n"))
-    assert text != original
-    case = tmp_path / "add.py"
-    case.write_text(text)
+    (case,) = _gated_adds(gate, [tmp_path / "add.py"])
     errors: list[BaseException] = []  # what the callbacks raise (the executor swallows an on_event's exceptions)
     with RayExecutor(device="cpu", actors=1, actor_gpus=0, retries=1) as executor:
         actor = executor.actors[0]
@@ -254,13 +260,7 @@ def test_ray_an_actor_takes_a_job_per_worker_at_once(cluster, tmp_path):
 
     from kernel_lsp.run.ray_executor import RayExecutor
     gate = tmp_path / "gate"
-    original = (CORPUS / "ok_add_fp32.py").read_text()
-    text = original.replace("def make_inputs():\n", (
-        f"def make_inputs():\n    import os, time\n    while not os.path.exists({str(gate)!r}):\n"
-        "        time.sleep(0.01)\n"))
-    cases = [tmp_path / "add_a.py", tmp_path / "add_b.py"]
-    for case in cases:
-        case.write_text(text)
+    cases = _gated_adds(gate, [tmp_path / "add_a.py", tmp_path / "add_b.py"])
     begun: set[str] = set()
     lock = threading.Lock()
 

@@ -16,9 +16,9 @@ verifications in flight, so none starts meanwhile. Either wait has a deadline pa
 holder that hangs must not stop every check).
 
 Memory beside other checks: each process of a check gives back the GPU memory its caching allocator holds unused
-beyond a GiB after every variant (`trim_cache`; the player likewise after every request), so one check's largest
-variant does not keep its blocks through the rest of it. A check that still runs out of memory beside other checks
-ends with KL302, and the executor checks it again alone (run/local.py).
+beyond a GiB after every variant (player/devmem.trim_cache; the player likewise after every request), so one
+check's largest variant does not keep its blocks through the rest of it. A check that still runs out of memory
+beside other checks ends with KL302, and the executor checks it again alone (run/local.py).
 """
 
 from __future__ import annotations
@@ -32,7 +32,6 @@ from typing import Callable, Iterator
 
 POLL_S = 0.05
 QUIET_TIMEOUT_S = 120.0  # the longest a timing waits for verifications in flight (then it times, disturbed)
-TRIM_SLACK = 1 << 30  # cached, unused GPU memory a process keeps between a check's variants
 
 
 def default_locks_folder(env: dict[str, str] | None = None) -> str:
@@ -164,19 +163,4 @@ def verifying_here(device: str, on_wait: Callable[[int], None] | None = None):
         return contextlib.nullcontext()
     uuid, index = gpu_identity()
     return verifying(uuid, on_wait=(lambda: on_wait(index)) if on_wait is not None else None)
-
-
-def trim_cache(slack: int = TRIM_SLACK) -> int:
-    """Give the GPU back what this process's caching allocator holds unused, when that is more than `slack` bytes;
-    returns the bytes it held unused before (0 without CUDA)."""
-    try:
-        import torch
-        if not torch.cuda.is_initialized():
-            return 0
-        unused = torch.cuda.memory_reserved() - torch.cuda.memory_allocated()
-        if unused > slack:
-            torch.cuda.empty_cache()
-        return unused
-    except Exception:
-        return 0
 

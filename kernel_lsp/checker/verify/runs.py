@@ -127,7 +127,7 @@ class VariantRuns:
             y1_flat, r_flat = aligned(y1_flat, t_flat, found=found), aligned(r_flat, t_flat, found=found)
             y2_flat = aligned(y2_flat, t_flat, keep=self.sentinel, found=found)
         p = self.ctx.problem
-        reseeded = self._reseeded(v, impl, inputs, draws)
+        reseeded = self._reseeded(v, impl, inputs)
         sample_message = None
         if p.random and p.sample_check is not None and len(y1_flat) == len(r_flat):
             sample_message = p.sample_check(inputs, y1_flat[0] if len(y1_flat) == 1 else y1_flat)
@@ -141,17 +141,18 @@ class VariantRuns:
                         reseeded=reseeded,
                         sentinel=self.sentinel, correlated=v.name == "structured")
 
-    def _reseeded(self, v: Variant, impl, inputs: list, draws: bool) -> list | None:
+    def _reseeded(self, v: Variant, impl, inputs: list) -> list | None:
         """A random op whose reference draws from seed arguments (truth.seed_args): on the first variant, the
-        implementation's outputs with those arguments changed (truth.reseed) and everything else as in its first run,
-        for judge_random to see whether its draws follow the seed. None elsewhere, or when that call raised."""
+        implementation's outputs with those arguments changed (truth.reseed) and everything else as in its first run
+        (a random op's calls are not seeded: `draws` is for ops that are not random), for judge_random to see whether
+        its draws follow the seed. None elsewhere, or when that call raised."""
         seeds = self.truth.seed_args
         if not seeds or v.name != "seed-1":
             return None
         moved = clone_inputs(inputs)
         for i in seeds:
             moved[i] = reseed(moved[i])
-        r = self.impl(impl, moved, v, seed=v.seed + CALL_SEED if draws else None)
+        r = self.impl(impl, moved, v)
         return flatten_outputs(r.out) if r.error is None else None
 
     def _variant_callables(self, v: Variant) -> tuple[Any, Any] | None:

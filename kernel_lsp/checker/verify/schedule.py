@@ -9,7 +9,7 @@ import functools
 import time
 from typing import Callable
 
-from ..measure import gpu_lease
+from ...player.devmem import trim_cache
 from ..problem.errors import UserCodeError
 from .autotune_configs import verify_configs
 from .context import Failure, VerifyContext
@@ -278,7 +278,7 @@ class VariantSchedule:
             self.run_variant(v)
         finally:
             if not self.ctx.interpreted:
-                gpu_lease.trim_cache()
+                trim_cache()
 
     def adapt_sizes(self, rest: list[Variant], ops_per_run: int) -> list[Variant]:
         """The interpreter's cost grows with the operations it runs (programs times their work), not with

@@ -148,10 +148,3 @@ def test_gpu_lease_no_verification_begins_while_a_side_is_timed_or_a_timing_wait
     told.append(int(proc.stdout.readline()))
     proc.wait()
     assert told == [1]  # and it said that it waited
-
-
-
-def test_trim_cache_without_cuda_is_nothing(monkeypatch):
-    import torch
-    monkeypatch.setattr(torch.cuda, "is_initialized", lambda: False)  # (a GPU session's earlier tests started it)
-    assert gpu_lease.trim_cache(0) == 0
