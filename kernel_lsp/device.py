@@ -3,8 +3,10 @@ and whether this machine has a GPU at all (the device nodes of NVIDIA's and AMD'
 
 from __future__ import annotations
 
+import functools
 import glob
 import os
+import subprocess
 
 DEVICES = ("auto", "cpu", "cuda")  # auto: a GPU when torch sees one, else the CPU interpreter
 
@@ -26,3 +28,53 @@ def gpu_models() -> list[str]:
         except OSError:
             continue
     return models
+
+
+# `gpu-workers = "auto"`: long-lived workers per GPU where the GPU's memory and the host's cores allow them. Three
+# verified tasks/ at once on an 80 GB H100 with 16 cores (docs/performance.md); each worker's check holds a CUDA
+# context and up to a GiB or two beside its largest variant, and one core or more while it verifies.
+AUTO_GPU_WORKERS_MAX = 3
+GIB_PER_GPU_WORKER = 20
+CORES_PER_GPU_WORKER = 4
+
+
+def gpu_memory_gib() -> list[float]:
+    """Each NVIDIA GPU's memory in GiB as the driver reports it (`nvidia-smi`), in the order CUDA_VISIBLE_DEVICES
+    leaves them; empty where nothing answers."""
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=memory.total", "--format=csv,noheader,nounits"],
+                             capture_output=True, text=True, timeout=5).stdout
+        mib = [float(line) for line in out.split() if line.strip()]
+    except (OSError, subprocess.SubprocessError, ValueError):
+        return []
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is not None:
+        chosen = []
+        for i in visible.split(","):
+            try:
+                index = int(i)
+            except ValueError:
+                chosen = mib  # UUIDs: every GPU's memory
+                break
+            if not 0 <= index < len(mib):
+                break  # CUDA stops at the first index it cannot use ("-1": none)
+            chosen.append(mib[index])
+        mib = chosen
+    return [m / 1024 for m in mib]
+
+
+@functools.lru_cache(maxsize=1)
+def auto_gpu_workers() -> int:
+    """Long-lived workers per GPU for `gpu-workers = "auto"`: a GiB budget of GIB_PER_GPU_WORKER each on the
+    smallest GPU, CORES_PER_GPU_WORKER of the cores this process may use per GPU each, at most
+    AUTO_GPU_WORKERS_MAX and at least one (one where the GPUs' memory cannot be read)."""
+    memory = gpu_memory_gib()
+    if not memory:
+        return 1
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:
+        cores = os.cpu_count() or 1
+    by_memory = int(min(memory) // GIB_PER_GPU_WORKER)
+    by_cores = cores // (CORES_PER_GPU_WORKER * len(memory))
+    return max(1, min(AUTO_GPU_WORKERS_MAX, by_memory, by_cores))

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .device import DEVICES, gpu_present
+from .device import DEVICES, auto_gpu_workers, gpu_present
 from .targets import parse_targets
 
 
@@ -155,8 +155,9 @@ class Settings:
     # The local GPUs to use, one long-lived worker each: "all" (every visible GPU) or a list of indices.
     gpus: Any = "all"
     # Long-lived workers per local GPU: they verify files at once, and time one at a time with nothing of kernel-lsp's
-    # own verifying on that GPU meanwhile (checker/measure/gpu_lease.py).
-    gpu_workers: int = 1
+    # own verifying on that GPU meanwhile (checker/measure/gpu_lease.py). "auto": as many as the GPU's memory and the
+    # host's cores allow, at most three (device.auto_gpu_workers).
+    gpu_workers: Any = "auto"
     sandbox: SandboxSettings = field(default_factory=SandboxSettings)
     # Where jobs run (docs/scale-out.md): "local", or "ray" (a Ray cluster at `ray_address`, "host:port" of its head or
     # "auto"; empty: a local cluster started for the run). A job whose Ray worker or node is lost runs again, at most
@@ -211,8 +212,9 @@ class Settings:
         if self.gpus != "all" and not (isinstance(self.gpus, list) and self.gpus and all(
                 isinstance(g, int) and not isinstance(g, bool) and g >= 0 for g in self.gpus)):
             raise ConfigError(f"gpus: expected \"all\" or a list of GPU indices such as [0, 2], got {self.gpus!r}")
-        if isinstance(self.gpu_workers, bool) or not isinstance(self.gpu_workers, int) or not 1 <= self.gpu_workers <= 16:
-            raise ConfigError(f"gpu-workers: expected an integer from 1 to 16, got {self.gpu_workers!r}")
+        if self.gpu_workers != "auto" and (isinstance(self.gpu_workers, bool) or not isinstance(self.gpu_workers, int)
+                                           or not 1 <= self.gpu_workers <= 16):
+            raise ConfigError(f"gpu-workers: expected \"auto\" or an integer from 1 to 16, got {self.gpu_workers!r}")
         _validate_references(self.references)
         return self
 
@@ -245,7 +247,16 @@ class Settings:
             self.executor, self.ray_address, self.device, self.workers, self.retries,
             tuple(tuple(split_command("runner", c) if isinstance(c, str) else c) for c in runners),
             self.gpus if isinstance(self.gpus, str) else tuple(self.gpus), self.sandbox, (self.llm.api_key_env,),
-            os.environ.get("KERNEL_LSP_WARM", "1") != "0", self.gpu_workers)
+            os.environ.get("KERNEL_LSP_WARM", "1") != "0", self.workers_per_gpu())
+
+    def workers_per_gpu(self) -> int:
+        """`gpu-workers` as a number: "auto" is this machine's (device.auto_gpu_workers) where it has a GPU and the
+        checks run on it, else one (a runner's machine or a Ray cluster's GPUs are not this machine's)."""
+        if self.gpu_workers != "auto":
+            return self.gpu_workers
+        if self.device == "cpu" or self.runner or self.runners or self.executor == "ray" or not gpu_present():
+            return 1
+        return auto_gpu_workers()
 
     def fingerprint(self) -> dict[str, Any]:
         """The settings that change a check's result, for the cache key."""

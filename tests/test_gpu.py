@@ -36,10 +36,15 @@ GPU_CASES = ["ok_add_fp32.py", "ok_softmax_fp32.py", "ok_matmul_fp16.py", "ok_ro
              "bug_gelu_inference_path_tanh.py", "kb_grid_kept_from_first_call/impl.py",
              "kb_grid_kept_from_a_small_first_call/impl.py",
              "kb_quantize_channel_scales_half_up/impl.py", "kb_quantize_channel_scales_ok/impl.py",
+             # ties through a scale passed as an input: the grid variant meets halves only when the draw's largest
+             # value is small enough (it was not on an H100); the ties variant puts the scales on powers of two
+             "bug_quantize_row_scale_input_half_up.py", "bug_quantize_row_scale_wide_values_half_up.py",
+             # a model's dropout in training mode, judged by the outputs' distribution
+             "kb_dropout_ignores_training_bug/impl.py", "kb_dropout_training_ok/impl.py",
+             "kb_dropout_training_constant_seed_bug/impl.py",
              # outputs defined up to sign or rotation (eigenvectors, singular vectors) and a factorization after a
              # kernel. Not here: bug_eigh_factor_reversed_order.py (on an H100 its KL200 came without the KL201 the
-             # CPU adds: a NaN among the inputs reaches cuSOLVER's eigh), bug_quantize_row_scale_input_half_up.py
-             # (the grid variant met no exact half of x / scale on an H100: the bug passes there; issue 40)
+             # CPU adds: a NaN among the inputs reaches cuSOLVER's eigh)
              "ok_eigh_factor_own_signs.py", "ok_eigh_repeated_eigenvalues.py", "ok_eigh_close_eigenvalues.py",
              "bug_eigh_repeated_not_reversed_back.py", "bug_eigh_ridge_added.py", "ok_svd_of_the_transpose.py",
              "ok_gram_cholesky_glue.py"]

@@ -15,6 +15,7 @@ from typing import Any, Callable
 
 from ..jobs import CheckJob, Sink, Stage, crash_hint
 from .measure import timing  # noqa: F401  (takes the clocks as they are before any checked code can replace them)
+from .measure import gpu_lease
 from ..model import KernelFacts, Severity, Span
 from ..targets import parse_targets
 from ..verdict import lets_evidence_run, problems
@@ -102,7 +103,6 @@ def _run_stages(job: CheckJob, w: Sink, rep: Reporter, player: Player, torch, in
                 connect: Callable[[str], Any]) -> None:
     """The stages after the player's start: everything up to the evidence runs, on a GPU never while a side is
     timed on it (gpu_lease.verifying), then the measure stage, which times under the GPU's lease."""
-    from .measure import gpu_lease
     # On a GPU, this check's shared hold of it: other checks verify beside it, none times a side meanwhile.
     def waiting(index: int) -> None:
         w.stage("load", f"waiting for GPU {index}: another check is timing on it")
@@ -143,6 +143,7 @@ def _verify_stages(job: CheckJob, w: Sink, rep: Reporter, player: Player, torch,
             rep.add("KL003", _short(str(e)), None, source=LOAD_SOURCE)
         return None
 
+    gpu_lease.let_timing_in(_paused(w, "capture"))  # between a verification's steps a waiting timing goes first
     w.stage("capture", "the problem's own inputs")
     # Under the interpreter the capture is dry: launches are recorded, not executed, so the problem's own
     # (possibly large) sizes cost only the PyTorch glue. Verification runs kernels at CPU-sized inputs.
@@ -154,6 +155,7 @@ def _verify_stages(job: CheckJob, w: Sink, rep: Reporter, player: Player, torch,
     verify_first = interpreted and job.verify and launch_error is None
     captured_specs = (list(recorder.specs.values()), list(recorder.launches))
     failed = compile_stage(rep, player, targets) if not verify_first else set()
+    gpu_lease.let_timing_in(_paused(w, "verify"))
 
     if launch_error is not None:
         report_capture_error(rep, problem, launch_error, recorder.current in failed, job.link.reference)
@@ -178,6 +180,7 @@ def _verify_stages(job: CheckJob, w: Sink, rep: Reporter, player: Player, torch,
             # Where the verifier said the interpreter cannot compute a kernel faithfully, neither can the player. The
             # TF32 advice (KL210 too) says nothing of the kind: an implementation could provoke it at will.
             values = not any(f.code == "KL210" and f.data.get("values_judged") is False for f in rep.sent)
+            gpu_lease.let_timing_in(_paused(w, "evidence"))
             run_evidence(problem, job, rep, connect, "cpu" if interpreted else "cuda",
                          dict(verifier.base) if interpreted else {}, values,
                          dict(verifier.sizes.base) if interpreted and getattr(verifier, "sizes", None) else {},
@@ -186,6 +189,11 @@ def _verify_stages(job: CheckJob, w: Sink, rep: Reporter, player: Player, torch,
         if early is not None:
             early.discard()  # no evidence runs (a failed verification): its player ends before anything is timed
     return problem
+
+
+def _paused(w: Sink, stage: str) -> Callable[[], None]:
+    """What a verification says when it gives the GPU up to a timing before its next stage (gpu_lease.let_timing_in)."""
+    return lambda: w.stage(stage, "waiting for the GPU: another check is timing on it")
 
 
 def say_verdict(w: Sink, job: CheckJob, rep: Reporter, interpreted: bool) -> None:

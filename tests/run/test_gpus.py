@@ -85,6 +85,44 @@ def test_gpus_several_workers_per_gpu_check_files_at_once(fake_gpus):
             apply_overrides(Settings(), {"gpu-workers": bad})
 
 
+
+@pytest.mark.parametrize("mib, cores, expected", [
+    (["81559"], 16, 3),  # an 80 GB H100 with 16 cores: three
+    (["81559"], 4, 1),  # its cores allow one
+    (["24564"], 32, 1),  # a 24 GB card: one
+    (["49140"], 32, 2),  # a 48 GB card: two
+    (["143771", "143771"], 16, 2),  # two H200s sharing 16 cores: two each
+    ([], 16, 1),  # nvidia-smi says nothing: one
+])
+def test_gpus_auto_workers_follow_the_gpus_memory_and_the_hosts_cores(tmp_path, monkeypatch, mib, cores, expected):
+    """`gpu-workers = "auto"` (the default): long-lived workers per GPU by its memory (20 GiB each) and the cores
+    this process may use (4 each per GPU), at most three, at least one; read from nvidia-smi, as the parent does not
+    import torch."""
+    from kernel_lsp import device
+    fake = tmp_path / "nvidia-smi"
+    fake.write_text("#!/bin/sh\n" + "".join(f"echo {m}\n" for m in mib))
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}:/usr/bin:/bin")
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    monkeypatch.setattr(device.os, "sched_getaffinity", lambda pid: set(range(cores)))
+    device.auto_gpu_workers.cache_clear()
+    try:
+        assert device.auto_gpu_workers() == expected
+    finally:
+        device.auto_gpu_workers.cache_clear()
+
+
+def test_gpus_auto_workers_are_one_where_the_checks_do_not_run_on_this_machines_gpu(monkeypatch):
+    import kernel_lsp.settings as settings_module
+    monkeypatch.setattr(settings_module, "gpu_present", lambda: True)
+    monkeypatch.setattr(settings_module, "auto_gpu_workers", lambda: 3)
+    assert Settings().gpu_workers == "auto" and Settings().workers_per_gpu() == 3
+    assert apply_overrides(Settings(), {"device": "cpu"}).workers_per_gpu() == 1
+    assert apply_overrides(Settings(), {"runner": "ssh gpu-box kernel-lsp worker"}).workers_per_gpu() == 1
+    assert apply_overrides(Settings(), {"gpu-workers": 2}).workers_per_gpu() == 2
+    monkeypatch.setattr(settings_module, "gpu_present", lambda: False)
+    assert Settings().workers_per_gpu() == 1
+
 CROWDED_GPU_WORKER = r'''
 import json, os, sys, time
 from kernel_lsp.run.protocol import PROTOCOL

@@ -22,7 +22,7 @@ from typing import Iterator
 
 import pytest
 
-from tests.conftest import CORPUS, CORPUS_FLAGS, FIXTURES, ROOT, run_cli
+from tests.conftest import CORPUS, CORPUS_FLAGS, FIXTURES, ROOT, run_cli, seconds_of
 from tests.lsp.rawclient import alive, children, descendants, wait_ended
 
 try:
@@ -103,22 +103,20 @@ def test_ray_gives_the_same_json_as_local(cluster):
     _same_json([CORPUS / f for f in FEW], cluster)
 
 
-def one_case_of_each_expectation(paths) -> list:
-    """The first corpus case (by name) of each distinct expectation (its `# expect:` alternatives and `# may-add:`
-    codes), and every case that is a folder (a problem beside its kernel, a sibling reference): what the executor
-    carries differs by how a case is laid out and what it finds, not by which kernel of one kind it is."""
+def one_case_of_each_expectation(paths, took: dict[str, float] | None = None) -> list:
+    """A corpus case of each distinct expectation (its `# expect:` alternatives and `# may-add:` codes) and layout (a
+    single file, a problem beside its kernel, a sibling reference): what the executor carries differs by how a case
+    is laid out and what it finds, not by which kernel of one kind it is. Of each, the quickest in the session's
+    local check (`took`: seconds by path), which keeps CI's time; else the first by name."""
     from tests.corpus.report import alternatives, may_add
-    chosen, seen = [], set()
-    for path in paths:
-        if path.is_dir():
-            chosen.append(path)
-            continue
+    chosen: dict[tuple, Path] = {}
+    quick = lambda p: ((took or {}).get(str(p), 0.0), str(p))  # noqa: E731
+    for path in sorted(paths, key=quick):
         text = path.read_text()
-        key = (tuple(sorted(tuple(sorted(a)) for a in alternatives(text))), tuple(sorted(may_add(text))))
-        if key not in seen:
-            seen.add(key)
-            chosen.append(path)
-    return chosen
+        layout = "pair" if path.name == "impl.py" else "sibling" if path.parent.name == "sibling_ref" else "single"
+        key = (layout, tuple(sorted(tuple(sorted(a)) for a in alternatives(text))), tuple(sorted(may_add(text))))
+        chosen.setdefault(key, path)
+    return sorted(chosen.values())
 
 
 @needs_ray
@@ -129,7 +127,7 @@ def test_ray_gives_the_same_json_as_local_on_a_case_of_every_expectation(cluster
     its `# may-add:` line names codes that may join), is compared by its codes matching those instead."""
     from tests.corpus.report import alternatives, matches, may_add
     paths, local = corpus_local
-    chosen = one_case_of_each_expectation(paths)
+    chosen = one_case_of_each_expectation(paths, seconds_of(local))
     assert 20 <= len(chosen) < len(paths)
     local_files = {f["path"]: f for f in local["files"]}
     proc = run_cli("check", *map(str, chosen), *CORPUS_FLAGS, "--ray-address", cluster, cwd=CORPUS)
@@ -145,8 +143,9 @@ def test_ray_gives_the_same_json_as_local_on_a_case_of_every_expectation(cluster
             assert matches(text, {f["code"] for f in mine["findings"] if f["severity"] in ("error", "warning")})
         else:
             assert comparable(mine) == comparable(theirs), mine["path"]
-    steady = lambda doc: [d for d in doc["diagnostics"]  # noqa: E731
-                          if d["path"] in {f["path"] for f in remote["files"]} and d["path"] not in racy]
+    steady = lambda doc: sorted((d for d in doc["diagnostics"]  # noqa: E731  (the local check orders its files
+                                 if d["path"] in {f["path"] for f in remote["files"]} and d["path"] not in racy),
+                                key=lambda d: d["path"])  # otherwise: its slowest cases first)
     assert normalized(steady(remote)) == normalized(steady(local))
 
 

@@ -12,8 +12,10 @@ A quiet GPU while timing: verification on a GPU holds `<GPU UUID>.busy` shared (
 exclusively (inside `lease`), so nothing of kernel-lsp's own verifies on that GPU or its host while a side is timed,
 and several checks verify at once otherwise. A turnstile, `<GPU UUID>.gate`, keeps a waiting timing from starving:
 a verification passes through it before it takes its shared hold, and a timing holds it while it waits for the
-verifications in flight, so none starts meanwhile. Either wait has a deadline past which it goes on anyway (a
-holder that hangs must not stop every check).
+verifications in flight, so none starts meanwhile. A verification lets a waiting timing in between its steps
+(`let_timing_in`: after each variant and stage it gives its hold back while a timing waits, and takes it again
+after), so a timing waits for one step of each verification in flight, not for the rest of it. Either wait has a
+deadline past which it goes on anyway (a holder that hangs must not stop every check).
 
 Memory beside other checks: each process of a check gives back the GPU memory its caching allocator holds unused
 beyond a GiB after every variant (player/devmem.trim_cache; the player likewise after every request), so one
@@ -27,6 +29,7 @@ import contextlib
 import fcntl
 import os
 import tempfile
+import threading
 import time
 from typing import Callable, Iterator
 
@@ -131,29 +134,80 @@ def lease(name: str, what: str, on_wait: Callable[[str], None] | None = None,
         os.close(fd)
 
 
+class _Hold:
+    """One `verifying` hold: the GPU's turnstile and busy files, and whether the busy file is held shared now."""
+
+    def __init__(self, gate: int, busy: int, timeout: float):
+        self.gate, self.busy, self.timeout, self.shared = gate, busy, timeout, False
+
+    def enter(self, on_wait: Callable[[], None] | None = None) -> float:
+        """Through the turnstile (waiting while a timing waits or runs), then the busy file shared; the seconds
+        waited. Past the timeout it goes on anyway."""
+        start = time.monotonic()
+        # Other verifications pass through the turnstile in a moment: only a longer wait is a timing's.
+        if _flock(self.gate, fcntl.LOCK_EX, start + self.timeout, on_wait, after=0.5):
+            try:
+                self.shared = _flock(self.busy, fcntl.LOCK_SH, start + self.timeout)
+            finally:
+                fcntl.flock(self.gate, fcntl.LOCK_UN)
+        return time.monotonic() - start
+
+    def leave(self) -> None:
+        if self.shared:
+            fcntl.flock(self.busy, fcntl.LOCK_UN)
+            self.shared = False
+
+
+_holds = threading.local()  # this thread's `verifying` holds, innermost last
+
+
 @contextlib.contextmanager
 def verifying(name: str, folder: str | None = None, timeout: float = 600.0,
               on_wait: Callable[[], None] | None = None) -> Iterator[float]:
     """Verify on the GPU `name` beside other verifications, never while a side is timed on it: passes through the
     turnstile (waiting while a timing waits or runs; `on_wait()` once if it does), then holds the GPU's `busy` file
-    shared. Yields the seconds waited. Past `timeout` it goes on anyway."""
+    shared. Yields the seconds waited. Past `timeout` it goes on anyway. Inside it, `let_timing_in()` between two
+    steps lets a timing that waits for this GPU have it before the next step."""
     _, gate = _open(folder, name, "gate")
     _, busy = _open(folder, name, "busy")
-    start = time.monotonic()
-    shared = False
+    hold = _Hold(gate, busy, timeout)
+    stack = _holds.__dict__.setdefault("stack", [])
     try:
-        # Other verifications pass through the turnstile in a moment: only a longer wait is a timing's.
-        if _flock(gate, fcntl.LOCK_EX, start + timeout, on_wait, after=0.5):
-            try:
-                shared = _flock(busy, fcntl.LOCK_SH, start + timeout)
-            finally:
-                fcntl.flock(gate, fcntl.LOCK_UN)
-        yield time.monotonic() - start
+        waited = hold.enter(on_wait)
+        stack.append(hold)
+        yield waited
     finally:
-        if shared:
-            fcntl.flock(busy, fcntl.LOCK_UN)
+        if stack and stack[-1] is hold:
+            stack.pop()
+        hold.leave()
         os.close(busy)
         os.close(gate)
+
+
+def timing_waits(gate: int) -> bool:
+    """Someone holds the turnstile: a timing that waits for the GPU or times on it (or, for a moment, a
+    verification passing through)."""
+    try:
+        fcntl.flock(gate, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    fcntl.flock(gate, fcntl.LOCK_UN)
+    return False
+
+
+def let_timing_in(on_wait: Callable[[], None] | None = None) -> float:
+    """Between two steps of a verification (its variants, its stages): when a timing waits for this thread's GPU,
+    give the shared hold back, wait at the turnstile until the timing has ended, and hold the GPU again; the
+    seconds waited. A timing then waits for the step in flight of each verification, not for whole verifications
+    (several seconds each, while the GPU's other verifications drain and none begins). Nothing outside `verifying`
+    or when no timing waits."""
+    stack = getattr(_holds, "stack", None)
+    # A hold whose wait once reached its deadline (a holder that hangs) goes on without it: it waits no more.
+    if not stack or not stack[-1].shared or not timing_waits(stack[-1].gate):
+        return 0.0
+    hold = stack[-1]
+    hold.leave()
+    return hold.enter(on_wait)
 
 
 def verifying_here(device: str, on_wait: Callable[[int], None] | None = None):

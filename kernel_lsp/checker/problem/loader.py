@@ -211,6 +211,7 @@ def _kernelbench_problem(ref: types.ModuleType, ref_path: str, seed: int, device
             # Whether the problem leaves its normalizations in training mode (PyTorch's default) or sets them to
             # eval itself, as built: the verifier tries training mode only in the first case.
             trains["norms"] = trains.get("norms", False) or any(m.training for m in _norms(ref_model))
+            trains["drops"] = trains.get("drops", False) or any(m.training for m in _dropouts(ref_model))
             ref_model.eval().to(device)
         return ref_model, implementation(init, knobs)
 
@@ -223,6 +224,7 @@ def _kernelbench_problem(ref: types.ModuleType, ref_path: str, seed: int, device
                       **_random_contract(ref))
     problem.callables()  # build once now, so a broken model is reported as a load failure
     problem.trains = trains.get("norms", False)
+    problem.drops = trains.get("drops", False)
     return problem
 
 
@@ -251,6 +253,13 @@ def _norms(model) -> list:
     import torch
     bn, inorm = torch.nn.modules.batchnorm._BatchNorm, torch.nn.modules.instancenorm._InstanceNorm
     return [m for m in model.modules() if isinstance(m, bn) or (isinstance(m, inorm) and m.track_running_stats)]
+
+
+def _dropouts(model) -> list:
+    """The submodules that draw random numbers in training mode and pass their input through in eval mode: dropout
+    of every kind (nn.Dropout, Dropout1d/2d/3d, AlphaDropout, FeatureAlphaDropout) with a probability above zero."""
+    import torch
+    return [m for m in model.modules() if isinstance(m, torch.nn.modules.dropout._DropoutNd) and m.p > 0]
 
 
 def _first_line(fn) -> int | None:

@@ -366,13 +366,19 @@ def judge_random(e: Evidence) -> Judgement:
                                                            f"{rr.dtype} {tuple(rr.shape)}")))
             verdict = "KL202"
             continue
+        nan_free = not (a.is_floating_point() and torch.isnan(a).any() and not torch.isnan(rr).any())
+        d, crit = ks_statistic(a, rr) if nan_free else (0.0, 1.0)
         if e.fresh_draws and isinstance(b, torch.Tensor) and same(a, b) and informative(a):
             # The reference's second call draws new numbers; an implementation whose draws never change (a
-            # constant seed) has the right distribution per call and the wrong one across calls.
-            findings.append(RuleFinding("KL200", located(e, f"two calls give the same {name}, bit for bit, where the "
-                                                           "reference draws new numbers on every call: the "
-                                                           "implementation's draws never change (a constant seed?)")))
-            verdict = "KL200"
+            # constant seed) has the right distribution per call and the wrong one across calls. One whose
+            # distribution is wrong already (a dropout left out draws nothing, and repeats itself too) is said as
+            # that, below.
+            if d <= crit:
+                findings.append(RuleFinding("KL200", located(e, f"two calls give the same {name}, bit for bit, where "
+                                                               "the reference draws new numbers on every call: the "
+                                                               "implementation's draws never change (a constant "
+                                                               "seed?)")))
+                verdict = "KL200"
         elif not e.fresh_draws and isinstance(b, torch.Tensor) and not same(a, b):
             findings.append(RuleFinding("KL207", located(e, f"two runs with the same inputs and seed give different "
                                                            f"{name}: a fixed seed must give a repeatable result")))
@@ -391,7 +397,6 @@ def judge_random(e: Evidence) -> Judgement:
                                                            "NaN (unwritten?) where the reference has none")))
             verdict = "KL203"
             continue
-        d, crit = ks_statistic(a, rr)
         if d > crit:
             zeros = (f"; zero fraction {float((a == 0).double().mean()):.4f} vs reference "
                      f"{float((rr == 0).double().mean()):.4f}")

@@ -57,6 +57,12 @@ def reference_rounds(problem: Problem, v: Variant) -> bool:
         return False
 
 
+def judged_randomly(problem, v) -> bool:
+    """The variant's outputs are judged as a random op's (rules.judge_random: their distribution, not their
+    elements): the problem's reference draws, or the variant puts a model with dropout in training mode."""
+    return bool(problem.random or (v.name == TRAIN_MODE and getattr(problem, "drops", False)))
+
+
 class VariantRuns:
     """Collect one variant's evidence (collect), and call the implementation in the player (impl). It keeps what
     the implementation's calls leave for the others: their count and operations (the schedule sizes the CPU
@@ -137,7 +143,8 @@ class VariantRuns:
                         earlier=self.ctx.state.outputs, earlier_prints=self.ctx.state.prints,
                         earlier_sketches=self.ctx.state.sketches, untrusted=untrusted, sample_message=sample_message,
                         result_line=result_line, updated=updated, spread=spread, terms=terms, constants=constants,
-                        inputs_before=inputs, fresh_draws=bool(self.truth.fresh_draws), rerun_launches=rerun_launches,
+                        inputs_before=inputs, fresh_draws=bool(self.truth.fresh_draws) or (
+                            judged_randomly(p, v) and not p.random), rerun_launches=rerun_launches,
                         reseeded=reseeded,
                         sentinel=self.sentinel, correlated=v.name == "structured")
 
@@ -256,6 +263,9 @@ class VariantRuns:
             # "racy" in run 2. Benchmark it here, outside the judged runs (a forced config is never benchmarked).
             self.impl(impl, inputs, v)
         seed = v.seed + CALL_SEED if draws else None  # an implementation drawing alike gets the reference's draws
+        # A model's dropout in training mode (judged_randomly, the problem itself not random): the reference draws
+        # anew on every call, so the second run is not seeded again; its draws must differ from the first's.
+        fresh = judged_randomly(self.ctx.problem, v) and not self.ctx.problem.random
         # Implementation, run 1: allocations poisoned with NaN; stores tracked for placement.
         self.impl_runs += 1
         r1 = self.impl(impl, inputs, v, seed=seed, poison=float("nan"), guard_regions=self.gpu_guards,
@@ -269,14 +279,14 @@ class VariantRuns:
         # Run 2: allocations poisoned with a finite sentinel; same inputs. Under the interpreter (programs run one
         # after another: no race to catch) it only tells unwritten elements from computed NaN, so it is skipped
         # when the first run left no NaN at all: half the CPU time of a correct kernel.
-        if self.ctx.interpreted and not self.ctx.problem.random and not any(
+        if self.ctx.interpreted and not judged_randomly(self.ctx.problem, v) and not any(
                 isinstance(y, torch.Tensor) and y.is_floating_point() and bool(torch.isnan(y).any())
                 for y in flatten_outputs(y1) + [impl_inputs[i] for i in updated]):
             y2, rerun_inputs = y1, impl_inputs
             rerun_launches = None
         else:
             self.impl_runs += 1
-            r2 = self.impl(impl, inputs, v, seed=seed, poison=self.sentinel, return_args=True)
+            r2 = self.impl(impl, inputs, v, seed=None if fresh else seed, poison=self.sentinel, return_args=True)
             y2, rerun_inputs = (r2.out, r2.args) if r2.error is None else (None, clone_inputs(inputs))
             rerun_launches = r2.count
             self.findings.collect_oob(v, r2)

@@ -10,6 +10,7 @@ import time
 from typing import Callable
 
 from ...player.devmem import trim_cache
+from ..measure.gpu_lease import let_timing_in
 from ..problem.errors import UserCodeError
 from .autotune_configs import verify_configs
 from .context import Failure, VerifyContext
@@ -19,7 +20,8 @@ from .plan.shapes import int_floor, size_plan
 from .plan.variants import (CPU_ELEMENT_BUDGET, Variant, aligned_knobs, base_knobs, keep_signs, plan, shrink_knobs,
                             sign_profile, special_values)
 from .rules import fingerprint, informative, judge, judge_random, sketch
-from .runs import NO_GRAD, PARAMETERS, SAME_MODULE, TRAIN_MODE, BudgetStop, VariantRuns, has_parameters
+from .runs import (NO_GRAD, PARAMETERS, SAME_MODULE, TRAIN_MODE, BudgetStop, VariantRuns, has_parameters,
+                   judged_randomly)
 from .truth import ReferenceTruth
 
 
@@ -33,9 +35,10 @@ BLOCK_BUDGET_RUNS = 4  # a block-size variant's most, in runs at the verificatio
 
 
 def trains_differently(problem) -> bool:
-    """The reference is a model that leaves a normalization in training mode as built (PyTorch's default; the checks
-    run in eval mode): a batch norm computes batch statistics there instead of its running ones (loader._norms)."""
-    return bool(getattr(problem, "trains", False))
+    """The reference is a model that leaves a normalization or a dropout in training mode as built (PyTorch's default;
+    the checks run in eval mode): a batch norm computes batch statistics there instead of its running ones, a dropout
+    zeroes and rescales elements (loader._norms, loader._dropouts)."""
+    return bool(getattr(problem, "trains", False) or getattr(problem, "drops", False))
 
 
 class VariantSchedule:
@@ -129,8 +132,10 @@ class VariantSchedule:
             self.run_one(Variant(NO_GRAD, "values", 21, sizing.base, None, "called under torch.no_grad(), as "
                                  "inference code calls it (a path taken only without autograd)", sizing.sizes.base))
         if not self.truth.unrepeatable and trains_differently(p):
+            what = [w for w, on in (("batch statistics where it normalizes", getattr(p, "trains", False)),
+                                    ("dropout's draws, judged by their distribution", getattr(p, "drops", False))) if on]
             self.run_one(Variant(TRAIN_MODE, "values", 18, sizing.base, None, "the module in training mode (its "
-                                 "default: batch statistics where it normalizes)", sizing.sizes.base))
+                                 f"default: {' and '.join(what)})", sizing.sizes.base))
         if not self.truth.unrepeatable:
             self.run_own_rows()
             self.run_aligned()
@@ -260,6 +265,9 @@ class VariantSchedule:
     def run_one(self, v: Variant) -> None:
         """Run one variant: its stage event, the reason it was skipped, and its row's seconds."""
         state = self.ctx.state
+        # On a GPU: a timing waiting for it goes first, so it waits for one variant, not for the rest of this check.
+        let_timing_in(lambda: self.ctx.rep.w.stage("verify", f"waiting for the GPU before variant {v.name}: another "
+                                                               "check is timing on it"))
         t0, rows = time.monotonic(), len(state.rows)
         self.ran.append(v)
         self.ctx.rep.w.stage("verify", f"variant {v.name}: {v.description}")
@@ -331,7 +339,7 @@ class VariantSchedule:
             evidence = runs.collect(v)
             if evidence is None:
                 return
-            random = self.ctx.problem.random
+            random = judged_randomly(self.ctx.problem, v)
             judgement = judge_random(evidence) if random else judge(evidence)
             for f in judgement.findings:
                 line = findings.place(f, evidence, runs.writers, runs.store_lines)

@@ -13,7 +13,7 @@ from .findings import _cause
 from .plan.variants import Variant
 from .probes import only_input
 from .rules import judge, judge_random
-from .runs import BudgetStop, VariantRuns
+from .runs import BudgetStop, VariantRuns, judged_randomly
 from .schedule import BLOCK_BUDGET_RUNS, LARGER_OPS
 
 
@@ -38,7 +38,7 @@ class Shrinking:
             return  # a distribution test at smaller sizes is a weaker test, not the same failure smaller
         groups: dict[tuple, Failure] = {}
         for f in self.ctx.state.failures:
-            if f.severity is None and f.code != "KL209":
+            if f.severity is None and f.code != "KL209" and not judged_randomly(self.ctx.problem, f.variant):
                 groups.setdefault((f.code, f.line, _cause(f.code, f.variant)), f)
         for first in list(groups.values())[:SHRINK_CAUSES]:
             axes = self.size_axes(first.variant)

@@ -148,3 +148,41 @@ def test_gpu_lease_no_verification_begins_while_a_side_is_timed_or_a_timing_wait
     told.append(int(proc.stdout.readline()))
     proc.wait()
     assert told == [1]  # and it said that it waited
+
+
+STEPS = r'''
+import sys, time
+from kernel_lsp.checker.measure.gpu_lease import let_timing_in, verifying
+with verifying("GPU-test", folder=sys.argv[1]):
+    print("verifying", flush=True)
+    for step in range(int(sys.argv[2])):  # a verification's variants, a timing let in between them
+        let_timing_in()
+        print("step", time.monotonic(), flush=True)
+        time.sleep(0.1)
+print("done", time.monotonic(), flush=True)
+'''
+
+
+def test_gpu_lease_a_timing_waits_for_one_step_of_a_verification_not_all_of_it(tmp_path):
+    """A verification that lets a timing in between its steps (variants, stages) gives the GPU up after the step
+    in flight: the timing begins long before the verification ends, and no step runs while the side is timed."""
+    proc = subprocess.Popen([sys.executable, "-c", STEPS, str(tmp_path), "60"], stdout=subprocess.PIPE, text=True)
+    assert proc.stdout.readline().strip() == "verifying"
+    assert proc.stdout.readline().split()[0] == "step"  # it is inside its steps
+    with gpu_lease.lease("GPU-test", "timing a.py", folder=str(tmp_path)):
+        began = time.monotonic()
+        time.sleep(0.5)
+        ended = time.monotonic()
+    lines = [line.split() for line in proc.stdout.read().splitlines()]
+    proc.wait()
+    steps = [float(at) for word, at in lines if word == "step"]
+    done = float(lines[-1][1])
+    assert done > ended + 1.0  # the verification had most of its 60 steps of 0.1 s left when the timing began
+    assert not any(began <= at <= ended for at in steps)  # nothing verified while the side was timed
+    assert any(at > ended for at in steps)  # and it went on after the timing
+
+
+def test_gpu_lease_letting_a_timing_in_outside_a_verification_does_nothing(tmp_path):
+    assert gpu_lease.let_timing_in() == 0.0
+    with gpu_lease.verifying("GPU-test", folder=str(tmp_path)):
+        assert gpu_lease.let_timing_in() == 0.0  # no timing waits: it goes on at once

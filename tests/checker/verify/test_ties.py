@@ -31,3 +31,19 @@ def test_ties_land_after_a_scale_computed_from_the_data():
 def test_ties_do_not_apply_where_nothing_is_rounded():
     with pytest.raises(NotApplicable):
         tie_inputs(lambda x: x * 2, lambda x: x * 2, [torch.randn(8, 8)])
+
+
+def test_ties_land_through_a_scale_passed_as_an_input():
+    """A scale per row passed beside the data (calibrated, drawn in [0.01, 0.03]) is no power of two, so moving x
+    alone made no tie; the scales are put on powers of two first, and then x / scale is a half at most elements
+    (issue 40: ties through input scales)."""
+    def per_row(x, scale):
+        return torch.round(x / scale[:, None]).clamp(-128, 127).to(torch.int8)
+
+    torch.manual_seed(0)
+    x, scale = 3 * torch.randn(16, 64), torch.rand(16) * 0.02 + 0.01
+    tied, tied_scale = tie_inputs(per_row, per_row, [x, scale])
+    assert torch.equal(tied_scale, torch.exp2(torch.round(torch.log2(tied_scale))))
+    v = (tied.double() / tied_scale.double()[:, None]).reshape(-1)
+    inside = v.abs() < 127
+    assert float((v[inside] - torch.floor(v[inside]) == 0.5).double().mean()) > 0.9

@@ -8,7 +8,9 @@ Here the reference runs once under a TorchFunctionMode that records the tensor i
 an integer dtype) when that tensor has as many elements as a float input. The scale per element is estimated as
 input / rounded value and replaced by the nearest power of two P, and each input element is moved to (k + 1/2) P,
 the half next below its value (to k P where the value was already an integer: the element that sets a scale such
-as absmax / 7 maps to exactly 7, so the recomputed scale is exactly P). Then x / scale is a tie in every arithmetic:
+as absmax / 7 maps to exactly 7, so the recomputed scale is exactly P). A scale passed as an input (a positive
+tensor smaller than the data: one per row or channel) is first put on the nearest power of two itself, when the
+data alone makes no tie. Then x / scale is a tie in every arithmetic:
 float32 or float64, divided or multiplied by a reciprocal, on the CPU or with the GPU's approximate division. The
 inputs are kept when the reference, in its dtype and in float64 alike, then rounds exact ties at a quarter of the
 elements or more; otherwise the variant does not apply.
@@ -63,22 +65,43 @@ def tie_inputs(ref, ref64, inputs: list) -> list:
     import torch
 
     from .variants import clone_inputs, upcast
-    try:
-        rounded = rounded_values(ref, clone_inputs(inputs))
-    except Exception:
-        raise NotApplicable from None
-    for which, v in enumerate(rounded):
-        for i, x in enumerate(inputs):
-            if not (isinstance(x, torch.Tensor) and x.is_floating_point() and x.numel() == v.numel() > 0):
-                continue
-            moved = _to_ties(x, v)
-            if moved is None:
-                continue
-            candidate = list(inputs)
-            candidate[i] = moved
-            if _ties_hold(ref, ref64, candidate, len(rounded), which, upcast):
-                return candidate
+    for start in (inputs, _scales_on_powers_of_two(inputs)):
+        if start is None:
+            continue
+        try:
+            rounded = rounded_values(ref, clone_inputs(start))
+        except Exception:
+            raise NotApplicable from None
+        for which, v in enumerate(rounded):
+            for i, x in enumerate(start):
+                if not (isinstance(x, torch.Tensor) and x.is_floating_point() and x.numel() == v.numel() > 0):
+                    continue
+                moved = _to_ties(x, v)
+                if moved is None:
+                    continue
+                candidate = list(start)
+                candidate[i] = moved
+                if _ties_hold(ref, ref64, candidate, len(rounded), which, upcast):
+                    return candidate
     raise NotApplicable
+
+
+def _scales_on_powers_of_two(inputs: list) -> list | None:
+    """The inputs with every smaller float tensor whose values are all positive (a calibrated scale per row or per
+    channel, passed beside the data) at the nearest power of two: x / scale, with x moved to (k + 1/2) scale, is then
+    a tie, where a scale left as drawn makes it one only by chance. None when no input is such a scale."""
+    import torch
+    largest = max((x.numel() for x in inputs if isinstance(x, torch.Tensor)), default=0)
+    out, moved = list(inputs), False
+    for i, x in enumerate(inputs):
+        if isinstance(x, torch.Tensor) and x.is_floating_point() and 0 < x.numel() < largest:
+            xd = x.detach().double()
+            if bool(torch.isfinite(xd).all()) and bool((xd > 0).all()):
+                snapped = torch.exp2(torch.round(torch.log2(xd))).to(x.dtype)
+                if bool(torch.isfinite(snapped).all()) and bool((snapped > 0).all()):  # within the dtype's range
+                    out[i] = snapped
+                    moved = True
+    return out if moved else None
 
 
 def _to_ties(x, v):
