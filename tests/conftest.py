@@ -60,6 +60,14 @@ def corpus_local():
     return paths, json.loads(proc.stdout)
 
 
+def corpus_file(corpus_local, name: str) -> dict:
+    """One case's file report from the session's local check of the corpus (`corpus_local`), by its path under
+    tests/corpus: the tests that read what one case's check says take it from there instead of checking it again."""
+    _, doc = corpus_local
+    (report,) = [f for f in doc["files"] if f["path"] == str((CORPUS / name).resolve())]
+    return report
+
+
 def write(path: Path, text: str) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(textwrap.dedent(text).lstrip("\n"), encoding="utf-8")

@@ -2,39 +2,38 @@
 
 import json
 
-from tests.conftest import CORPUS, run_cli
+from tests.conftest import CORPUS, corpus_file, run_cli
 
 
-def test_messages_a_layout_failure_names_the_input_whose_layout_matters():
-    proc = run_cli("check", str(CORPUS / "bug_bias_assumed_contiguous.py"), "--no-cache", "--format", "json")
-    (f,) = [f for f in json.loads(proc.stdout)["files"][0]["findings"] if f["code"] == "KL200"]
+def test_messages_a_layout_failure_names_the_input_whose_layout_matters(corpus_local):
+    report = corpus_file(corpus_local, "bug_bias_assumed_contiguous.py")  # the session's check of the corpus
+    (f,) = [f for f in report["findings"] if f["code"] == "KL200"]
     assert "input 1 alone non-contiguous fails too: the kernel assumes input 1 is contiguous" in f["message"]
     assert f["data"]["layout_inputs"] == [1]
 
 
-def test_messages_two_causes_at_one_store_are_two_findings():
+def test_messages_two_causes_at_one_store_are_two_findings(corpus_local):
     """Issue 16 item 2: a stride bug must not ride inside a value finding as "also on: strided"."""
-    proc = run_cli("check", str(CORPUS / "bug_half_sum_and_strides.py"), "--no-cache", "--format", "json")
-    found = [f for f in json.loads(proc.stdout)["files"][0]["findings"] if f["code"] == "KL200"]
+    report = corpus_file(corpus_local, "bug_half_sum_and_strides.py")  # the session's check of the corpus
+    found = [f for f in report["findings"] if f["code"] == "KL200"]
     by_first = {f["data"]["variants"][0]: f for f in found}
     assert set(by_first) == {"seed-1", "transposed", "odd-size"}, [f["message"] for f in found]  # values, layout, size
     assert not {"strided", "odd-size"} & set(by_first["seed-1"]["data"]["variants"])
     assert "inputs 0 and 1 each fail alone non-contiguous" in by_first["transposed"]["message"]
 
 
-def test_messages_a_failing_autotune_config_is_named():
+def test_messages_a_failing_autotune_config_is_named(corpus_local):
     """Issue 16 item 1: the configs this run did not pick are verified too, and the finding names them."""
-    proc = run_cli("check", str(CORPUS / "bug_autotune_config_tail.py"), "--no-cache", "--format", "json")
-    (f,) = [f for f in json.loads(proc.stdout)["files"][0]["findings"] if f["code"] == "KL203"]
+    report = corpus_file(corpus_local, "bug_autotune_config_tail.py")  # the session's check of the corpus
+    (f,) = [f for f in report["findings"] if f["code"] == "KL203"]
     assert f["message"].startswith("_scale_kernel autotune config 3 of 4 (BLOCK=128, VEC=2, num_warps=4"), f["message"]
     assert "488 of 1000 elements" in f["message"] and set(f["data"]["variants"]) == {"config-3", "config-3-odd"}
 
 
-def test_messages_each_kernel_of_a_dispatch_is_verified_by_the_variants_it_ran_on():
+def test_messages_each_kernel_of_a_dispatch_is_verified_by_the_variants_it_ran_on(corpus_local):
     """Whole blocks at the problem's own size, a masked kernel at the CPU's odd sizes: the aligned-size variant
     gives the whole-block path a run on the CPU, and each variant row names the kernel it ran."""
-    proc = run_cli("check", str(CORPUS / "ok_dispatch_own_sizes.py"), "--no-cache", "--format", "json")
-    report = json.loads(proc.stdout)["files"][0]
+    report = corpus_file(corpus_local, "ok_dispatch_own_sizes.py")  # the session's check of the corpus
     assert not [f for f in report["findings"] if f["code"] == "KL104"]
     (aligned,) = report["kernels"]["_scale_whole_blocks"]["verification"]["variants"]
     assert aligned["variant"] == "aligned-size" and aligned["kernels"] == ["_scale_whole_blocks"], aligned
@@ -76,12 +75,12 @@ def test_messages_a_size_knob_the_reference_reads_when_called_moves_with_its_inp
     assert not doc["files"][0]["kernels"]["_scatter_rows_kernel"]["verification"].get("skipped"), doc["files"][0]
 
 
-def test_messages_a_wrong_reduction_axis_says_its_finite_elements_are_wrong_and_leads_with_the_problems_inputs():
+def test_messages_a_wrong_reduction_axis_says_its_finite_elements_are_wrong_and_leads_with_the_problems_inputs(corpus_local):
     """A softmax summed down the columns: the block of padded rows is NaN, every finite element is wrong (up to tens
     of times the truth). The finding used to be only "N elements disagree on NaN/inf", led by a layout variant; it
     says the finite elements' error too, and the finding on the problem's own inputs comes first."""
-    proc = run_cli("check", str(CORPUS / "bug_softmax_wrong_axis.py"), "--no-cache", "--format", "json")
-    found = json.loads(proc.stdout)["files"][0]["findings"]
+    report = corpus_file(corpus_local, "bug_softmax_wrong_axis.py")  # the session's check of the corpus
+    found = report["findings"]
     assert found and all(f["code"] == "KL201" for f in found), [f["message"] for f in found]
     assert "seed-1" in found[0]["data"]["variants"], [f["data"]["variants"] for f in found]
     assert "disagree on NaN/inf; the finite elements are wrong too: output[" in found[0]["message"]
