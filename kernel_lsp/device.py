@@ -6,6 +6,7 @@ from __future__ import annotations
 import functools
 import glob
 import os
+import re
 import subprocess
 
 DEVICES = ("auto", "cpu", "cuda")  # auto: a GPU when torch sees one, else the CPU interpreter
@@ -30,6 +31,18 @@ def gpu_models() -> list[str]:
     return models
 
 
+def visible_gpus() -> list[str]:
+    """Indices of the NVIDIA GPUs this process may use, without importing torch: CUDA_VISIBLE_DEVICES when set,
+    else the /dev/nvidiaN device nodes."""
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is not None:
+        return [v.strip() for v in visible.split(",") if v.strip() and v.strip() != "-1"]
+    try:
+        return sorted((m.group(1) for n in os.listdir("/dev") if (m := re.fullmatch(r"nvidia(\d+)", n))), key=int)
+    except OSError:
+        return []
+
+
 # `gpu-workers = "auto"`: long-lived workers per GPU where the GPU's memory and the host's cores allow them. Three
 # verified tasks/ at once on an 80 GB H100 with 16 cores (docs/performance.md); each worker's check holds a CUDA
 # context and up to a GiB or two beside its largest variant, and one core or more while it verifies.
@@ -39,27 +52,18 @@ CORES_PER_GPU_WORKER = 4
 
 
 def gpu_memory_gib() -> list[float]:
-    """Each NVIDIA GPU's memory in GiB as the driver reports it (`nvidia-smi`), in the order CUDA_VISIBLE_DEVICES
-    leaves them; empty where nothing answers."""
+    """The memory in GiB of each NVIDIA GPU this process may use (visible_gpus), as the driver reports it
+    (`nvidia-smi`); empty where nothing answers."""
     try:
         out = subprocess.run(["nvidia-smi", "--query-gpu=memory.total", "--format=csv,noheader,nounits"],
                              capture_output=True, text=True, timeout=5).stdout
         mib = [float(line) for line in out.split() if line.strip()]
     except (OSError, subprocess.SubprocessError, ValueError):
         return []
-    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
-    if visible is not None:
-        chosen = []
-        for i in visible.split(","):
-            try:
-                index = int(i)
-            except ValueError:
-                chosen = mib  # UUIDs: every GPU's memory
-                break
-            if not 0 <= index < len(mib):
-                break  # CUDA stops at the first index it cannot use ("-1": none)
-            chosen.append(mib[index])
-        mib = chosen
+    if os.environ.get("CUDA_VISIBLE_DEVICES") is not None:  # unset: nvidia-smi lists the GPUs this process may use
+        visible = visible_gpus()
+        if all(i.isdigit() for i in visible):  # else UUIDs: every GPU's memory
+            mib = [mib[int(i)] for i in visible if int(i) < len(mib)]
     return [m / 1024 for m in mib]
 
 

@@ -15,7 +15,6 @@ import json
 import logging
 import os
 import queue
-import re
 import shlex
 import shutil
 import subprocess
@@ -25,6 +24,7 @@ import threading
 import time
 from typing import Callable
 
+from ..device import visible_gpus  # noqa: F401  (the executors import it from here)
 from ..jobs import LIVE, CheckJob, Preview, SandboxOptions, Stage
 from . import reaper
 from .child import PARENT_ENV, WORKDIR_ENV
@@ -46,18 +46,6 @@ def local_command(device: str, sandbox: SandboxOptions | None = None) -> list[st
 
 def sandbox_args(sandbox: SandboxOptions | None) -> list[str]:
     return ["--sandbox", json.dumps(sandbox.to_dict())] if sandbox is not None else []
-
-
-def visible_gpus() -> list[str]:
-    """Indices of the NVIDIA GPUs this process may use, without importing torch: CUDA_VISIBLE_DEVICES when set,
-    else the /dev/nvidiaN device nodes."""
-    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
-    if visible is not None:
-        return [v.strip() for v in visible.split(",") if v.strip() and v.strip() != "-1"]
-    try:
-        return sorted((m.group(1) for n in os.listdir("/dev") if (m := re.fullmatch(r"nvidia(\d+)", n))), key=int)
-    except OSError:
-        return []
 
 
 class PersistentWorker:

@@ -57,10 +57,16 @@ def reference_rounds(problem: Problem, v: Variant) -> bool:
         return False
 
 
+def drops_in_training(problem, v) -> bool:
+    """The variant puts a model with dropout in training mode, where the reference (otherwise not random) draws anew
+    on every call."""
+    return bool(v.name == TRAIN_MODE and getattr(problem, "drops", False) and not problem.random)
+
+
 def judged_randomly(problem, v) -> bool:
     """The variant's outputs are judged as a random op's (rules.judge_random: their distribution, not their
     elements): the problem's reference draws, or the variant puts a model with dropout in training mode."""
-    return bool(problem.random or (v.name == TRAIN_MODE and getattr(problem, "drops", False)))
+    return bool(problem.random or drops_in_training(problem, v))
 
 
 class VariantRuns:
@@ -143,8 +149,8 @@ class VariantRuns:
                         earlier=self.ctx.state.outputs, earlier_prints=self.ctx.state.prints,
                         earlier_sketches=self.ctx.state.sketches, untrusted=untrusted, sample_message=sample_message,
                         result_line=result_line, updated=updated, spread=spread, terms=terms, constants=constants,
-                        inputs_before=inputs, fresh_draws=bool(self.truth.fresh_draws) or (
-                            judged_randomly(p, v) and not p.random), rerun_launches=rerun_launches,
+                        inputs_before=inputs, fresh_draws=bool(self.truth.fresh_draws) or drops_in_training(p, v),
+                        rerun_launches=rerun_launches,
                         reseeded=reseeded,
                         sentinel=self.sentinel, correlated=v.name == "structured")
 
@@ -263,9 +269,9 @@ class VariantRuns:
             # "racy" in run 2. Benchmark it here, outside the judged runs (a forced config is never benchmarked).
             self.impl(impl, inputs, v)
         seed = v.seed + CALL_SEED if draws else None  # an implementation drawing alike gets the reference's draws
-        # A model's dropout in training mode (judged_randomly, the problem itself not random): the reference draws
-        # anew on every call, so the second run is not seeded again; its draws must differ from the first's.
-        fresh = judged_randomly(self.ctx.problem, v) and not self.ctx.problem.random
+        # A model's dropout in training mode: the reference draws anew on every call, so the second run is not seeded
+        # again; its draws must differ from the first's.
+        fresh = drops_in_training(self.ctx.problem, v)
         # Implementation, run 1: allocations poisoned with NaN; stores tracked for placement.
         self.impl_runs += 1
         r1 = self.impl(impl, inputs, v, seed=seed, poison=float("nan"), guard_regions=self.gpu_guards,

@@ -91,13 +91,15 @@ def _scales_on_powers_of_two(inputs: list) -> list | None:
     channel, passed beside the data) at the nearest power of two: x / scale, with x moved to (k + 1/2) scale, is then
     a tie, where a scale left as drawn makes it one only by chance. None when no input is such a scale."""
     import torch
+
+    from .transforms import nearest_powers_of_two
     largest = max((x.numel() for x in inputs if isinstance(x, torch.Tensor)), default=0)
     out, moved = list(inputs), False
     for i, x in enumerate(inputs):
         if isinstance(x, torch.Tensor) and x.is_floating_point() and 0 < x.numel() < largest:
             xd = x.detach().double()
             if bool(torch.isfinite(xd).all()) and bool((xd > 0).all()):
-                snapped = torch.exp2(torch.round(torch.log2(xd))).to(x.dtype)
+                snapped = nearest_powers_of_two(x)
                 if bool(torch.isfinite(snapped).all()) and bool((snapped > 0).all()):  # within the dtype's range
                     out[i] = snapped
                     moved = True

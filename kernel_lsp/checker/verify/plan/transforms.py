@@ -60,6 +60,12 @@ def keep_signs(transform: Callable[[list], list], profile: list | None) -> Calla
 GRID_LEVELS = 254  # multiples of a power of two q up to 254 q: absmax / 127 is then exactly 2 q
 
 
+def nearest_powers_of_two(x):
+    """Each element of a tensor of positive values at the power of two nearest it (in log2), in the tensor's dtype."""
+    import torch
+    return torch.exp2(torch.round(torch.log2(x.double()))).to(x.dtype)
+
+
 def dyadic_grid(inputs: list) -> list:
     """Values on a coarse dyadic grid, so that rounding ties, comparisons at equality and repeats really happen.
 
@@ -77,7 +83,7 @@ def dyadic_grid(inputs: list) -> list:
         if finite.numel() == 0:
             return x
         if bool((finite > 0).all()):
-            return torch.exp2(torch.round(torch.log2(xf))).to(x.dtype)
+            return nearest_powers_of_two(x)
         amax = float(finite.abs().max())
         q = 2.0 ** math.ceil(math.log2(amax / GRID_LEVELS))
         k = torch.round(xf / q).clamp(-GRID_LEVELS, GRID_LEVELS)
