@@ -43,11 +43,13 @@ def visible_gpus() -> list[str]:
         return []
 
 
-# `gpu-workers = "auto"`: long-lived workers per GPU where the GPU's memory and the host's cores allow them. Three
-# verified tasks/ at once on an 80 GB H100 with 16 cores (docs/performance.md); each worker's check holds a CUDA
-# context and up to a GiB or two beside its largest variant, and one core or more while it verifies.
-AUTO_GPU_WORKERS_MAX = 3
-GIB_PER_GPU_WORKER = 20
+# `gpu-workers = "auto"`: long-lived workers per GPU where the GPU's memory and the host's cores allow them. On an
+# 80 GB H100 with 16 cores (docs/performance.md), three verified tasks/ with no file out of memory, four in less time
+# but with two optimizer files out of memory beside the others (each then checked again alone): 24 GiB a worker
+# keeps three there and gives four to a 141 GB H200. Each worker's check holds a CUDA context and its variants'
+# tensors, and one core or more while it verifies.
+AUTO_GPU_WORKERS_MAX = 4
+GIB_PER_GPU_WORKER = 24
 CORES_PER_GPU_WORKER = 4
 
 

@@ -156,7 +156,7 @@ class Settings:
     gpus: Any = "all"
     # Long-lived workers per local GPU: they verify files at once, and time one at a time with nothing of kernel-lsp's
     # own verifying on that GPU meanwhile (checker/measure/gpu_lease.py). "auto": as many as the GPU's memory and the
-    # host's cores allow, at most three (device.auto_gpu_workers).
+    # host's cores allow, at most four (device.auto_gpu_workers).
     gpu_workers: Any = "auto"
     sandbox: SandboxSettings = field(default_factory=SandboxSettings)
     # Where jobs run (docs/scale-out.md): "local", or "ray" (a Ray cluster at `ray_address`, "host:port" of its head or

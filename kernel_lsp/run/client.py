@@ -45,9 +45,13 @@ def run_in_child(job: CheckJob, timeout: float, cancel: threading.Event, env: di
             return outcome
         channel = EventChannel(tmp, "events")
         with open(err_path, "wb") as err:
+            waits = pool is not None and not pool.ready()  # the zygote is still starting: its imports, this job's wait
             forked = (pool.spawn(job_path, channel.path, err_path, env, job.device, work) if pool is not None
                       else None)
             outcome.warm = forked is not None
+            if forked is not None and waits:
+                # `check --timings` shows it as the worker's start, not inside the job's last stage
+                outcome.start_seconds = round(time.monotonic() - start, 3)
             if forked is None and pool is not None:
                 # The zygote did not say it forked in time; if it forks later, that child finds no listener.
                 channel.close()
@@ -60,7 +64,10 @@ def run_in_child(job: CheckJob, timeout: float, cancel: threading.Event, env: di
             except BaseException:
                 channel.close()
                 raise
-            outcome.returncode = _wait(proc, channel, start, timeout, cancel, on_event)
+            # The timeout counts from the fork, as a long-lived worker's counts from its start: the wait for the warm
+            # worker's imports is not the checked code's time.
+            outcome.returncode = _wait(proc, channel, start + (outcome.start_seconds or 0.0), timeout, cancel,
+                                       on_event)
             if outcome.returncode is None:
                 outcome.timed_out = not cancel.is_set()
                 _stop(proc)
@@ -70,7 +77,7 @@ def run_in_child(job: CheckJob, timeout: float, cancel: threading.Event, env: di
             _stop(proc)
         channel.close()
         outcome.cancelled = cancel.is_set()
-        outcome.seconds = time.monotonic() - start
+        outcome.seconds = time.monotonic() - start - (outcome.start_seconds or 0.0)
         outcome.events = channel.events()
         with open(err_path, "rb") as f:
             f.seek(0, os.SEEK_END)

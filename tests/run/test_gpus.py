@@ -88,15 +88,18 @@ def test_gpus_several_workers_per_gpu_check_files_at_once(fake_gpus):
 
 @pytest.mark.parametrize("mib, cores, expected", [
     (["81559"], 16, 3),  # an 80 GB H100 with 16 cores: three
+    (["143771"], 16, 4),  # a 141 GB H200 with 16 cores: four
+    (["143771"], 64, 4),  # at most four
     (["81559"], 4, 1),  # its cores allow one
     (["24564"], 32, 1),  # a 24 GB card: one
-    (["49140"], 32, 2),  # a 48 GB card: two
+    (["49140"], 32, 1),  # a 48 GB card (just under 48 GiB): one
+    (["95830"], 32, 3),  # a 94 GB H100 NVL: three
     (["143771", "143771"], 16, 2),  # two H200s sharing 16 cores: two each
     ([], 16, 1),  # nvidia-smi says nothing: one
 ])
 def test_gpus_auto_workers_follow_the_gpus_memory_and_the_hosts_cores(tmp_path, monkeypatch, mib, cores, expected):
-    """`gpu-workers = "auto"` (the default): long-lived workers per GPU by its memory (20 GiB each) and the cores
-    this process may use (4 each per GPU), at most three, at least one; read from nvidia-smi, as the parent does not
+    """`gpu-workers = "auto"` (the default): long-lived workers per GPU by its memory (24 GiB each) and the cores
+    this process may use (4 each per GPU), at most four, at least one; read from nvidia-smi, as the parent does not
     import torch."""
     from kernel_lsp import device
     fake = tmp_path / "nvidia-smi"

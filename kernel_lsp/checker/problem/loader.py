@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import types
+import weakref
 from pathlib import Path
 from typing import Any, Callable
 
@@ -212,6 +213,7 @@ def _kernelbench_problem(ref: types.ModuleType, ref_path: str, seed: int, device
             # eval itself, as built: the verifier tries training mode only in the first case.
             trains["norms"] = trains.get("norms", False) or any(m.training for m in _norms(ref_model))
             trains["drops"] = trains.get("drops", False) or any(m.training for m in _dropouts(ref_model))
+            trains["code"] = trains.get("code", False) or _reads_training(ref_model)
             ref_model.eval().to(device)
         return ref_model, implementation(init, knobs)
 
@@ -225,6 +227,7 @@ def _kernelbench_problem(ref: types.ModuleType, ref_path: str, seed: int, device
     problem.callables()  # build once now, so a broken model is reported as a load failure
     problem.trains = trains.get("norms", False)
     problem.drops = trains.get("drops", False)
+    problem.trains_in_code = trains.get("code", False)
     return problem
 
 
@@ -260,6 +263,45 @@ def _dropouts(model) -> list:
     of every kind (nn.Dropout, Dropout1d/2d/3d, AlphaDropout, FeatureAlphaDropout) with a probability above zero."""
     import torch
     return [m for m in model.modules() if isinstance(m, torch.nn.modules.dropout._DropoutNd) and m.p > 0]
+
+
+def _reads_training(model) -> bool:
+    """Whether the code of a class of the model's, other than torch's own (the user's, a library's), reads
+    `self.training` while the model is in training mode as built: `F.dropout(x, p, self.training)`,
+    `F.batch_norm(..., training=self.training)`, `if self.training:`. The train-mode variant then runs; whether the
+    reference draws there (and is judged as a random op) is seen when it is called (runs.VariantRuns). Base classes
+    are read too; a class whose source cannot be read counts as not reading it."""
+    seen: set[type] = set()
+    for m in model.modules():
+        if not m.training:
+            continue
+        for cls in type(m).__mro__:
+            if cls in seen or cls is object or cls.__module__.split(".")[0] == "torch":
+                continue
+            seen.add(cls)
+            if _class_reads_training(cls):
+                return True
+    return False
+
+
+_reads_by_class: "weakref.WeakKeyDictionary[type, bool]" = weakref.WeakKeyDictionary()
+
+
+def _class_reads_training(cls: type) -> bool:
+    """Whether the class's own source names `self.training`; once per class object (the problem is built again for
+    every size, and inspect reads and parses the class's whole module each time)."""
+    import ast
+    import inspect
+    import textwrap
+    if cls not in _reads_by_class:
+        try:
+            tree = ast.parse(textwrap.dedent(inspect.getsource(cls)))
+            reads = any(isinstance(n, ast.Attribute) and n.attr == "training" and isinstance(n.value, ast.Name)
+                        and n.value.id == "self" for n in ast.walk(tree))
+        except Exception:  # no source (built in, generated, a notebook's), or none that parses alone
+            reads = False
+        _reads_by_class[cls] = reads
+    return _reads_by_class[cls]
 
 
 def _first_line(fn) -> int | None:

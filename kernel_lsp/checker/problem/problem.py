@@ -37,6 +37,7 @@ class Problem:
     seed: int = 0  # the seed each model is built after (KernelBench's rule)
     trains: bool = False  # the reference model leaves a normalization in training mode (PyTorch's default) as built
     drops: bool = False  # the reference model leaves a dropout in training mode as built: random there, judged so
+    trains_in_code: bool = False  # code of the model's own reads self.training (drops is set once it draws there)
 
     def float64(self, ref: Callable, absolute: bool = False) -> Callable:
         """The reference upcast to float64 (parameters made absolute when asked), copied once per reference

@@ -122,6 +122,11 @@ class VariantRuns:
         if reference is None:
             return None
         ref_inputs, draws, updated, r_flat, t_flat, truth_dtype = reference
+        p = self.ctx.problem
+        if v.name == TRAIN_MODE and draws and getattr(p, "trains_in_code", False):
+            # Its own code's training path drew random numbers (an F.dropout on self.training, noise added while
+            # training): from here on judged as a model with dropout in training mode is (drops_in_training).
+            p.drops = True
         spread, constants, terms, a_flat = self.truth.budget_inputs(v, ref, inputs, r_flat, t_flat, updated,
                                                                     truth_dtype, call)
         if self.truth.nothing_to_judge(v, r_flat, t_flat):

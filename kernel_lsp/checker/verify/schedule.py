@@ -37,8 +37,10 @@ BLOCK_BUDGET_RUNS = 4  # a block-size variant's most, in runs at the verificatio
 def trains_differently(problem) -> bool:
     """The reference is a model that leaves a normalization or a dropout in training mode as built (PyTorch's default;
     the checks run in eval mode): a batch norm computes batch statistics there instead of its running ones, a dropout
-    zeroes and rescales elements (loader._norms, loader._dropouts)."""
-    return bool(getattr(problem, "trains", False) or getattr(problem, "drops", False))
+    zeroes and rescales elements (loader._norms, loader._dropouts), or code of its own reads `self.training`
+    (loader._reads_training)."""
+    return bool(getattr(problem, "trains", False) or getattr(problem, "drops", False)
+                or getattr(problem, "trains_in_code", False))
 
 
 class VariantSchedule:
@@ -133,7 +135,10 @@ class VariantSchedule:
                                  "inference code calls it (a path taken only without autograd)", sizing.sizes.base))
         if not self.truth.unrepeatable and trains_differently(p):
             what = [w for w, on in (("batch statistics where it normalizes", getattr(p, "trains", False)),
-                                    ("dropout's draws, judged by their distribution", getattr(p, "drops", False))) if on]
+                                    ("dropout's draws, judged by their distribution", getattr(p, "drops", False)),
+                                    ("what its code does where it reads self.training; judged by the outputs' "
+                                     "distribution where the reference draws there",
+                                     getattr(p, "trains_in_code", False))) if on]
             self.run_one(Variant(TRAIN_MODE, "values", 18, sizing.base, None, "the module in training mode (its "
                                  f"default: {' and '.join(what)})", sizing.sizes.base))
         if not self.truth.unrepeatable:

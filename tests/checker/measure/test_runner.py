@@ -121,17 +121,22 @@ def test_runner_of_another_protocol_version_is_refused_with_what_to_install(tmp_
     assert "install the same kernel-lsp version" in d["message"]
 
 
-def test_timings_say_where_the_time_went_worker_start_included():
-    """`check --timings`: the worker's start (its imports, timed by the worker itself), then each stage in the
-    order it ran, each with its seconds, adding up to the file's total."""
+def _timings_of(*flags: str) -> tuple[float, list[tuple[float, str]]]:
+    """`check ok_add_fp32.py --no-cache --timings FLAGS`: the file's total seconds and its (seconds, label) rows."""
     import re
-    proc = run_cli("check", str(CORPUS / "ok_add_fp32.py"), "--no-cache", "--timings", "--runner", shlex.join(WORKER))
+    proc = run_cli("check", str(CORPUS / "ok_add_fp32.py"), "--no-cache", "--timings", *flags)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     lines = proc.stderr.splitlines()
     head = next(i for i, ln in enumerate(lines) if ln.startswith("tests/corpus/ok_add_fp32.py: "))
     total = float(re.search(r": ([\d.]+) s$", lines[head]).group(1))
     rows = [re.match(r"\s+([\d.]+) s  (.*)", ln) for ln in lines[head + 1:]]
-    rows = [(float(m.group(1)), m.group(2)) for m in rows if m]
+    return total, [(float(m.group(1)), m.group(2)) for m in rows if m]
+
+
+def test_timings_say_where_the_time_went_worker_start_included():
+    """`check --timings`: the worker's start (its imports, timed by the worker itself), then each stage in the
+    order it ran, each with its seconds, adding up to the file's total."""
+    total, rows = _timings_of("--runner", shlex.join(WORKER))
     labels = [label for _, label in rows]
     assert labels[0].startswith("worker start (player server ") and "import torch " in labels[0]
     assert "import triton and kernel-lsp" in labels[0]  # the players' server starts first, beside torch's import
@@ -139,4 +144,15 @@ def test_timings_say_where_the_time_went_worker_start_included():
     # Under the CPU interpreter the variants run first (a failure shows sooner), then the compile for the targets.
     first_variant = next(i for i, label in enumerate(labels) if label.startswith("verify: variant seed-1"))
     assert any(label.startswith("compile: ") for label in labels[first_variant:])
+    assert abs(sum(s for s, _ in rows) - total) < 0.05 * total + 0.05
+
+
+def test_timings_on_the_cpu_show_the_warm_workers_start_apart_from_the_last_stage():
+    """A local check on the CPU forks its job from a warm worker (the zygote) that the command starts: the wait for its
+    imports is the file's `worker start`, not part of its last stage (where it had read as seconds of the soak)."""
+    total, rows = _timings_of("--device", "cpu")
+    assert [label for _, label in rows[:2]] == ["worker start", "load"], rows
+    start = rows[0][0]
+    assert start > 0.5  # at least torch's import
+    assert rows[-1][1].startswith("evidence: ") and rows[-1][0] < total - start
     assert abs(sum(s for s, _ in rows) - total) < 0.05 * total + 0.05
