@@ -113,6 +113,18 @@ def test_gpu_an_out_of_bounds_store_changes_a_guard_region():
 
 
 @pytest.mark.gpu
+def test_gpu_a_fresh_process_per_file_sees_the_gpu():
+    """With the long-lived workers off (KERNEL_LSP_WARM=0: a fresh child per file, as check_file without an executor
+    runs), a check on the GPU runs there. Its child chose the device after confining itself, and on a fresh H100 every
+    such check was KL303 "torch sees no CUDA GPU" (2026-12-06); it now starts CUDA first, as a long-lived worker does."""
+    proc = run_cli("check", str(CORPUS / "ok_add_fp32.py"), "--device", "cuda", "--format", "json", "--no-cache",
+                   "--no-measure", env={"KERNEL_LSP_WARM": "0"})
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    doc = json.loads(proc.stdout)
+    assert doc["files"][0]["stats"].get("device") == "cuda" and not doc["files"][0]["findings"], doc
+
+
+@pytest.mark.gpu
 def test_gpu_the_compile_stage_has_the_key_of_the_launch_it_repeats():
     """On the GPU the compile stage compiles each captured spec again for the local target; Triton's cache answers
     it only when its source hashes as the JIT's own did. Triton 3.6 keeps constexprs out of the attributes that

@@ -57,6 +57,15 @@ class NoDevice(RuntimeError):
     """`device = cuda` on a machine where torch sees no CUDA GPU."""
 
 
+def start_device(requested: str) -> str:
+    """`choose_device`, and on a GPU CUDA initialised (before the process confines itself)."""
+    device = choose_device(requested)
+    if device == "cuda":
+        import torch
+        torch.cuda.init()
+    return device
+
+
 def choose_device(requested: str) -> str:
     """Pick where kernels run, before triton is imported: TRITON_INTERPRET is read at import time."""
     if requested == "cpu":
@@ -100,11 +109,20 @@ def main(argv: list[str]) -> int:
         w.emit(Stat("sandbox", 1 if job.sandbox.enabled else 0))
         if job.kind is JobKind.CHECK:
             players.prestart(job.device)  # before this process confines itself
+        # The device too, CUDA started, as a long-lived worker does (serve.py): chosen after confining itself, a fresh
+        # child on a fresh H100 saw no GPU (KL303 for every file with KERNEL_LSP_WARM=0; a first CUDA start may
+        # create device files, /dev/nvidia-uvm, which the sandbox forbids).
+        try:
+            chosen: str | Exception = start_device(job.device)
+        except Exception as e:  # said below, as a finding, once the events are confined too
+            chosen = e
         confined = enter(job.sandbox, workdir)
         if os.environ.get("KERNEL_LSP_LOG") == "debug":
             sys.stderr.write(f"kernel-lsp job: {confined}\n")
         try:
-            job.device = choose_device(job.device)
+            if isinstance(chosen, Exception):
+                raise chosen
+            job.device = chosen
             w.emit(Device(job.device))
             if job.kind is JobKind.CHECK:
                 from ..checker.problem.loader import warm_meta_device
