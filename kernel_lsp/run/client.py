@@ -50,8 +50,11 @@ def run_in_child(job: CheckJob, timeout: float, cancel: threading.Event, env: di
                       else None)
             outcome.warm = forked is not None
             if forked is not None and waits:
-                # `check --timings` shows it as the worker's start, not inside the job's last stage
+                # `check --timings` shows it as the worker's start, not inside the job's last stage; the job's time and
+                # its timeout count from the fork, as a long-lived worker's count from its start: the wait for the warm
+                # worker's imports is not the checked code's time.
                 outcome.start_seconds = round(time.monotonic() - start, 3)
+                start += outcome.start_seconds
             if forked is None and pool is not None:
                 # The zygote did not say it forked in time; if it forks later, that child finds no listener.
                 channel.close()
@@ -64,10 +67,7 @@ def run_in_child(job: CheckJob, timeout: float, cancel: threading.Event, env: di
             except BaseException:
                 channel.close()
                 raise
-            # The timeout counts from the fork, as a long-lived worker's counts from its start: the wait for the warm
-            # worker's imports is not the checked code's time.
-            outcome.returncode = _wait(proc, channel, start + (outcome.start_seconds or 0.0), timeout, cancel,
-                                       on_event)
+            outcome.returncode = _wait(proc, channel, start, timeout, cancel, on_event)
             if outcome.returncode is None:
                 outcome.timed_out = not cancel.is_set()
                 _stop(proc)
@@ -77,7 +77,7 @@ def run_in_child(job: CheckJob, timeout: float, cancel: threading.Event, env: di
             _stop(proc)
         channel.close()
         outcome.cancelled = cancel.is_set()
-        outcome.seconds = time.monotonic() - start - (outcome.start_seconds or 0.0)
+        outcome.seconds = time.monotonic() - start
         outcome.events = channel.events()
         with open(err_path, "rb") as f:
             f.seek(0, os.SEEK_END)

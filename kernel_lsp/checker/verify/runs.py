@@ -143,7 +143,6 @@ class VariantRuns:
             found = self.truth.sign_free  # its pairs: vectors turned within repeated values (rotations.py)
             y1_flat, r_flat = aligned(y1_flat, t_flat, found=found), aligned(r_flat, t_flat, found=found)
             y2_flat = aligned(y2_flat, t_flat, keep=self.sentinel, found=found)
-        p = self.ctx.problem
         reseeded = self._reseeded(v, impl, inputs)
         sample_message = None
         if p.random and p.sample_check is not None and len(y1_flat) == len(r_flat):
