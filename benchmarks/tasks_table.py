@@ -1,7 +1,9 @@
 """The tasks/ table from `kernel-lsp check tasks/ --device cuda --format json -o FILE`:
 `python benchmarks/tasks_table.py FILE [--before OLD.json]` prints markdown with the run's provenance and the
 geomeans; docs/benchmarks.md holds its output. Each side has two times: back to back per call (host launch
-included, the verdicts' time by default) and the GPU time from an idle GPU; speedups are given on both."""
+included, the verdicts' time by default) and the GPU time from an idle GPU; speedups are given on both.
+`--headroom N` prints instead what the GPU-time geomean over torch.compile would be if every task below 100% of
+its roofline ran at it, and then with the N furthest from it kept as they are, one more at a time."""
 
 from __future__ import annotations
 
@@ -57,12 +59,41 @@ def geomean(xs: list[float]) -> float:
     return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else float("nan")
 
 
+def headroom(rows: dict[str, dict], keep: int) -> list[str]:
+    """The GPU-time geomean over torch.compile now, with every task below 100% of its roofline at it (a task at or
+    past it as it is: the roofline is the reference's minimal work at the copy or matmul ceiling, which a kernel can
+    pass, docs/benchmarks.md), and then with the `keep` tasks furthest below it kept as they are, one at a time."""
+    times = {}  # task -> (Triton GPU us, torch.compile GPU us, fraction of roofline)
+    for name, r in rows.items():
+        m = r["m"]
+        t, cp = (side(m, "triton"), side(m, "torch.compile")) if m else (None, None)
+        percent = ((m or {}).get("roofline") or {}).get("percent")
+        if t and cp and t.get("gpu_us") and cp.get("gpu_us") and percent:
+            times[name] = (t["gpu_us"], cp["gpu_us"], percent / 100)
+
+    def mean(kept: set[str]) -> float:
+        return geomean([c / (t * (1 if n in kept else min(1.0, f))) for n, (t, c, f) in times.items()])
+    furthest = sorted(times, key=lambda n: times[n][2])[:keep]
+    out = [f"{len(times)} tasks, GPU time over torch.compile's: {mean(set(times)):.3f}x now, "
+           f"{mean(set()):.3f}x with every task below its roofline at it"]
+    for i, name in enumerate(furthest):
+        out.append(f"  and {name} ({times[name][2]:.0%} of its roofline) as it is: {mean(set(furthest[:i + 1])):.3f}x")
+    return out
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("json")
     ap.add_argument("--before", help="an earlier run, for a 'before' column against torch.compile")
+    ap.add_argument("--headroom", type=int, metavar="N",
+                    help="the GPU-time geomean over torch.compile with every task at its roofline, then with the N "
+                         "tasks furthest from it kept as they are")
     args = ap.parse_args()
     rows = rows_of(json.loads(Path(args.json).read_text()))
+    if args.headroom is not None:
+        for line in headroom(rows, args.headroom):
+            print(line)
+        return 0
     before = rows_of(json.loads(Path(args.before).read_text())) if args.before else {}
     prov = next((r["m"]["provenance"] for r in rows.values() if r["m"]), None)
     if prov:

@@ -176,6 +176,11 @@ def test_docs_benchmarks_table_is_its_results_file():
     expected = {name: tuple(table.fmt_ratio(table.speedup(r["m"], against)) for against in ("eager", "torch.compile"))
                 for name, r in rows.items() if r["m"]}
     assert shown == expected
+    # What 1.3x on GPU time would take: the page's block is what --headroom prints of the same file.
+    block = re.search(r"--headroom (\d+)`\):\n\n *```\n(.*?)\n *```", results, re.S)
+    assert block, "the --headroom block"
+    printed = table.headroom(rows, int(block.group(1)))
+    assert [line.strip() for line in block.group(2).splitlines()] == [line.strip() for line in printed]
 
 
 # The samples of docs/: each works as pasted -------------------------------------------------------------------------

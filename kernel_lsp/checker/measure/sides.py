@@ -152,6 +152,7 @@ def _time_sides_undisturbed(rep, player, sides: dict, clock, opts, lease_note: d
             samples = time_sides(sides, clock, budget_s=opts.budget_s, precision=opts.precision)
             rep.w.stage("measure", "each side back to back (host launch included)")
             back = time_back_to_back(sides, clock, calls=back_to_back_calls(samples))
+            rep.w.stage("measure", "whether another process used the GPU meanwhile")
             disturbed = neighbours.disturbers(watch, mine)
             if not disturbed:
                 break

@@ -162,11 +162,14 @@ def measure_problem(problem, player, rep, job: CheckJob, clock=None, ceilings=No
             rep.w.stage("measure", f"{', '.join(sides)} interleaved ({clock.cache} L2, {k} input copies)")
             samples, back, disturbed, problem_text = _time_sides_undisturbed(rep, player, sides, clock, opts,
                                                                              lease_note)
+            if samples is not None:
+                rep.w.stage("measure", "the L2 flush's own time")
             flush_us = clock.flush_us() if samples is not None else 0.0
             graphs = _graph_replays(rep, clock, sides, samples)
         times, timers = _honest_side_times(samples, back, overhead, tail_overhead, flush_us)
         # The timed outputs, once warmed up, must still be right.
         if samples is not None and not problem.random:
+            rep.w.stage("measure", "the last timed output and a call on refilled buffers, judged")
             problem_text = _timed_output_wrong(problem, ref, impl, remote, samples["triton"].copy[-1], pristine,
                                                truth, r, budget)
         if problem_text is not None:

@@ -90,7 +90,7 @@ class Judgement:
 
 def describe_variant(kind: str, name: str, description: str, shapes: str | None) -> str:
     """Where a failure happened, after the problem itself: the sizes, the layout, or the values of the inputs."""
-    if name == "same-module":
+    if name.startswith("same-module"):
         return (f"when {description} is called at shape {shapes}: what it keeps from its first call (a grid, a "
                 "buffer, a descriptor) does not follow the size")
     if kind == "size":

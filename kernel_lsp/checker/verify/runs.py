@@ -184,7 +184,7 @@ class VariantRuns:
             if v.name in (TRAIN_MODE, PARAMETERS) or (v.name == "ties" and has_parameters(self.ctx.problem)
                                                          and reference_rounds(self.ctx.problem, v)):
                 return self._fresh_models(v)
-            if v.name == SAME_MODULE:  # the reference at these sizes, the implementation as built for the base
+            if v.name.startswith(SAME_MODULE):  # the reference at these sizes, the implementation as built before
                 ref, _ = p.callables(v.knobs, v.setting)
                 _, impl = p.callables(*self.module_built_at)
             else:

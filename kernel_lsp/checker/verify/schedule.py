@@ -157,7 +157,8 @@ class VariantSchedule:
         is larger; else (on a GPU the base sizes are the problem's own, the largest) the model built and first called
         at the smallest size variant run, at the base sizes. State a model works out on its first call and keeps (a
         grid, a buffer, a descriptor) must follow the size; a grid kept from a larger first call covers a smaller
-        one, so the second call is the larger."""
+        one, so the second call is the larger. Then the same model at its first sizes with only the row length
+        changed, and with only the other sizes changed (run_one_size_changed)."""
         p, sizing, measure = self.ctx.problem, self.ctx.sizing, self.measure
         if self.ctx.job.link.kind != "kernelbench" or not p.size_knobs:
             return  # a plain function is one object across the variants' sizes already (base {}: the own sizes)
@@ -177,12 +178,48 @@ class VariantSchedule:
             self.runs.module_built_at = (sizing.base, sizing.sizes.base)
             self.run_within_budget(Variant(SAME_MODULE, "size", largest.seed, largest.knobs, largest.transform,
                                            "the model built and first called at the base sizes", largest.setting))
-            return
-        smallest = min(sizes, key=lambda v: measure(v.knobs))
-        self.runs.module_built_at = (smallest.knobs, smallest.setting)
-        at = ", ".join(f"{k} = {n}" for k, n in smallest.knobs.items())
-        self.run_within_budget(Variant(SAME_MODULE, "size", 23, sizing.base, None,
-                                       f"the model built and first called at smaller sizes ({at})", sizing.sizes.base))
+            first, second, settings = sizing.base or dict(p.size_knobs), largest.knobs, (sizing.sizes.base,
+                                                                                          largest.setting)
+        else:
+            smallest = min(sizes, key=lambda v: measure(v.knobs))
+            self.runs.module_built_at = (smallest.knobs, smallest.setting)
+            at = ", ".join(f"{k} = {n}" for k, n in smallest.knobs.items())
+            self.run_within_budget(Variant(SAME_MODULE, "size", 23, sizing.base, None,
+                                           f"the model built and first called at smaller sizes ({at})",
+                                           sizing.sizes.base))
+            first, second, settings = smallest.knobs, sizing.base or dict(p.size_knobs), (smallest.setting,
+                                                                                           sizing.sizes.base)
+        if not any(settings):  # sizes from knobs alone: a knob can change by itself
+            self.run_one_size_changed(first, second, init, own)
+
+    def run_one_size_changed(self, first: dict, second: dict, init, own) -> None:
+        """The same-module variant's model called at its first sizes with only the row length (the last dimension
+        of the largest input) changed to the second sizes', then with only the other sizes changed: state kept per
+        part of the shape (a block cached per batch size, a grid per row length) is stale where the key stays and
+        the rest moves, which a second call where every size changes never shows. Its own seeds; each runs when
+        the model's init inputs stay the same there and, under the interpreter, its inputs are no larger than the
+        larger of the two sizes'."""
+        p = self.ctx.problem
+        first, second = {**dict(p.size_knobs), **first}, {**dict(p.size_knobs), **second}
+        rows = set(_row_knobs(p, second))
+        changed = [k for k in second if second[k] != first[k]]
+        built = ", ".join(f"{k} = {n}" for k, n in first.items() if k in changed)
+        for i, (label, moved) in enumerate((("the row length changes", [k for k in changed if k in rows]),
+                                            ("the other sizes change", [k for k in changed if k not in rows]))):
+            if not moved or len(moved) == len(changed):
+                return  # only one part changes: the variant above was this one
+            knobs = {**first, **{k: second[k] for k in moved}}
+            if self.ctx.interpreted and self.measure(knobs) > max(self.measure(first), self.measure(second)):
+                continue  # the first call's batch with the second's rows can exceed both: past the CPU's sizes
+            try:
+                if repr(init(knobs, {})) != repr(own):
+                    continue
+            except Exception:
+                continue
+            to = ", ".join(f"{k} = {knobs[k]}" for k in moved)
+            self.run_within_budget(Variant(f"{SAME_MODULE}-{i + 1}", "size", 46 + i, knobs, None,
+                                           f"the model built and first called at {built} (then only {label}: "
+                                           f"{to})", {}))
 
     def run_own_rows(self) -> None:
         """On the CPU, the problem's own row length (the last dimension of its largest input), the other sizes shrunk
@@ -193,13 +230,7 @@ class VariantSchedule:
         if not self.ctx.interpreted or not p.size_knobs or not sizing.base:
             return
         own, base = dict(p.size_knobs), dict(sizing.base)
-        try:
-            inputs = p.meta_inputs(own)
-            largest = max((x for x in inputs if hasattr(x, "shape") and len(x.shape)), key=lambda x: x.numel())
-            inner = [k for k in own if own[k] >= 2 and
-                     p.meta_inputs({**own, k: own[k] - 1})[inputs.index(largest)].shape[-1] != largest.shape[-1]]
-        except Exception:
-            return
+        inner = _row_knobs(p, own)
         if not inner or all(base.get(k, own[k]) == own[k] for k in inner):
             return  # the rows are at their own length already
         knobs = {**base, **{k: own[k] for k in inner}}
@@ -378,3 +409,17 @@ class VariantSchedule:
                 sk = sketch(y, v.name, state.positions)
                 if sk is not None:
                     state.sketches.append(sk)
+
+
+def _row_knobs(p, knobs: dict) -> list[str]:
+    """The knobs that size the row length at `knobs`: the last dimension of the largest input moves with them.
+    None known (an empty list) where the inputs cannot be made on the meta device."""
+    try:
+        inputs = p.meta_inputs(knobs)
+        # By position: `list.index` compares tensors with ==, which a meta tensor cannot answer as a bool.
+        at, largest = max(((i, x) for i, x in enumerate(inputs) if hasattr(x, "shape") and len(x.shape)),
+                          key=lambda ix: ix[1].numel())
+        return [k for k in knobs if knobs[k] >= 2 and
+                p.meta_inputs({**knobs, k: knobs[k] - 1})[at].shape[-1] != largest.shape[-1]]
+    except Exception:
+        return []

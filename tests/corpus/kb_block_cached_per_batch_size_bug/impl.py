@@ -1,0 +1,37 @@
+# expect: KL203
+# class: a launch configuration cached per batch size, though it depends on the row length too: a later call with
+# the same number of rows and longer rows runs a block shorter than a row and leaves the row's tail unwritten
+# (every call at one size is right, and so is a second call where every size changes; at these sizes, which the
+# CPU does not shrink, as at any size on a GPU, the first call and the second share no size)
+# kernel-lsp: reference=problem.py
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _softmax_kernel(x_ptr, out_ptr, n_cols, stride, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    mask = cols < n_cols
+    x = tl.load(x_ptr + row * stride + cols, mask=mask, other=-float("inf"))
+    x = x - tl.max(x, axis=0)
+    e = tl.exp(x)
+    tl.store(out_ptr + row * stride + cols, e / tl.sum(e, axis=0), mask=mask)
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self._launch = {}  # batch size -> (grid, block), worked out once per batch size
+
+    def forward(self, x):
+        x = x.contiguous()
+        rows, cols = x.shape
+        out = torch.empty_like(x)
+        if rows not in self._launch:
+            self._launch[rows] = ((rows,), triton.next_power_of_2(cols))
+        grid, block = self._launch[rows]
+        _softmax_kernel[grid](x, out, cols, x.stride(0), BLOCK=block)
+        return out

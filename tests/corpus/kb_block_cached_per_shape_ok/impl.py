@@ -1,0 +1,34 @@
+# expect: clean
+# class: a launch configuration cached per input shape: right at every size, whatever the order of the calls
+# kernel-lsp: reference=problem.py
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _softmax_kernel(x_ptr, out_ptr, n_cols, stride, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    mask = cols < n_cols
+    x = tl.load(x_ptr + row * stride + cols, mask=mask, other=-float("inf"))
+    x = x - tl.max(x, axis=0)
+    e = tl.exp(x)
+    tl.store(out_ptr + row * stride + cols, e / tl.sum(e, axis=0), mask=mask)
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self._launch = {}  # shape -> (grid, block), worked out once per shape
+
+    def forward(self, x):
+        x = x.contiguous()
+        rows, cols = x.shape
+        out = torch.empty_like(x)
+        if x.shape not in self._launch:
+            self._launch[x.shape] = ((rows,), triton.next_power_of_2(cols))
+        grid, block = self._launch[x.shape]
+        _softmax_kernel[grid](x, out, cols, x.stride(0), BLOCK=block)
+        return out
