@@ -63,21 +63,21 @@ def headroom(rows: dict[str, dict], keep: int) -> list[str]:
     """The GPU-time geomean over torch.compile now, with every task below 100% of its roofline at it (a task at or
     past it as it is: the roofline is the reference's minimal work at the copy or matmul ceiling, which a kernel can
     pass, docs/benchmarks.md), and then with the `keep` tasks furthest below it kept as they are, one at a time."""
-    times = {}  # task -> (Triton GPU us, torch.compile GPU us, fraction of roofline)
+    times = {}  # task -> (Triton GPU us, torch.compile GPU us, the roofline's least time, its percent)
     for name, r in rows.items():
         m = r["m"]
         t, cp = (side(m, "triton"), side(m, "torch.compile")) if m else (None, None)
-        percent = ((m or {}).get("roofline") or {}).get("percent")
-        if t and cp and t.get("gpu_us") and cp.get("gpu_us") and percent:
-            times[name] = (t["gpu_us"], cp["gpu_us"], percent / 100)
+        roof = ((m or {}).get("roofline") or {})
+        if t and cp and t.get("gpu_us") and cp.get("gpu_us") and roof.get("floor_us"):
+            times[name] = (t["gpu_us"], cp["gpu_us"], roof["floor_us"], roof["percent"])
 
     def mean(kept: set[str]) -> float:
-        return geomean([c / (t * (1 if n in kept else min(1.0, f))) for n, (t, c, f) in times.items()])
-    furthest = sorted(times, key=lambda n: times[n][2])[:keep]
+        return geomean([c / (t if n in kept else min(t, floor)) for n, (t, c, floor, _) in times.items()])
+    furthest = sorted(times, key=lambda n: times[n][3])[:keep]
     out = [f"{len(times)} tasks, GPU time over torch.compile's: {mean(set(times)):.3f}x now, "
            f"{mean(set()):.3f}x with every task below its roofline at it"]
     for i, name in enumerate(furthest):
-        out.append(f"  and {name} ({times[name][2]:.0%} of its roofline) as it is: {mean(set(furthest[:i + 1])):.3f}x")
+        out.append(f"  and {name} ({times[name][3]:.0f}% of its roofline) as it is: {mean(set(furthest[:i + 1])):.3f}x")
     return out
 
 

@@ -178,8 +178,7 @@ class VariantSchedule:
             self.runs.module_built_at = (sizing.base, sizing.sizes.base)
             self.run_within_budget(Variant(SAME_MODULE, "size", largest.seed, largest.knobs, largest.transform,
                                            "the model built and first called at the base sizes", largest.setting))
-            first, second, settings = sizing.base or dict(p.size_knobs), largest.knobs, (sizing.sizes.base,
-                                                                                          largest.setting)
+            first, second, settings = sizing.base, largest.knobs, (sizing.sizes.base, largest.setting)
         else:
             smallest = min(sizes, key=lambda v: measure(v.knobs))
             self.runs.module_built_at = (smallest.knobs, smallest.setting)
@@ -187,8 +186,7 @@ class VariantSchedule:
             self.run_within_budget(Variant(SAME_MODULE, "size", 23, sizing.base, None,
                                            f"the model built and first called at smaller sizes ({at})",
                                            sizing.sizes.base))
-            first, second, settings = smallest.knobs, sizing.base or dict(p.size_knobs), (smallest.setting,
-                                                                                           sizing.sizes.base)
+            first, second, settings = smallest.knobs, sizing.base, (smallest.setting, sizing.sizes.base)
         if not any(settings):  # sizes from knobs alone: a knob can change by itself
             self.run_one_size_changed(first, second, init, own)
 
@@ -200,7 +198,7 @@ class VariantSchedule:
         the model's init inputs stay the same there and, under the interpreter, its inputs are no larger than the
         larger of the two sizes'."""
         p = self.ctx.problem
-        first, second = {**dict(p.size_knobs), **first}, {**dict(p.size_knobs), **second}
+        first, second = {**dict(p.size_knobs), **first}, {**dict(p.size_knobs), **second}  # {}: the own sizes
         rows = set(_row_knobs(p, second))
         changed = [k for k in second if second[k] != first[k]]
         built = ", ".join(f"{k} = {n}" for k, n in first.items() if k in changed)
