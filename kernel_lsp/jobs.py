@@ -129,6 +129,16 @@ class Stage(Record):
     detail: str = ""
     at: float | None = None  # seconds since the job started in the worker (`check --timings`)
 
+    def is_wait(self) -> bool:
+        """A wait for something that is not the checked code (a GPU another check times on, the compile warmer):
+        it lasts until the worker's next stage, which it says when the wait ends (the job's time limit leaves it
+        out, run/outcome.py TimeLimit)."""
+        return self.detail.startswith(WAITING)
+
+
+# How the detail of a stage that waits begins (Stage.is_wait; verdict.waiting, a layer below, spells it too).
+WAITING = "waiting for"
+
 
 @dataclass
 class FindingEvent(Record):
@@ -202,6 +212,18 @@ class Sink:
 
     def stat(self, name: str, value: float = 1) -> None:
         self.emit(Stat(name, value))
+
+    def wait(self, stage: str, detail: str):
+        """Say that the job waits for something that is not the checked code (`detail` begins with WAITING), and
+        return what says that the wait has ended: the stage that was current before it, again, where this sink keeps
+        it (`last`, checker/pipeline.py StageTracker), else `stage`. The job's time limit leaves the time between
+        the two out (run/outcome.py TimeLimit): a check that waits for another's timing is not timed out for it."""
+        before = getattr(self, "last", None)
+        self.stage(stage, detail)
+
+        def ended() -> None:
+            self.stage(before.stage, before.detail) if before is not None else self.stage(stage)
+        return ended
 
 
 class ListSink(Sink):

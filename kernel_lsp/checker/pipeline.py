@@ -104,8 +104,8 @@ def _run_stages(job: CheckJob, w: Sink, rep: Reporter, player: Player, torch, in
     """The stages after the player's start: everything up to the evidence runs, on a GPU never while a side is
     timed on it (gpu_lease.verifying), then the measure stage, which times under the GPU's lease."""
     # On a GPU, this check's shared hold of it: other checks verify beside it, none times a side meanwhile.
-    def waiting(index: int) -> None:
-        w.stage("load", f"waiting for GPU {index}: another check is timing on it")
+    def waiting(index: int) -> Callable[[], None]:
+        return w.wait("load", f"waiting for GPU {index}: another check is timing on it")
     with gpu_lease.verifying_here("cpu" if interpreted else "cuda", waiting):
         problem = _verify_stages(job, w, rep, player, torch, interpreted, connect)
     if problem is not None and job.measure.enabled:
@@ -191,9 +191,10 @@ def _verify_stages(job: CheckJob, w: Sink, rep: Reporter, player: Player, torch,
     return problem
 
 
-def _paused(w: Sink, stage: str) -> Callable[[], None]:
-    """What a verification says when it gives the GPU up to a timing before its next stage (gpu_lease.let_timing_in)."""
-    return lambda: w.stage(stage, "waiting for the GPU: another check is timing on it")
+def _paused(w: Sink, stage: str) -> Callable[[], Callable[[], None]]:
+    """What a verification says when it gives the GPU up to a timing before its next stage (gpu_lease.let_timing_in),
+    and once the wait has ended (Sink.wait)."""
+    return lambda: w.wait(stage, "waiting for the GPU: another check is timing on it")
 
 
 def say_verdict(w: Sink, job: CheckJob, rep: Reporter, interpreted: bool) -> None:

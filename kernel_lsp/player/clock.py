@@ -106,7 +106,11 @@ def plain_loop_us(fns: list[Callable[[], Any]], calls: int, sync: Callable[[], A
     return diff if diff > 0 else totals[1] / (2 * calls)
 
 
-PLAIN_LONG_US = 500.0  # a call this long is the GPU's time in any loop: a short plain loop measures it
+# A call this long is the GPU's time in any loop: a short plain loop measures it. Each of its per-call samples is a
+# difference of two loops' clocks over 4 calls, a few us of synchronize jitter on 400 us or more (1-2%); longer loops
+# of such calls only held the GPU (on an H200 the back-to-back step was 26 s of the 42 s for which a check of tasks/
+# held the GPU alone, and most of it the plain loops of 100-500 us calls, 2026-12-06).
+PLAIN_LONG_US = 100.0
 PLAIN_PER_BATCH = 2  # plain-loop samples per back-to-back batch
 
 
@@ -162,9 +166,10 @@ class CudaClock:
         self.last_tail_us = (t2 - t1) * 1e6
         return _elapsed(self.start, self.end) * 1e3, (t2 - t0) * 1e6, out
 
-    def back_to_back(self, fns: list[Callable[[], Any]], calls: int) -> BackToBack:
+    def back_to_back(self, fns: list[Callable[[], Any]], calls: int, issue: bool = True) -> BackToBack:
         """`calls` calls issued back to back (rotating through `fns`, one per input copy), each between its own pair
-        of events after the flush (cold L2), the way triton.testing.do_bench times; one synchronize at the end."""
+        of events after the flush (cold L2), the way triton.testing.do_bench times; one synchronize at the end.
+        Then, with `issue`, each call's issue time with the GPU idle, and the plain loops."""
         torch = self.torch
         starts = [torch.cuda.Event(enable_timing=True) for _ in range(calls)]
         ends = [torch.cuda.Event(enable_timing=True) for _ in range(calls)]
@@ -185,16 +190,16 @@ class CudaClock:
         # The host's time to issue each call, taken apart with the GPU idle (flushed, then synchronized): in the
         # batch above a wrapper that synchronizes (`.item()`, a size read from the data) would also wait out the
         # flush queued before it, which a loop without flushes never pays.
-        issue = []
-        for i in range(calls):
+        issue_us = []
+        for i in range(calls if issue else 0):
             if self.flush_buffer is not None:
                 self.flush_buffer.zero_()
             _device_sync()
             t0 = _perf_counter()
             fns[i % len(fns)]()
-            issue.append((_perf_counter() - t0) * 1e6)
+            issue_us.append((_perf_counter() - t0) * 1e6)
         _device_sync()
-        return BackToBack(gpu_us, issue,
+        return BackToBack(gpu_us, issue_us,
                           [i % len(fns) for i in range(calls)], [batch_us], wait_us=[wait_us],
                           plain_us=[plain_loop_us(fns, plain, _device_sync, (self.start, self.end))
                                     for _ in range(PLAIN_PER_BATCH)])
@@ -229,14 +234,15 @@ class HostClock:
         us = (time.perf_counter() - t0) * 1e6
         return us, us, out
 
-    def back_to_back(self, fns: list[Callable[[], Any]], calls: int) -> BackToBack:
+    def back_to_back(self, fns: list[Callable[[], Any]], calls: int, issue: bool = True) -> BackToBack:
         out = BackToBack()
         for i in range(calls):
             t0 = time.perf_counter()
             fns[i % len(fns)]()
             us = (time.perf_counter() - t0) * 1e6
             out.wall_us.append(us)
-            out.issue_us.append(us)
+            if issue:
+                out.issue_us.append(us)
             out.copy.append(i % len(fns))
         out.batch_us.append(sum(out.wall_us))
         out.plain_us += [plain_loop_us(fns, calls // 2, lambda: None) for _ in range(PLAIN_PER_BATCH)]

@@ -48,7 +48,7 @@ def handle(player, req: dict) -> dict:
             side.last = out
             return {"event_us": event_us, "host_us": host_us, "tail_us": getattr(side.clock, "last_tail_us", 0.0)}
         if do == "b2b":
-            batch = side.clock.back_to_back(side.fns, int(req.get("calls", 24)))
+            batch = side.clock.back_to_back(side.fns, int(req.get("calls", 24)), bool(req.get("issue", True)))
             return {"b2b": dataclasses.asdict(batch)}
         if do == "graph":
             return {"graph": clocks.time_graph(side.fns[0], side.clock)}

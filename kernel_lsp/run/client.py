@@ -20,7 +20,7 @@ from typing import Callable
 from ..jobs import LIVE, CheckJob, Preview, Stage
 from . import reaper, sandbox
 from .child import PARENT_ENV, kill_group
-from .outcome import WorkerOutcome
+from .outcome import TimeLimit, WorkerOutcome
 from .pool import ForkedChild, WarmPool
 from .protocol import TornLine, parse_event, parse_events, read_events, write_job
 
@@ -67,9 +67,10 @@ def run_in_child(job: CheckJob, timeout: float, cancel: threading.Event, env: di
             except BaseException:
                 channel.close()
                 raise
-            outcome.returncode = _wait(proc, channel, start, timeout, cancel, on_event)
+            waited = [0.0]
+            outcome.returncode = _wait(proc, channel, start, timeout, cancel, on_event, waited)
             if outcome.returncode is None:
-                outcome.timed_out = not cancel.is_set()
+                outcome.timed_out, outcome.waited_s = not cancel.is_set(), waited[0]
                 _stop(proc)
                 outcome.returncode = proc.wait()
             # The child may have started processes of its own: they die with it (the zygote and the reaper are
@@ -93,8 +94,15 @@ def _stop(proc) -> None:
 
 
 def _wait(proc, channel: "EventChannel", start: float, timeout: float, cancel: threading.Event,
-          on_event: Callable | None) -> int | None:
-    """Wait for the child, forwarding its live events; None when the timeout passed or the job was cancelled."""
+          on_event: Callable | None, waited: list[float]) -> int | None:
+    """Wait for the child, forwarding its live events; None when the timeout passed (its waits left out:
+    outcome.TimeLimit; `waited[0]` says how long those were) or the job was cancelled."""
+    limit = TimeLimit(timeout, start)
+
+    def seen(event) -> None:
+        limit.saw(event)
+        if on_event is not None:
+            on_event(event)
     offset = 0
     while True:
         try:
@@ -105,9 +113,9 @@ def _wait(proc, channel: "EventChannel", start: float, timeout: float, cancel: t
             return code
         except subprocess.TimeoutExpired:
             pass
-        if on_event is not None:
-            offset = _forward(channel, offset, on_event)
-        if cancel.is_set() or time.monotonic() - start > timeout:
+        offset = _forward(channel, offset, seen)
+        if cancel.is_set() or limit.passed():
+            waited[0] = limit.left_out()
             return None
 
 

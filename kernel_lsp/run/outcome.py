@@ -5,6 +5,7 @@ workers alike; check.py turns it into findings."""
 from __future__ import annotations
 
 import signal
+import time
 from dataclasses import dataclass, field
 
 from ..codes import severity_of
@@ -12,11 +13,46 @@ from ..jobs import Done, Event, FindingEvent, Stage, Stat, crash_hint
 from ..model import FileReport, Finding, Severity, Span
 
 
+MAX_WAITED_S = 600.0  # the most of a job's waits its time limit leaves out (a GPU's lease is waited for 600 s at most)
+
+
+class TimeLimit:
+    """A job's time limit, counted as the checked code's time: the seconds since `start`, less the job's waits for
+    something that is not the checked code, as the worker says them (a Stage that `is_wait`, until its next stage:
+    jobs.Sink.wait), MAX_WAITED_S of them at most. Eight checks at once on one GPU wait for each other's timings; a
+    file's 60 s ran out in those waits (KL301, H200 2026-12-06)."""
+
+    def __init__(self, seconds: float, start: float | None = None):
+        self.seconds, self.start = seconds, time.monotonic() if start is None else start
+        self.waited, self.since = 0.0, None
+
+    def saw(self, event, now: float | None = None) -> None:
+        """An event of the job, as it arrived."""
+        if not isinstance(event, Stage):
+            return
+        now = time.monotonic() if now is None else now
+        if self.since is not None:
+            self.waited += now - self.since
+            self.since = None
+        if event.is_wait():
+            self.since = now
+
+    def left_out(self, now: float | None = None) -> float:
+        """The seconds of waits left out so far."""
+        now = time.monotonic() if now is None else now
+        return min(self.waited + (now - self.since if self.since is not None else 0.0), MAX_WAITED_S)
+
+    def passed(self, now: float | None = None) -> bool:
+        now = time.monotonic() if now is None else now
+        return now - self.start - self.left_out(now) > self.seconds
+
+
 @dataclass
 class WorkerOutcome:
     events: list[Event] = field(default_factory=list)
     returncode: int | None = None
     timed_out: bool = False
+    waited_s: float = 0.0  # of its seconds, the waits its time limit left out (TimeLimit)
     cancelled: bool = False
     stderr_tail: str = ""
     seconds: float = 0.0
@@ -72,7 +108,9 @@ def how_it_ended(outcome: WorkerOutcome, report: FileReport, anchor: Span, timeo
     data = {"stage": stage.to_dict() if stage else None, "stderr": outcome.stderr_tail[-2000:]}
     if outcome.timed_out:
         return [Finding(report.path, anchor, severity_of("KL301"), "KL301",
-                        f"the worker timed out after {outcome.seconds:.0f} s{during}; "
+                        f"the worker timed out after {outcome.seconds:.0f} s{during}"
+                        + (f" ({outcome.waited_s:.0f} s of them waiting for the GPU or the compile warmer, which the "
+                           f"limit leaves out)" if outcome.waited_s >= 1 else "") + "; "
                         f"raise {timeout_source or 'the timeout'} if the kernel is just slow",
                         source="kernel-lsp.worker", data=data)]
     sig = outcome.signal_name

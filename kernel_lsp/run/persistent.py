@@ -28,7 +28,7 @@ from ..device import visible_gpus  # noqa: F401  (the executors import it from h
 from ..jobs import LIVE, CheckJob, Preview, SandboxOptions, Stage
 from . import reaper
 from .child import PARENT_ENV, WORKDIR_ENV
-from .outcome import WorkerOutcome
+from .outcome import TimeLimit, WorkerOutcome
 from .protocol import (CancelJob, JobEnd, JobEvent, ProtocolError, RunJob, WorkerReady, decode, decode_event,
                        encode)
 
@@ -185,6 +185,7 @@ class PersistentWorker:
         self._ids += 1
         job_id = self._ids
         start = time.monotonic()
+        limit = TimeLimit(timeout, start)
         self._set("busy")
         if not self._send(RunJob(job_id, job, files)):
             return self._died(outcome, start)
@@ -197,8 +198,8 @@ class PersistentWorker:
             if cancel_sent_at is not None and time.monotonic() - cancel_sent_at > CANCEL_GRACE:
                 self.kill()  # the job did not stop in time (stuck in a kernel): the worker goes
                 break
-            if time.monotonic() - start > timeout:
-                outcome.timed_out = True
+            if limit.passed():
+                outcome.timed_out, outcome.waited_s = True, limit.left_out()
                 self.kill()
                 break
             try:
@@ -214,6 +215,7 @@ class PersistentWorker:
                 if event is None:
                     continue
                 outcome.events.append(event)
+                limit.saw(event)
                 if isinstance(event, LIVE) and on_stage is not None:
                     try:
                         on_stage(event)

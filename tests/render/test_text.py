@@ -1,14 +1,13 @@
 """Text output a person reads (issue 27 item 4): a short lead line per problem (what, where, how big), the details
 below it, one problem per code and line with `also on:`, while the JSON keeps every finding."""
 
-import json
 
 from kernel_lsp.model import FileReport, Finding, Severity, Span
 from kernel_lsp.render.text import LEAD_WIDTH, render_text
-from tests.conftest import CORPUS, run_cli
+from tests.conftest import CORPUS, corpus_file, run_cli
 
 
-def test_text_one_lead_line_per_problem_with_also_on_and_the_json_keeps_every_finding():
+def test_text_one_lead_line_per_problem_with_also_on_and_the_json_keeps_every_finding(corpus_local):
     case = "bug_half_sum_and_strides.py"  # three KL200 findings at one store: values, layout, size
     text = run_cli("check", case, "--no-cache", cwd=CORPUS).stdout
     lines = text.splitlines()
@@ -23,8 +22,8 @@ def test_text_one_lead_line_per_problem_with_also_on_and_the_json_keeps_every_fi
     assert all(v in also for v in ("seed-2", "transposed", "strided", "odd-size", "larger-size")), also
     assert "(3 findings at this line in --format json)" in also
     assert "Checked 1 file, 1 kernel (0 verified, 1 failed verification; 0 from cache): 1 error, 0 warnings" in text
-    doc = json.loads(run_cli("check", case, "--format", "json", cwd=CORPUS).stdout)
-    assert [d["code"] for d in doc["diagnostics"]] == ["KL200"] * 3  # every row kept
+    # The session's `check --format json` of the corpus (conftest.corpus_local) keeps every row.
+    assert [f["code"] for f in corpus_file(corpus_local, case)["findings"]] == ["KL200"] * 3
 
 
 def test_text_a_long_message_leads_with_a_short_line_and_loses_nothing(tmp_path):

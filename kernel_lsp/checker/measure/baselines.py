@@ -91,6 +91,6 @@ def _torch_compile(ctx: BaselineContext) -> list:
     inputs = ctx.copies()
     compiled, seconds, cached = compiled_reference(
         ctx.ref, _reference_key(ctx.job, {}), inputs[0], ctx.clock.local, ctx.job.measure.warm_lock,
-        lambda: ctx.rep.w.stage("measure", "waiting for the compile warmer"))
+        lambda: ctx.rep.w.wait("measure", "waiting for the compile warmer"))
     ctx.first_call = (seconds, cached)
     return [lambda c=c: compiled(*c) for c in inputs]

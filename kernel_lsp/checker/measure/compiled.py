@@ -34,14 +34,15 @@ def compiled_reference(ref, key: str, example: list, clock, warm_lock: str | Non
                        on_wait=None) -> tuple[Any, float, bool]:
     """(torch.compile of the reference, seconds its first call took, whether it came from this worker's cache).
     With `warm_lock`, a compile warmer (run/compile_warmer.py) is filling Inductor's caches for this reference:
-    wait for it to end first (on_wait() is called before waiting)."""
+    wait for it to end first (on_wait() is called before waiting, and what it returned, when callable, after)."""
     import torch
     if key in _COMPILED:
         compiled, seconds = _COMPILED[key]
         return compiled, seconds, True
-    if warm_lock and on_wait is not None:
-        on_wait()
+    ended = on_wait() if warm_lock and on_wait is not None else None
     wait_for_lock(warm_lock, WARM_WAIT_S)
+    if callable(ended):
+        ended()
     compiled = torch.compile(ref)
     clock.sync()
     t0 = time.perf_counter()

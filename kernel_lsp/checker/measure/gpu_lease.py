@@ -31,7 +31,7 @@ import os
 import tempfile
 import threading
 import time
-from typing import Callable, Iterator
+from typing import Any, Callable, Iterator
 
 POLL_S = 0.05
 QUIET_TIMEOUT_S = 120.0  # the longest a timing waits for verifications in flight (then it times, disturbed)
@@ -74,23 +74,29 @@ def holder_of(path: str) -> str:
         return ""
 
 
-def _flock(fd: int, mode: int, deadline: float, on_wait: Callable[[], None] | None = None,
+def _flock(fd: int, mode: int, deadline: float, on_wait: Callable[[], Any] | None = None,
            after: float = 0.0) -> bool:
     """Take `mode` (LOCK_EX or LOCK_SH) on `fd`, polling until `deadline` (time.monotonic()); `on_wait()` once if it
-    has waited longer than `after` seconds. True when held."""
+    has waited longer than `after` seconds, and what it returned, when callable, once the wait ends (the worker
+    says so: checker/pipeline.py say_wait). True when held."""
     told = False
+    ended: Any = None
     start = time.monotonic()
-    while True:
-        try:
-            fcntl.flock(fd, mode | fcntl.LOCK_NB)
-            return True
-        except BlockingIOError:
-            if not told and on_wait is not None and time.monotonic() - start >= after:
-                on_wait()
-                told = True
-            if time.monotonic() > deadline:
-                return False
-            time.sleep(POLL_S)
+    try:
+        while True:
+            try:
+                fcntl.flock(fd, mode | fcntl.LOCK_NB)
+                return True
+            except BlockingIOError:
+                if not told and on_wait is not None and time.monotonic() - start >= after:
+                    ended = on_wait()
+                    told = True
+                if time.monotonic() > deadline:
+                    return False
+                time.sleep(POLL_S)
+    finally:
+        if callable(ended):
+            ended()
 
 
 def _open(folder: str | None, name: str, suffix: str) -> tuple[str, int]:

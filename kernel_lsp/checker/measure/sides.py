@@ -72,10 +72,10 @@ class SplitClock:
         self.last_tail_us = getattr(self.local, "last_tail_us", 0.0)
         return out
 
-    def back_to_back(self, fns, calls: int) -> BackToBack:
+    def back_to_back(self, fns, calls: int, issue: bool = True) -> BackToBack:
         if isinstance(fns[0], RemoteCall):
-            return BackToBack(**fns[0].side.ask("b2b", calls=calls)["b2b"])
-        return self.local.back_to_back(fns, calls)
+            return BackToBack(**fns[0].side.ask("b2b", calls=calls, issue=issue)["b2b"])
+        return self.local.back_to_back(fns, calls, issue)
 
     def graph(self, fn) -> list[float] | None:
         if isinstance(fn, RemoteCall):
@@ -203,8 +203,9 @@ def _gpu_lease(rep, job: CheckJob, torch):
     uuid, index = gpu_lease.gpu_identity()
     note.update(uuid=uuid, index=index)
 
-    def waiting(holder: str) -> None:
-        rep.w.stage("measure", f"waiting for GPU {index}: another check is timing" + (f" ({holder})" if holder else ""))
+    def waiting(holder: str):
+        return rep.w.wait("measure", f"waiting for GPU {index}: another check is timing"
+                          + (f" ({holder})" if holder else ""))
     with gpu_lease.lease(uuid, f"timing {os.path.basename(job.path)}", waiting) as waited:
         note["waited"] = round(waited, 3) if waited >= 0.05 else None
         yield note

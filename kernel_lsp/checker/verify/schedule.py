@@ -300,8 +300,8 @@ class VariantSchedule:
         """Run one variant: its stage event, the reason it was skipped, and its row's seconds."""
         state = self.ctx.state
         # On a GPU: a timing waiting for it goes first, so it waits for one variant, not for the rest of this check.
-        let_timing_in(lambda: self.ctx.rep.w.stage("verify", f"waiting for the GPU before variant {v.name}: another "
-                                                               "check is timing on it"))
+        let_timing_in(lambda: self.ctx.rep.w.wait("verify", f"waiting for the GPU before variant {v.name}: another "
+                                                              "check is timing on it"))
         t0, rows = time.monotonic(), len(state.rows)
         self.ran.append(v)
         self.ctx.rep.w.stage("verify", f"variant {v.name}: {v.description}")

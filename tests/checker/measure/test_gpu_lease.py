@@ -37,6 +37,42 @@ def test_gpu_lease_a_second_process_waits_and_says_for_whom(tmp_path):
     holder.wait()
 
 
+def test_gpu_lease_says_when_the_wait_ended(tmp_path):
+    """What the waiting callback returns is called once the lease is held (jobs.Sink.wait: the worker says the wait
+    ended, and the job's time limit counts on from there), not before and not when nothing was waited for."""
+    from kernel_lsp.checker.pipeline import StageTracker
+    from kernel_lsp.jobs import ListSink, Stage
+    from kernel_lsp.run.outcome import TimeLimit
+    holder = _holder(tmp_path, 1.5)
+    said, limit = ListSink(), TimeLimit(1.0)
+    sink = StageTracker(said)  # the worker's sink, which keeps the current stage
+    sink.stage("measure", "inputs and baselines")
+    with gpu_lease.lease("GPU-test", "timing b.py", lambda who: sink.wait("measure", f"waiting for GPU 0 ({who})"),
+                         folder=str(tmp_path)) as waited:
+        stages = [(e.stage, e.detail) for e in said.events if isinstance(e, Stage)]
+        assert stages == [("measure", "inputs and baselines"),
+                          ("measure", f"waiting for GPU 0 (pid {holder.pid}: timing a.py)"),
+                          ("measure", "inputs and baselines")], stages  # the stage before the wait, again
+    holder.wait()
+    assert waited > 0.5
+    with gpu_lease.lease("GPU-test", "timing c.py", lambda who: sink.wait("measure", "waiting for GPU 0"),
+                         folder=str(tmp_path)):
+        pass
+    assert len(said.events) == 3  # nothing waited for: nothing said
+    # The parent's limit (1 s here) leaves the said wait out, and counts the time after it.
+    t0 = limit.start
+    limit.saw(Stage("load"), now=t0 + 0.1)
+    limit.saw(Stage("load", "waiting for GPU 0: another check is timing on it"), now=t0 + 0.5)
+    assert not limit.passed(now=t0 + 30.0) and abs(limit.left_out(now=t0 + 30.0) - 29.5) < 1e-9
+    limit.saw(Stage("load"), now=t0 + 30.0)  # the wait ended: 0.5 s of the checked code's time so far
+    assert not limit.passed(now=t0 + 30.4) and limit.passed(now=t0 + 30.6)
+    limit.saw(Stage("verify", "waiting for the GPU before variant seed-2: another check is timing on it"),
+              now=t0 + 30.2)
+    # 0.7 s of the checked code's own so far; waits are left out up to MAX_WAITED_S (600 s) in all, so a wait that
+    # never ends (a worker's bug) still ends the job: at 600 + 1 s.
+    assert not limit.passed(now=t0 + 600.9) and limit.passed(now=t0 + 601.1)
+
+
 def test_gpu_lease_a_holder_that_dies_releases_the_gpu(tmp_path):
     holder = _holder(tmp_path, 60)
     os.kill(holder.pid, signal.SIGKILL)

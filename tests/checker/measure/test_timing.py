@@ -53,6 +53,17 @@ def test_timing_back_to_back_rotates_sides_and_input_copies():
     assert len(out["triton"].plain_us) == 4 and out["triton"].loop_groups() == [0, 0, 1, 1]
 
 
+def test_timing_back_to_back_takes_issue_times_in_the_first_rounds_only():
+    """The calls' issue times (the wrapper's time, a median) come from the first ISSUE_ROUNDS rounds; every round
+    gives its timed calls and plain loops."""
+    from kernel_lsp.checker.measure.timing import ISSUE_ROUNDS, time_back_to_back
+    sides = {name: [lambda: None, lambda: None] for name in ("triton", "eager")}
+    out = time_back_to_back(sides, HostClock(), rounds=ISSUE_ROUNDS + 2, calls=8)
+    for side in out.values():  # 8 calls a batch, of which the first QUEUE_WARMUP (4) are left out
+        assert len(side.wall_us) == 4 * (ISSUE_ROUNDS + 2) and len(side.issue_us) == 4 * ISSUE_ROUNDS
+        assert len(side.plain_us) == 2 * (ISSUE_ROUNDS + 2) and side.loop_us() == side.plain_us
+
+
 def test_timing_rotates_through_input_copies_and_records_them():
     used: list[int] = []
     copies = [lambda k=k: used.append(k) for k in range(3)]
