@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
-from typing import Any, Union
+from typing import Any, Callable, Union
 
 from .model import Finding, KernelFacts, Record, Span
 
@@ -128,16 +128,10 @@ class Stage(Record):
     stage: str
     detail: str = ""
     at: float | None = None  # seconds since the job started in the worker (`check --timings`)
-
-    def is_wait(self) -> bool:
-        """A wait for something that is not the checked code (a GPU another check times on, the compile warmer):
-        it lasts until the worker's next stage, which it says when the wait ends (the job's time limit leaves it
-        out, run/outcome.py TimeLimit)."""
-        return self.detail.startswith(WAITING)
-
-
-# How the detail of a stage that waits begins (Stage.is_wait; verdict.waiting, a layer below, spells it too).
-WAITING = "waiting for"
+    # A wait for something that is not the checked code (a GPU another check times on, the compile warmer), set by
+    # Sink.wait alone: it lasts until the worker's next stage, and the job's time limit leaves it out (run/outcome.py
+    # TimeLimit). Never read from the detail, which may carry names the checked code chose (a kernel's qualname).
+    wait: bool | None = None  # True for a wait; None otherwise (left out of the wire's JSON)
 
 
 @dataclass
@@ -213,13 +207,13 @@ class Sink:
     def stat(self, name: str, value: float = 1) -> None:
         self.emit(Stat(name, value))
 
-    def wait(self, stage: str, detail: str):
-        """Say that the job waits for something that is not the checked code (`detail` begins with WAITING), and
-        return what says that the wait has ended: the stage that was current before it, again, where this sink keeps
-        it (`last`, checker/pipeline.py StageTracker), else `stage`. The job's time limit leaves the time between
-        the two out (run/outcome.py TimeLimit): a check that waits for another's timing is not timed out for it."""
+    def wait(self, stage: str, detail: str) -> Callable[[], None]:
+        """Say that the job waits for something that is not the checked code (a Stage with `wait` set), and return
+        what says that the wait has ended: the stage that was current before it, again, where this sink keeps it
+        (`last`, checker/pipeline.py StageTracker), else `stage`. The job's time limit leaves the time between the
+        two out (run/outcome.py TimeLimit): a check that waits for another's timing is not timed out for it."""
         before = getattr(self, "last", None)
-        self.stage(stage, detail)
+        self.emit(Stage(stage, detail, wait=True))
 
         def ended() -> None:
             self.stage(before.stage, before.detail) if before is not None else self.stage(stage)

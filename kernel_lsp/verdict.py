@@ -76,7 +76,7 @@ def waiting(finding: Finding) -> bool:
     """A timeout (KL301) that passed before the checked code started (the worker's start) or while the check
     waited for something that is not the checked code (a GPU another check was timing, the compile warmer)."""
     stage = finding.data.get("stage") if isinstance(finding.data, dict) else None
-    return not stage or str(stage.get("detail", "")).startswith("waiting for")
+    return not stage or bool(stage.get("wait"))  # set by the worker's Sink.wait alone, never from a detail's text
 
 
 def error_of(report: FileReport) -> str | None:

@@ -175,12 +175,13 @@ def test_gpu_a_stream_of_writes_above_the_copy_rate_is_not_called_impossible():
 
 def test_gpu_a_cold_check_waits_for_its_compile_warmer_and_still_times_torch_compile(tmp_path):
     """A cold check starts a compile warmer beside its worker (run/compile_warmer.py): the measure stage waits
-    for it, then compiles from the caches it filled, and torch.compile is timed as without one."""
+    for it (and says so where the warmer still runs then: with empty caches, its compile of the reference usually
+    does), then compiles from the caches it filled, and torch.compile is timed as without one. That the stage waits
+    on the warmer's lock is tested on the CPU (tests/run/test_compile_warmer.py)."""
     env = {"TORCHINDUCTOR_CACHE_DIR": str(tmp_path / "inductor"), "TRITON_CACHE_DIR": str(tmp_path / "triton")}
     proc = run_cli("check", str(PERF / "tuned.py"), "--device", "cuda", "--no-cache", "--timings", env=env,
                    timeout=900)
     assert proc.returncode == 0, proc.stdout + proc.stderr[-3000:]
-    assert "measure: waiting for the compile warmer" in proc.stdout + proc.stderr
     assert (tmp_path / "inductor").is_dir() and any((tmp_path / "inductor").rglob("*.py"))
     off = run_cli("check", str(PERF / "tuned.py"), "--device", "cuda", "--no-cache", "--timings", "--format", "json",
                   env={**env, "KERNEL_LSP_COMPILE_WARMER": "0"}, timeout=900)

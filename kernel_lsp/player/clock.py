@@ -55,7 +55,8 @@ class BackToBack:
         and the host's time to issue it."""
         if self.plain_us:
             return list(self.plain_us)
-        return [max(w, i) for w, i in zip(self.wall_us, self.issue_us)] if self.issue_us else list(self.wall_us)
+        # Issue times exist for the first rounds only (timing.ISSUE_ROUNDS): the later calls are their events' time.
+        return [max(w, i) for w, i in zip(self.wall_us, self.issue_us)] + self.wall_us[len(self.issue_us):]
 
     def loop_groups(self) -> list[int]:
         """The clusters of `loop_us` for the bootstrap: the plain-loop samples of one batch together (taken one after
@@ -109,7 +110,7 @@ def plain_loop_us(fns: list[Callable[[], Any]], calls: int, sync: Callable[[], A
 # A call this long is the GPU's time in any loop: a short plain loop measures it. Each of its per-call samples is a
 # difference of two loops' clocks over 4 calls, a few us of synchronize jitter on 400 us or more (1-2%); longer loops
 # of such calls only held the GPU (on an H200 the back-to-back step was 26 s of the 42 s for which a check of tasks/
-# held the GPU alone, and most of it the plain loops of 100-500 us calls, 2026-12-06).
+# held the GPU alone, 2026-12-06: benchmarks/results/check-tasks-gpu-h200.json).
 PLAIN_LONG_US = 100.0
 PLAIN_PER_BATCH = 2  # plain-loop samples per back-to-back batch
 

@@ -18,7 +18,7 @@ MAX_WAITED_S = 600.0  # the most of a job's waits its time limit leaves out (a G
 
 class TimeLimit:
     """A job's time limit, counted as the checked code's time: the seconds since `start`, less the job's waits for
-    something that is not the checked code, as the worker says them (a Stage that `is_wait`, until its next stage:
+    something that is not the checked code, as the worker says them (a Stage with `wait` set, until its next stage:
     jobs.Sink.wait), MAX_WAITED_S of them at most. Eight checks at once on one GPU wait for each other's timings; a
     file's 60 s ran out in those waits (KL301, H200 2026-12-06)."""
 
@@ -34,7 +34,7 @@ class TimeLimit:
         if self.since is not None:
             self.waited += now - self.since
             self.since = None
-        if event.is_wait():
+        if event.wait:
             self.since = now
 
     def left_out(self, now: float | None = None) -> float:

@@ -46,7 +46,7 @@ import time
 from .. import __version__
 from ..jobs import CheckJob, LIVE, SandboxOptions, Stat
 from .local import Executor, LocalExecutor, OnEvent
-from .outcome import WorkerOutcome
+from .outcome import MAX_WAITED_S, WorkerOutcome
 from .protocol import PROTOCOL, decode_event, mismatch, outcome_from_dict
 from .ray_head import CONNECT_TIMEOUT, INSTALL, HeadWatch, RayUnavailable, connect, import_ray, kill_own_cluster
 from .ray_remote import DeviceWorker, run_task, warm_task, who_runs_here
@@ -248,8 +248,9 @@ class RayExecutor(Executor):
             if started is None and now - submitted > START_TIMEOUT:
                 self._cancel(stream, actor_job, force=True)
                 return WorkerOutcome(start_failed=f"no Ray worker took the job within {START_TIMEOUT:.0f} s"), None
-            if started is not None and now - started > 5 * timeout + 120:
-                # The job's own timeouts (the check's and its re-run's) end it long before this: the Ray side hangs.
+            if started is not None and now - started > 5 * timeout + 2 * MAX_WAITED_S + 120:
+                # The job's own timeouts (the check's and its re-run's, each leaving out up to MAX_WAITED_S of waits
+                # for a GPU or the compile warmer) end it long before this: the Ray side hangs.
                 self._cancel(stream, actor_job, force=True)
                 return None, f"no answer from its Ray worker {now - started:.0f} s after the job started"
             ready, _ = ray.wait([stream], timeout=0.2)

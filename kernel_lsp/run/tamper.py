@@ -40,7 +40,7 @@ OWN_FUNCTIONS: list[tuple[types.ModuleType, list[str]]] = [
     (truth, ["same"]),
 ]
 OWN_CLASSES: list[tuple[type, list[str]]] = [
-    (jobs.Sink, ["stage", "finding", "preview", "kernel", "stat"]),
+    (jobs.Sink, ["stage", "wait", "finding", "preview", "kernel", "stat"]),
     (protocol.EventWriter, ["emit"]),
     (reporter.Reporter, ["add", "preview"]),
     (pipeline.StageTracker, ["emit"]),

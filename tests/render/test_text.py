@@ -24,6 +24,8 @@ def test_text_one_lead_line_per_problem_with_also_on_and_the_json_keeps_every_fi
     assert "Checked 1 file, 1 kernel (0 verified, 1 failed verification; 0 from cache): 1 error, 0 warnings" in text
     # The session's `check --format json` of the corpus (conftest.corpus_local) keeps every row.
     assert [f["code"] for f in corpus_file(corpus_local, case)["findings"]] == ["KL200"] * 3
+    path = str((CORPUS / case).resolve())
+    assert [d["code"] for d in corpus_local[1]["diagnostics"] if d["path"] == path] == ["KL200"] * 3
 
 
 def test_text_a_long_message_leads_with_a_short_line_and_loses_nothing(tmp_path):

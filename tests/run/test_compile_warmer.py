@@ -40,8 +40,11 @@ def test_compile_warmer_holds_its_lock_while_it_runs_and_frees_it_when_stopped(t
     assert warmer is not None
     try:
         assert job.measure.warm_lock == warmer.lock_path and Path(warmer.lock_path).exists()
-        waited = wait_for_lock(job.measure.warm_lock, 1.0)
+        said: list[str] = []
+        waited = wait_for_lock(job.measure.warm_lock, 1.0,
+                               lambda: said.append("waiting") or (lambda: said.append("ended")))
         assert 0.9 <= waited < 5, waited  # held: the wait ran to its limit
+        assert said == ["waiting", "ended"]  # said once, and that it ended (jobs.Sink.wait)
         assert warmer.proc.poll() is None
     finally:
         warmer.stop()
@@ -64,6 +67,11 @@ def test_compile_warmer_that_fails_frees_its_lock_at_once(tmp_path):
         warmer.stop()
 
 
-def test_no_lock_means_no_wait():
-    assert wait_for_lock(None, 10.0) == 0.0
-    assert wait_for_lock("/nonexistent/kernel-lsp.lock", 10.0) == 0.0
+def test_no_lock_means_no_wait(tmp_path):
+    said: list[str] = []
+    assert wait_for_lock(None, 10.0, lambda: said.append("waiting")) == 0.0
+    assert wait_for_lock("/nonexistent/kernel-lsp.lock", 10.0, lambda: said.append("waiting")) == 0.0
+    free = tmp_path / "free.lock"  # a warmer that has ended: its lock is free, nothing is said
+    free.write_text("")
+    assert wait_for_lock(str(free), 10.0, lambda: said.append("waiting")) < 1.0
+    assert said == []

@@ -34,15 +34,13 @@ def compiled_reference(ref, key: str, example: list, clock, warm_lock: str | Non
                        on_wait=None) -> tuple[Any, float, bool]:
     """(torch.compile of the reference, seconds its first call took, whether it came from this worker's cache).
     With `warm_lock`, a compile warmer (run/compile_warmer.py) is filling Inductor's caches for this reference:
-    wait for it to end first (on_wait() is called before waiting, and what it returned, when callable, after)."""
+    wait for it to end first (`on_wait()` once if the warmer is still running, and what it returned, when callable,
+    once it has ended: jobs.Sink.wait)."""
     import torch
     if key in _COMPILED:
         compiled, seconds = _COMPILED[key]
         return compiled, seconds, True
-    ended = on_wait() if warm_lock and on_wait is not None else None
-    wait_for_lock(warm_lock, WARM_WAIT_S)
-    if callable(ended):
-        ended()
+    wait_for_lock(warm_lock, WARM_WAIT_S, on_wait)
     compiled = torch.compile(ref)
     clock.sync()
     t0 = time.perf_counter()
@@ -53,27 +51,23 @@ def compiled_reference(ref, key: str, example: list, clock, warm_lock: str | Non
     return compiled, seconds, False
 
 
-def wait_for_lock(lock_path: str | None, timeout: float) -> float:
+def wait_for_lock(lock_path: str | None, timeout: float, on_wait=None) -> float:
     """Block until the compile warmer holding `lock_path` has ended, at most `timeout` seconds; the seconds waited.
-    Returns at once when there is no warmer or its lock file cannot be opened (a worker on another machine)."""
+    Returns at once when there is no warmer or its lock file cannot be opened (a worker on another machine).
+    `on_wait` as gpu_lease.flock_waiting takes it: called only if the warmer still holds the lock."""
     if not lock_path:
         return 0.0
     import fcntl
+
+    from .gpu_lease import flock_waiting
     try:
         fd = os.open(lock_path, os.O_RDONLY)
     except OSError:
         return 0.0
     start_at = time.monotonic()
     try:
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-                fcntl.flock(fd, fcntl.LOCK_UN)
-                break
-            except BlockingIOError:
-                if time.monotonic() - start_at >= timeout:
-                    break
-                time.sleep(0.02)
+        if flock_waiting(fd, fcntl.LOCK_SH, start_at + timeout, on_wait):
+            fcntl.flock(fd, fcntl.LOCK_UN)
     finally:
         os.close(fd)
     return time.monotonic() - start_at

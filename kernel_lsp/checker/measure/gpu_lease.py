@@ -74,11 +74,12 @@ def holder_of(path: str) -> str:
         return ""
 
 
-def _flock(fd: int, mode: int, deadline: float, on_wait: Callable[[], Any] | None = None,
+def flock_waiting(fd: int, mode: int, deadline: float, on_wait: Callable[[], Any] | None = None,
            after: float = 0.0) -> bool:
     """Take `mode` (LOCK_EX or LOCK_SH) on `fd`, polling until `deadline` (time.monotonic()); `on_wait()` once if it
-    has waited longer than `after` seconds, and what it returned, when callable, once the wait ends (the worker
-    says so: checker/pipeline.py say_wait). True when held."""
+    has waited longer than `after` seconds, and what it returned, when callable, once the wait ends (jobs.Sink.wait:
+    the worker says so, and the job's time limit leaves the wait out). True when held. The compile warmer's lock is
+    waited for the same way (compiled.wait_for_lock)."""
     told = False
     ended: Any = None
     start = time.monotonic()
@@ -105,7 +106,7 @@ def _open(folder: str | None, name: str, suffix: str) -> tuple[str, int]:
 
 
 @contextlib.contextmanager
-def lease(name: str, what: str, on_wait: Callable[[str], None] | None = None,
+def lease(name: str, what: str, on_wait: Callable[[str], Any] | None = None,
           folder: str | None = None, timeout: float = 600.0,
           quiet_timeout: float = QUIET_TIMEOUT_S) -> Iterator[float]:
     """Hold the GPU `name` exclusively; yields the seconds waited for it. `on_wait(holder)` is called once if
@@ -119,13 +120,13 @@ def lease(name: str, what: str, on_wait: Callable[[str], None] | None = None,
     start = time.monotonic()
     held = gated = quiet = False
     try:
-        held = _flock(fd, fcntl.LOCK_EX, start + timeout,
+        held = flock_waiting(fd, fcntl.LOCK_EX, start + timeout,
                       (lambda: on_wait(holder_of(path))) if on_wait is not None else None)
         if held:
             os.ftruncate(fd, 0)
             os.pwrite(fd, f"pid {os.getpid()}: {what}".encode(), 0)
-        gated = _flock(gate, fcntl.LOCK_EX, time.monotonic() + quiet_timeout)
-        quiet = _flock(busy, fcntl.LOCK_EX, time.monotonic() + quiet_timeout,
+        gated = flock_waiting(gate, fcntl.LOCK_EX, time.monotonic() + quiet_timeout)
+        quiet = flock_waiting(busy, fcntl.LOCK_EX, time.monotonic() + quiet_timeout,
                        (lambda: on_wait("verifications in flight")) if on_wait is not None else None)
         yield time.monotonic() - start
     finally:
@@ -146,14 +147,14 @@ class _Hold:
     def __init__(self, gate: int, busy: int, timeout: float):
         self.gate, self.busy, self.timeout, self.shared = gate, busy, timeout, False
 
-    def enter(self, on_wait: Callable[[], None] | None = None) -> float:
+    def enter(self, on_wait: Callable[[], Any] | None = None) -> float:
         """Through the turnstile (waiting while a timing waits or runs), then the busy file shared; the seconds
         waited. Past the timeout it goes on anyway."""
         start = time.monotonic()
         # Other verifications pass through the turnstile in a moment: only a longer wait is a timing's.
-        if _flock(self.gate, fcntl.LOCK_EX, start + self.timeout, on_wait, after=0.5):
+        if flock_waiting(self.gate, fcntl.LOCK_EX, start + self.timeout, on_wait, after=0.5):
             try:
-                self.shared = _flock(self.busy, fcntl.LOCK_SH, start + self.timeout)
+                self.shared = flock_waiting(self.busy, fcntl.LOCK_SH, start + self.timeout)
             finally:
                 fcntl.flock(self.gate, fcntl.LOCK_UN)
         return time.monotonic() - start
@@ -169,7 +170,7 @@ _holds = threading.local()  # this thread's `verifying` holds, innermost last
 
 @contextlib.contextmanager
 def verifying(name: str, folder: str | None = None, timeout: float = 600.0,
-              on_wait: Callable[[], None] | None = None) -> Iterator[float]:
+              on_wait: Callable[[], Any] | None = None) -> Iterator[float]:
     """Verify on the GPU `name` beside other verifications, never while a side is timed on it: passes through the
     turnstile (waiting while a timing waits or runs; `on_wait()` once if it does), then holds the GPU's `busy` file
     shared. Yields the seconds waited. Past `timeout` it goes on anyway. Inside it, `let_timing_in()` between two
@@ -201,7 +202,7 @@ def timing_waits(gate: int) -> bool:
     return False
 
 
-def let_timing_in(on_wait: Callable[[], None] | None = None) -> float:
+def let_timing_in(on_wait: Callable[[], Any] | None = None) -> float:
     """Between two steps of a verification (its variants, its stages): when a timing waits for this thread's GPU,
     give the shared hold back, wait at the turnstile until the timing has ended, and hold the GPU again; the
     seconds waited. A timing then waits for the step in flight of each verification, not for whole verifications
@@ -216,7 +217,7 @@ def let_timing_in(on_wait: Callable[[], None] | None = None) -> float:
     return hold.enter(on_wait)
 
 
-def verifying_here(device: str, on_wait: Callable[[int], None] | None = None):
+def verifying_here(device: str, on_wait: Callable[[int], Any] | None = None):
     """`verifying` on this process's current CUDA device (`on_wait(index)` once if it waits for a timing), or nothing
     to hold where `device` is not "cuda" (the CPU interpreter)."""
     if device != "cuda":

@@ -18,7 +18,8 @@ device-wide synchronize):
 
 `time_back_to_back` is the other clock a user meets, in three passes per batch: calls issued back to back with an
 event pair around each and the flush between them, as `triton.testing.do_bench` times (the events' view, for the
-escaped-work rule); the host's time to issue each call with the GPU idle (the Python wrapper, for KL404); and a plain
+escaped-work rule); the host's time to issue each call with the GPU idle (the Python wrapper, for KL404; in the first
+ISSUE_ROUNDS rounds only); and a plain
 loop, with no flush and no event pair between its calls, timed to its final synchronize by the host and by one
 event pair around the whole loop (the longer counts): what a loop that calls the side pays per call, the host's
 launch included. The flush gives the host a head start of its own length
@@ -138,7 +139,7 @@ def back_to_back_calls(samples: dict[str, Samples] | None, most: int = 24, least
     return max(least, min(most, int(BATCH_GPU_US / max(max(medians), 1e-3))))
 
 
-ISSUE_ROUNDS = 2  # the rounds whose batches also take each call's issue time (the host's time, a median of 40)
+ISSUE_ROUNDS = 2  # the rounds whose batches also take each call's issue time (the host's time: their median)
 
 
 def time_back_to_back(sides: dict[str, list[Side]], clock, *, rounds: int = 6,
@@ -147,8 +148,8 @@ def time_back_to_back(sides: dict[str, list[Side]], clock, *, rounds: int = 6,
     (rotating order), so a change of clocks hits all alike. The first QUEUE_WARMUP calls of each batch are left out
     of the samples: after the batch's synchronize the GPU is idle and the host has not got ahead yet, which a loop
     (or do_bench's hundreds of calls) is past. Only the first ISSUE_ROUNDS rounds take the calls' issue times: their
-    median (the Python wrapper's time, KL404) is settled by then, and the pass held the GPU for a quarter of the
-    step."""
+    median (the Python wrapper's time, KL404) is settled by then, and each pass holds the GPU for a batch's calls
+    with a flush and a synchronize apiece."""
     names = list(sides)
     out = {name: BackToBack() for name in names}
     for r in range(rounds):

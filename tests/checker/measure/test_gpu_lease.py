@@ -59,14 +59,20 @@ def test_gpu_lease_says_when_the_wait_ended(tmp_path):
                          folder=str(tmp_path)):
         pass
     assert len(said.events) == 3  # nothing waited for: nothing said
+    assert [bool(e.wait) for e in said.events] == [False, True, False]  # marked by Sink.wait, not by the words
+    # A stage whose text only reads like a wait (a kernel may be named "waiting for the GPU": compile stages carry
+    # its qualname) is the checked code's time.
+    words = TimeLimit(1.0)
+    words.saw(Stage("compile", "waiting for the GPU for sm_90"), now=words.start)
+    assert words.passed(now=words.start + 1.5)
     # The parent's limit (1 s here) leaves the said wait out, and counts the time after it.
     t0 = limit.start
     limit.saw(Stage("load"), now=t0 + 0.1)
-    limit.saw(Stage("load", "waiting for GPU 0: another check is timing on it"), now=t0 + 0.5)
+    limit.saw(Stage("load", "waiting for GPU 0: another check is timing on it", wait=True), now=t0 + 0.5)
     assert not limit.passed(now=t0 + 30.0) and abs(limit.left_out(now=t0 + 30.0) - 29.5) < 1e-9
     limit.saw(Stage("load"), now=t0 + 30.0)  # the wait ended: 0.5 s of the checked code's time so far
     assert not limit.passed(now=t0 + 30.4) and limit.passed(now=t0 + 30.6)
-    limit.saw(Stage("verify", "waiting for the GPU before variant seed-2: another check is timing on it"),
+    limit.saw(Stage("verify", "waiting for the GPU before variant seed-2: another check is timing on it", wait=True),
               now=t0 + 30.2)
     # 0.7 s of the checked code's own so far; waits are left out up to MAX_WAITED_S (600 s) in all, so a wait that
     # never ends (a worker's bug) still ends the job: at 600 + 1 s.

@@ -61,7 +61,7 @@ def test_timing_back_to_back_takes_issue_times_in_the_first_rounds_only():
     out = time_back_to_back(sides, HostClock(), rounds=ISSUE_ROUNDS + 2, calls=8)
     for side in out.values():  # 8 calls a batch, of which the first QUEUE_WARMUP (4) are left out
         assert len(side.wall_us) == 4 * (ISSUE_ROUNDS + 2) and len(side.issue_us) == 4 * ISSUE_ROUNDS
-        assert len(side.plain_us) == 2 * (ISSUE_ROUNDS + 2) and side.loop_us() == side.plain_us
+        assert len(side.plain_us) == 2 * (ISSUE_ROUNDS + 2)
 
 
 def test_timing_rotates_through_input_copies_and_records_them():
@@ -119,6 +119,8 @@ def test_timing_a_loop_pays_the_hosts_issue_time_when_it_is_longer_than_the_gpus
     b = BackToBack(wall_us=[41.0, 42.0, 130.0], issue_us=[63.0, 64.0, 35.0], copy=[0, 1, 0])
     assert b.loop_us() == [63.0, 64.0, 130.0] and b.loop_groups() == [0, 1, 0]
     assert BackToBack(wall_us=[5.0]).loop_us() == [5.0]
+    # Issue times from the first rounds only: the later calls count their events' time, none is dropped.
+    assert BackToBack(wall_us=[41.0, 42.0, 130.0], issue_us=[63.0], copy=[0, 1, 0]).loop_us() == [63.0, 42.0, 130.0]
     assert BackToBack(wall_us=[41.0], issue_us=[63.0], plain_us=[71.0, 70.0]).loop_us() == [71.0, 70.0]
 
 
