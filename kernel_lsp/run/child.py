@@ -21,6 +21,7 @@ from ..model import Finding, Span
 from ..checker.problem.errors import is_out_of_memory
 from . import players
 from .protocol import EventWriter, read_job
+from .sandbox import single_threaded
 
 PR_SET_NAME, PR_SET_PDEATHSIG = 15, 1
 PARENT_ENV = "KERNEL_LSP_PARENT_PID"
@@ -70,6 +71,7 @@ def choose_device(requested: str) -> str:
     """Pick where kernels run, before triton is imported: TRITON_INTERPRET is read at import time."""
     if requested == "cpu":
         os.environ["TRITON_INTERPRET"] = "1"
+        single_threaded(os.environ)
         return "cpu"
     import torch
     if torch.cuda.is_available():

@@ -32,7 +32,7 @@ from typing import Callable
 from ..jobs import SandboxOptions
 from ..checker.measure import gpu_lease
 from ..player import wire
-from .sandbox import cache_folders, child_env
+from .sandbox import cache_folders, child_env, single_threaded
 
 log = logging.getLogger(__name__)
 PLAYER = Path(__file__).resolve().parent.parent / "player"
@@ -68,6 +68,7 @@ def neutral_env(device: str, base: dict[str, str] | None = None) -> dict[str, st
     env["PLAY_PROTOCOL"] = str(PROTOCOL)
     if device == "cpu":
         env["TRITON_INTERPRET"] = "1"
+        single_threaded(env)
     else:
         env.pop("TRITON_INTERPRET", None)
         env["PYTORCH_NVML_BASED_CUDA_CHECK"] = "1"  # torch.cuda.is_available() without opening CUDA before the fork

@@ -131,3 +131,17 @@ def redact(value, secrets: list[str]):
     if isinstance(value, dict):
         return {k: redact(v, secrets) for k, v in value.items()}
     return value
+
+
+# Under the interpreter, one thread per process for OpenMP and the BLAS libraries (a setting of the user's own wins):
+# an interpreted tl.dot is numpy's matmul and the reference's CPU ops are PyTorch's, whose sums split across threads
+# differently per machine, and several workers and players at once oversubscribed the cores (a check of six corpus
+# files two at a time on two cores: 12% less CPU time and 13-17% less wall time with one thread, 2026-12-06).
+SINGLE_THREADED = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+
+
+def single_threaded(env) -> None:
+    """Set SINGLE_THREADED's variables in `env` (a dict or os.environ) where they are not set; before numpy or torch
+    is imported in the process that gets them."""
+    for name, value in SINGLE_THREADED.items():
+        env.setdefault(name, value)

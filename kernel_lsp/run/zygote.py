@@ -23,6 +23,7 @@ import traceback
 from ..player import isolate
 from .child import PARENT_ENV, PR_SET_NAME, die_with_parent, prctl
 from .protocol import ForkJob, ZygoteReady
+from .sandbox import single_threaded
 
 CHILD_NAME = b"kernel-lsp-job"  # what ps and /proc/PID/comm show for a forked worker
 ZYGOTE_NAME = b"kernel-lsp-warm"
@@ -30,6 +31,7 @@ ZYGOTE_NAME = b"kernel-lsp-warm"
 
 def _warm() -> None:
     os.environ["TRITON_INTERPRET"] = "1"
+    single_threaded(os.environ)  # before torch (and numpy) are imported here and in the players' server
     from . import players
     # The players' own fork server (run/players.py): it imports torch beside this process's own imports, and every
     # job forked here asks it for its player.
