@@ -216,7 +216,10 @@ class Sink:
         self.emit(Stage(stage, detail, wait=True))
 
         def ended() -> None:
-            self.stage(before.stage, before.detail) if before is not None else self.stage(stage)
+            if before is not None:
+                self.stage(before.stage, before.detail)
+            else:
+                self.stage(stage)
         return ended
 
 

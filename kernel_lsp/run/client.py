@@ -67,10 +67,10 @@ def run_in_child(job: CheckJob, timeout: float, cancel: threading.Event, env: di
             except BaseException:
                 channel.close()
                 raise
-            waited = [0.0]
-            outcome.returncode = _wait(proc, channel, start, timeout, cancel, on_event, waited)
+            limit = TimeLimit(timeout, start)
+            outcome.returncode = _wait(proc, channel, limit, cancel, on_event)
             if outcome.returncode is None:
-                outcome.timed_out, outcome.waited_s = not cancel.is_set(), waited[0]
+                outcome.timed_out, outcome.waited_s = not cancel.is_set(), limit.left_out()
                 _stop(proc)
                 outcome.returncode = proc.wait()
             # The child may have started processes of its own: they die with it (the zygote and the reaper are
@@ -93,12 +93,10 @@ def _stop(proc) -> None:
     kill_group(proc.pid)
 
 
-def _wait(proc, channel: "EventChannel", start: float, timeout: float, cancel: threading.Event,
-          on_event: Callable | None, waited: list[float]) -> int | None:
-    """Wait for the child, forwarding its live events; None when the timeout passed (its waits left out:
-    outcome.TimeLimit; `waited[0]` says how long those were) or the job was cancelled."""
-    limit = TimeLimit(timeout, start)
-
+def _wait(proc, channel: "EventChannel", limit: TimeLimit, cancel: threading.Event,
+          on_event: Callable | None) -> int | None:
+    """Wait for the child, forwarding its live events; None when its time limit passed (its waits left out, as
+    `limit` saw them) or the job was cancelled."""
     def seen(event) -> None:
         limit.saw(event)
         if on_event is not None:
@@ -115,7 +113,6 @@ def _wait(proc, channel: "EventChannel", start: float, timeout: float, cancel: t
             pass
         offset = _forward(channel, offset, seen)
         if cancel.is_set() or limit.passed():
-            waited[0] = limit.left_out()
             return None
 
 
