@@ -183,6 +183,8 @@ def test_gpu_a_cold_check_waits_for_its_compile_warmer_and_still_times_torch_com
                    timeout=900)
     assert proc.returncode == 0, proc.stdout + proc.stderr[-3000:]
     assert (tmp_path / "inductor").is_dir() and any((tmp_path / "inductor").rglob("*.py"))
+    from kernel_lsp.checker.measure.compiled import MARKS
+    assert any((tmp_path / "inductor" / MARKS).iterdir())  # the worker's compile marked it: no warmer next time
     off = run_cli("check", str(PERF / "tuned.py"), "--device", "cuda", "--no-cache", "--timings", "--format", "json",
                   env={**env, "KERNEL_LSP_COMPILE_WARMER": "0"}, timeout=900)
     assert "waiting for the compile warmer" not in off.stdout + off.stderr

@@ -4,7 +4,9 @@ AOT-autograd and Triton caches) and loads what it would otherwise build.
 
 When: the parent (check.py) starts one for a job whose long-lived GPU worker is not ready yet (a cold `kernel-lsp
 check FILE --device cuda`, the first check after the language server starts), with measurement and its
-torch.compile baseline on. A warm worker keeps its compiled references in memory (measure/compiled.py) and needs none.
+torch.compile baseline on, unless a worker has compiled the same reference with this torch before and Inductor's
+caches are warm for it (`needed`). A warm worker keeps its compiled references in memory (measure/compiled.py) and
+needs none.
 
 The lock: the parent creates a lock file, takes an exclusive flock on it, passes that descriptor to this process's
 reaper and closes its own copy, so the lock is held exactly as long as the warmer and what it started live. The measure stage
@@ -32,7 +34,7 @@ import traceback
 from ..jobs import CheckJob
 from . import reaper
 from .child import PARENT_ENV, die_with_parent
-from .sandbox import child_env, enter
+from .sandbox import cache_folders, child_env, enter
 from .protocol import WarmRequest, decode, encode
 
 log = logging.getLogger(__name__)
@@ -50,6 +52,15 @@ class CompileWarmer:
         reaper.stop(self.proc, grace=5.0)
         with contextlib.suppress(OSError):
             os.unlink(self.lock_path)
+
+
+def needed(job: CheckJob, env: dict[str, str]) -> bool:
+    """Whether a warmer would fill caches for this job's reference: not where a worker's own compile of it, with
+    this torch and this Inductor cache folder, has left its mark there (compiled.compiled_mark). The warmer would
+    then only load what the worker loads again, beside the verification, on the same host (a cold check on an
+    H200 took about a second longer with it)."""
+    from ..checker.measure.compiled import compiled_mark
+    return not compiled_mark(job, cache_folders(env)["TORCHINDUCTOR_CACHE_DIR"]).is_file()
 
 
 def start(job: CheckJob, env: dict[str, str]) -> CompileWarmer | None:

@@ -75,3 +75,37 @@ def test_no_lock_means_no_wait(tmp_path):
     free.write_text("")
     assert wait_for_lock(str(free), 10.0, lambda: said.append("waiting")) < 1.0
     assert said == []
+
+
+def test_a_reference_compiled_here_needs_no_warmer_until_it_or_the_cache_changes(tmp_path, monkeypatch):
+    """A worker's own compile marks the reference in Inductor's cache folder (compiled.compiled_mark); the parent
+    starts no warmer while the mark is there (compile_warmer.needed): a changed reference, or a cleared cache
+    folder, needs one again. The compile itself runs on a GPU (tests/test_gpu_measure.py): here torch.compile is
+    the identity, so that what is tested is the marking around it."""
+    import shutil
+
+    import torch
+
+    from kernel_lsp.checker.measure import compiled
+    job = job_for(tmp_path, sleep=0)
+    env = {"TORCHINDUCTOR_CACHE_DIR": str(tmp_path / "inductor")}
+    assert compile_warmer.needed(job, env)
+    monkeypatch.setattr(torch, "compile", lambda f: f)
+    monkeypatch.setattr(compiled, "_COMPILED", {})
+
+    class Clock:
+        def sync(self) -> None:
+            pass
+
+    mark = compiled.compiled_mark(job, env["TORCHINDUCTOR_CACHE_DIR"])
+    _, _, cached = compiled.compiled_reference(lambda x: x * 2, "key", [torch.ones(2)], Clock(), mark=mark)
+    assert not cached and mark.is_file()
+    assert not compile_warmer.needed(job, env)
+    assert compile_warmer.needed(job, {"TORCHINDUCTOR_CACHE_DIR": str(tmp_path / "elsewhere")})
+    ref = tmp_path / "ref.py"
+    ref.write_text(ref.read_text() + "# another reference\n")
+    assert compile_warmer.needed(job, env)
+    ref.write_text(REFERENCE.format(sleep=0))
+    assert not compile_warmer.needed(job, env)
+    shutil.rmtree(tmp_path / "inductor")
+    assert compile_warmer.needed(job, env)

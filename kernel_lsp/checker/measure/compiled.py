@@ -15,6 +15,7 @@ from ...jobs import CheckJob
 
 WARM_WAIT_S = 60.0  # the longest the stage waits for a compile warmer before compiling beside it
 _COMPILED: dict[str, tuple[Any, float]] = {}  # reference content -> (torch.compile'd reference, first call seconds)
+MARKS = "kernel-lsp-compiled"  # in Inductor's cache folder: a file per reference this torch has compiled there
 
 
 def _reference_key(job: CheckJob, knobs: dict) -> str:
@@ -30,12 +31,26 @@ def _reference_key(job: CheckJob, knobs: dict) -> str:
     return h.hexdigest()
 
 
+def compiled_mark(job: CheckJob, inductor_dir: str) -> Path:
+    """The file that says torch.compile of this job's reference (its content, as `_reference_key` reads it) has
+    succeeded with this torch and `inductor_dir` as Inductor's cache folder: a worker writes it after its own compile
+    (which left Inductor's caches warm for the reference), and the parent starts no compile warmer while it is there
+    (run/compile_warmer.py `needed`). It lives in Inductor's folder, so a cleared cache takes it along."""
+    from importlib import metadata
+    try:
+        version = metadata.version("torch")
+    except metadata.PackageNotFoundError:
+        version = "absent"
+    key = hashlib.sha256(f"{_reference_key(job, {})}\0{version}".encode()).hexdigest()[:40]
+    return Path(inductor_dir) / MARKS / key
+
+
 def compiled_reference(ref, key: str, example: list, clock, warm_lock: str | None = None,
-                       on_wait=None) -> tuple[Any, float, bool]:
+                       on_wait=None, mark: Path | None = None) -> tuple[Any, float, bool]:
     """(torch.compile of the reference, seconds its first call took, whether it came from this worker's cache).
     With `warm_lock`, a compile warmer (run/compile_warmer.py) is filling Inductor's caches for this reference:
     wait for it to end first (`on_wait()` once if the warmer is still running, and what it returned, when callable,
-    once it has ended: jobs.Sink.wait)."""
+    once it has ended: jobs.Sink.wait). `mark` (compiled_mark) is written once the compile has run."""
     import torch
     if key in _COMPILED:
         compiled, seconds = _COMPILED[key]
@@ -48,6 +63,12 @@ def compiled_reference(ref, key: str, example: list, clock, warm_lock: str | Non
     clock.sync()
     seconds = time.perf_counter() - t0
     _COMPILED[key] = (compiled, seconds)
+    if mark is not None:
+        try:
+            mark.parent.mkdir(parents=True, exist_ok=True)
+            mark.touch()
+        except OSError:
+            pass  # a read-only cache: the next cold check starts a warmer, as without the mark
     return compiled, seconds, False
 
 
