@@ -4,9 +4,9 @@ AOT-autograd and Triton caches) and loads what it would otherwise build.
 
 When: the parent (check.py) starts one for a job whose long-lived GPU worker is not ready yet (a cold `kernel-lsp
 check FILE --device cuda`, the first check after the language server starts), with measurement and its
-torch.compile baseline on, unless a worker has compiled the same reference with this torch before and Inductor's
-caches are warm for it (`needed`). A warm worker keeps its compiled references in memory (measure/compiled.py) and
-needs none.
+torch.compile baseline on, unless a worker has compiled the same reference with this torch and Triton before and
+Inductor's caches are warm for it (`needed`). A warm worker keeps its compiled references in memory
+(measure/compiled.py) and needs none.
 
 The lock: the parent creates a lock file, takes an exclusive flock on it, passes that descriptor to this process's
 reaper and closes its own copy, so the lock is held exactly as long as the warmer and what it started live. The measure stage
@@ -56,11 +56,14 @@ class CompileWarmer:
 
 def needed(job: CheckJob, env: dict[str, str]) -> bool:
     """Whether a warmer would fill caches for this job's reference: not where a worker's own compile of it, with
-    this torch and this Inductor cache folder, has left its mark there (compiled.compiled_mark). The warmer would
-    then only load what the worker loads again, beside the verification, on the same host (a cold check on an
-    H200 took about a second longer with it)."""
+    this torch and Triton and this Inductor cache folder, has left its mark there (compiled.compiled_mark). The
+    warmer would then only load what the worker loads again, beside the verification, on the same host (a cold
+    check on an H200 took about a second longer with it). A mark that cannot be read: needed, as without marks."""
     from ..checker.measure.compiled import compiled_mark
-    return not compiled_mark(job, cache_folders(env)["TORCHINDUCTOR_CACHE_DIR"]).is_file()
+    try:
+        return not compiled_mark(job, cache_folders(env)["TORCHINDUCTOR_CACHE_DIR"]).is_file()
+    except Exception:  # an unreadable cache folder, say: a warmer, as without the mark
+        return True
 
 
 def start(job: CheckJob, env: dict[str, str]) -> CompileWarmer | None:

@@ -165,8 +165,9 @@ class WorkerPoolExecutor(Executor):
         worker = self.acquire(cancel)
         if worker is None:
             return WorkerOutcome(cancelled=True)
-        warmer = self._compile_warmer(job, worker)
+        warmer = None
         try:
+            warmer = self._compile_warmer(job, worker)
             outcome = worker.run(job, files, timeout, on_event, cancel)
         finally:
             if warmer is not None:

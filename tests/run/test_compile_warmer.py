@@ -109,3 +109,29 @@ def test_a_reference_compiled_here_needs_no_warmer_until_it_or_the_cache_changes
     assert not compile_warmer.needed(job, env)
     shutil.rmtree(tmp_path / "inductor")
     assert compile_warmer.needed(job, env)
+
+
+def test_the_gpu_pool_starts_a_warmer_only_for_an_unmarked_reference(tmp_path, monkeypatch):
+    """The wiring: WorkerPoolExecutor asks `needed` before it starts a warmer for a worker that is not running, and
+    a mark it cannot read (a folder it may not list, say) starts one, as without marks, instead of failing the
+    check. `compile_warmer.start` is recorded, not run (its process is the other tests')."""
+    from kernel_lsp.checker.measure import compiled
+    from kernel_lsp.run.local import WorkerPoolExecutor
+    from kernel_lsp.run.persistent import PersistentWorker
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path / "inductor"))
+    monkeypatch.delenv("KERNEL_LSP_COMPILE_WARMER", raising=False)
+    started: list[str] = []
+    monkeypatch.setattr(compile_warmer, "start", lambda job, env: started.append(job.path) or "a warmer")
+    pool = WorkerPoolExecutor([PersistentWorker(["true"], name="gpu-0")], warmer=True)
+    job = job_for(tmp_path, sleep=0)
+    job.measure.enabled = True
+    assert pool._compile_warmer(job, pool.workers[0]) == "a warmer" and len(started) == 1
+    mark = compiled.compiled_mark(job, str(tmp_path / "inductor"))
+    mark.parent.mkdir(parents=True)
+    mark.touch()
+    assert pool._compile_warmer(job, pool.workers[0]) is None and len(started) == 1
+
+    def unreadable(*_):
+        raise PermissionError("not allowed")
+    monkeypatch.setattr(compiled, "compiled_mark", unreadable)
+    assert pool._compile_warmer(job, pool.workers[0]) == "a warmer" and len(started) == 2

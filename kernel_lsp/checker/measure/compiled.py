@@ -33,15 +33,19 @@ def _reference_key(job: CheckJob, knobs: dict) -> str:
 
 def compiled_mark(job: CheckJob, inductor_dir: str) -> Path:
     """The file that says torch.compile of this job's reference (its content, as `_reference_key` reads it) has
-    succeeded with this torch and `inductor_dir` as Inductor's cache folder: a worker writes it after its own compile
-    (which left Inductor's caches warm for the reference), and the parent starts no compile warmer while it is there
-    (run/compile_warmer.py `needed`). It lives in Inductor's folder, so a cleared cache takes it along."""
+    succeeded with this torch and Triton and `inductor_dir` as Inductor's cache folder: a worker writes it after its
+    own compile (which left Inductor's caches warm for the reference), and the parent starts no compile warmer while
+    it is there (run/compile_warmer.py `needed`). It lives in Inductor's folder, so a cleared cache takes it along.
+    Inductor keys its caches on more (the GPU's model, its settings): a mark that outlives them costs a cold check
+    the warmer's overlap, never a wrong result."""
     from importlib import metadata
-    try:
-        version = metadata.version("torch")
-    except metadata.PackageNotFoundError:
-        version = "absent"
-    key = hashlib.sha256(f"{_reference_key(job, {})}\0{version}".encode()).hexdigest()[:40]
+    versions = []
+    for package in ("torch", "triton"):
+        try:
+            versions.append(metadata.version(package))
+        except metadata.PackageNotFoundError:
+            versions.append("absent")
+    key = hashlib.sha256("\0".join([_reference_key(job, {}), *versions]).encode()).hexdigest()[:40]
     return Path(inductor_dir) / MARKS / key
 
 
