@@ -215,9 +215,10 @@ class WorkerPoolExecutor(Executor):
             return None
         if worker.alive() and worker.state in ("ready", "busy"):
             return None  # a running worker keeps its compiled references, or its disk caches are warm already
-        if not compile_warmer.needed(job, dict(os.environ)):
+        env = dict(os.environ)
+        if not compile_warmer.needed(job, env):
             return None  # compiled here before: Inductor's caches hold it
-        return compile_warmer.start(job, dict(os.environ))
+        return compile_warmer.start(job, env)
 
     def warm_up(self) -> None:
         def start(w: PersistentWorker) -> None:

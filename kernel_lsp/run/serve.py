@@ -78,9 +78,9 @@ def place_files(job: CheckJob, files: dict[str, str]) -> str:
     return root
 
 
-def serve_jobs(device: str = "auto", sandbox: SandboxOptions | None = None) -> int:
+def serve_jobs(device: str = "auto", sandbox: SandboxOptions | None = None) -> NoReturn:
     """Start up (warm imports, then the sandbox), say WorkerReady, and run the jobs the parent sends until its end of
-    stdin closes (0) or a job leaves the process unfit for another (3)."""
+    stdin closes (exit status 0) or a job leaves the process unfit for another (3): `_leave` ends the process."""
     protocol = _private_stdout()
     parent = os.environ.get(PARENT_ENV)
     die_with_parent(int(parent) if parent and parent.isdigit() else None)
@@ -369,14 +369,14 @@ def contained(argv: list[str]) -> int:
     return reaper.main([sys.executable, "-m", "kernel_lsp.run.serve", *argv])
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None) -> NoReturn:
     import argparse
     p = argparse.ArgumentParser(prog="kernel-lsp worker")
     p.add_argument("--device", choices=["auto", "cpu", "cuda"], default=os.environ.get("KERNEL_LSP_DEVICE", "auto"))
     p.add_argument("--sandbox", type=SandboxOptions.from_json, default=None,
                    help="the sandbox's options as JSON (what the parent's settings say)")
     args = p.parse_args(argv)
-    return serve_jobs(args.device, args.sandbox)
+    serve_jobs(args.device, args.sandbox)
 
 
 if __name__ == "__main__":

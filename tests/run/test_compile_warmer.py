@@ -97,9 +97,10 @@ def test_a_reference_compiled_here_needs_no_warmer_until_it_or_the_cache_changes
         def sync(self) -> None:
             pass
 
-    mark = compiled.compiled_mark(job, env["TORCHINDUCTOR_CACHE_DIR"])
-    _, _, cached = compiled.compiled_reference(lambda x: x * 2, "key", [torch.ones(2)], Clock(), mark=mark)
-    assert not cached and mark.is_file()
+    key = compiled._reference_key(job, {})  # as the measure stage keys it (baselines.py)
+    _, _, cached = compiled.compiled_reference(lambda x: x * 2, key, [torch.ones(2)], Clock(),
+                                               marks_in=env["TORCHINDUCTOR_CACHE_DIR"])
+    assert not cached and compiled.compiled_mark(job, env["TORCHINDUCTOR_CACHE_DIR"]).is_file()
     assert not compile_warmer.needed(job, env)
     assert compile_warmer.needed(job, {"TORCHINDUCTOR_CACHE_DIR": str(tmp_path / "elsewhere")})
     ref = tmp_path / "ref.py"

@@ -38,6 +38,11 @@ def compiled_mark(job: CheckJob, inductor_dir: str) -> Path:
     it is there (run/compile_warmer.py `needed`). It lives in Inductor's folder, so a cleared cache takes it along.
     Inductor keys its caches on more (the GPU's model, its settings): a mark that outlives them costs a cold check
     the warmer's overlap, never a wrong result."""
+    return _mark(_reference_key(job, {}), inductor_dir)
+
+
+def _mark(key: str, inductor_dir: str) -> Path:
+    """compiled_mark's file for a reference key (`_reference_key`)."""
     from importlib import metadata
     versions = []
     for package in ("torch", "triton"):
@@ -45,16 +50,16 @@ def compiled_mark(job: CheckJob, inductor_dir: str) -> Path:
             versions.append(metadata.version(package))
         except metadata.PackageNotFoundError:
             versions.append("absent")
-    key = hashlib.sha256("\0".join([_reference_key(job, {}), *versions]).encode()).hexdigest()[:40]
-    return Path(inductor_dir) / MARKS / key
+    return Path(inductor_dir) / MARKS / hashlib.sha256("\0".join([key, *versions]).encode()).hexdigest()[:40]
 
 
 def compiled_reference(ref, key: str, example: list, clock, warm_lock: str | None = None,
-                       on_wait=None, mark: Path | None = None) -> tuple[Any, float, bool]:
+                       on_wait=None, marks_in: str | None = None) -> tuple[Any, float, bool]:
     """(torch.compile of the reference, seconds its first call took, whether it came from this worker's cache).
     With `warm_lock`, a compile warmer (run/compile_warmer.py) is filling Inductor's caches for this reference:
     wait for it to end first (`on_wait()` once if the warmer is still running, and what it returned, when callable,
-    once it has ended: jobs.Sink.wait). `mark` (compiled_mark) is written once the compile has run."""
+    once it has ended: jobs.Sink.wait). With `marks_in` (Inductor's cache folder), the reference's mark
+    (compiled_mark, for `key`) is written there once the compile has run."""
     import torch
     if key in _COMPILED:
         compiled, seconds = _COMPILED[key]
@@ -67,8 +72,9 @@ def compiled_reference(ref, key: str, example: list, clock, warm_lock: str | Non
     clock.sync()
     seconds = time.perf_counter() - t0
     _COMPILED[key] = (compiled, seconds)
-    if mark is not None:
+    if marks_in:
         try:
+            mark = _mark(key, marks_in)
             mark.parent.mkdir(parents=True, exist_ok=True)
             mark.touch()
         except OSError:
