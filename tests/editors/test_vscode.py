@@ -161,8 +161,11 @@ def test_vscode_applies_one_verified_llm_fix(vscode):
 
 
 def test_vscode_restricted_mode_only_parses(vscode):
-    """An untrusted folder: the extension declares limited support, the status bar says Restricted Mode, and the
-    buggy kernel gets no verification squiggle (nothing is imported or run until the folder is trusted)."""
+    """An untrusted folder: the extension declares limited support, the status bar says Restricted Mode, the
+    server's hover on the kernel says it only parsed the file (it has the document, and its restricted scheduler
+    starts no worker), and the buggy kernel has no verification squiggle (nothing is imported or run until the
+    folder is trusted)."""
     got = vscode("untrusted", sys.executable, "untrusted", trusted=False)
     assert "Restricted Mode" in got["status"], got
+    assert "only parses it" in got["hover"], got
     assert got["squiggles"] == 0, got

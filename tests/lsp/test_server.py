@@ -241,7 +241,8 @@ def test_server_publishes_a_verification_finding_as_soon_as_it_is_found(tmp_path
                     and any(d["source"] == "kernel-lsp.verify" for d in m["params"]["diagnostics"]))
         first = client.wait(verify_diag, timeout=180)
         done = client.wait(lambda m: m.get("method") == "kernelLsp/status" and m["params"]["uri"] == uri
-                           and m["params"]["state"] == "idle" and m["params"].get("verified"), timeout=180)
+                           and m["params"]["state"] == "idle" and m["params"].get("verified")
+                           and not m["params"].get("cancelled"), timeout=180)
         last_variant = client.wait(lambda m: m.get("method") == "kernelLsp/status" and m["params"]["uri"] == uri
                                    and "variant strided" in m["params"].get("detail", ""), timeout=5)
         # published live, while later variants still ran; then again with the final report

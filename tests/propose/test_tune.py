@@ -109,7 +109,7 @@ def test_tune_is_refused_where_nothing_can_be_timed(tmp_path):
 
 
 def test_tune_on_cpu_prunes_configs_over_the_targets_shared_memory_and_changes_nothing(tmp_path):
-    p = _tune_for_sm86_accepts_nothing(write(tmp_path / "mm.py", MATMUL), 40)
+    p = _tune_for_sm86_accepts_nothing(write(tmp_path / "mm.py", MATMUL), 16)
     pruned = [c for c in p["candidates"] if c["reason"].startswith("pruned by the compile stage")]
     assert pruned and all("shared memory" in c["reason"] and "sm_86" in c["reason"] for c in pruned), p["candidates"]
     assert any(c["verdict"] == "not run" for c in p["candidates"])

@@ -5,7 +5,7 @@
 // actions, that the status bar shows the server's state, and that "Verify Current File Now" runs a verification.
 // MODE "missing": the interpreter lacks kernel-lsp; collects the notification and the status bar.
 // MODE "untrusted": the folder opens in Restricted Mode (the trust prompt answered "No"); expects the status bar's
-// Restricted Mode and no verification squiggle on the buggy file.
+// Restricted Mode, the server's hover on the kernel saying it only parsed the file, and no verification squiggle.
 // MODE "llmfix": FILE_NAME has a compile error (CODE); runs "Fix with LLM" from Quick Fix, confirms the refactor
 // preview that the verified edit comes with, and waits for the fixed text in the editor.
 // Writes what it saw to RESULT_JSON and a screenshot to SCREENSHOT.
@@ -112,7 +112,19 @@ try {
     const item = page.locator(".statusbar .statusbar-item", { hasText: "kernel-lsp: Restricted Mode" }).first();
     await item.waitFor({ timeout: 120000 });
     result.status = (await item.innerText())?.trim();
-    await page.waitForTimeout(20000); // a verification would have shown its squiggle by now
+    // The server's own word that it has this file and only parsed it: its hover on the kernel, which it answers
+    // from the document it scheduled (Restricted Mode: nothing imported, compiled or run). A restricted scheduler
+    // starts no worker, so no verification squiggle can follow; the count below would show one that had come.
+    const restricted = page.locator(".monaco-hover", { hasText: "only parses it" }).first();
+    const name = page.locator(".monaco-editor .view-line span", { hasText: /^_relu_kernel$/ }).first();
+    for (let attempt = 1; ; attempt++) {
+      await page.mouse.move(0, 0);
+      await name.hover();
+      if (await restricted.waitFor({ timeout: 15000 }).then(() => true, () => false)) break;
+      step("hover-retry", { attempt });
+      if (attempt >= 6) throw new Error("no Restricted Mode hover on the kernel");
+    }
+    result.hover = (await restricted.innerText())?.trim();
     result.squiggles = await page.locator(".monaco-editor .squiggly-error").count();
     step("restricted", { status: result.status, squiggles: result.squiggles });
     await page.screenshot({ path: screenshot });
