@@ -62,7 +62,10 @@ if [ "${COLD_CHECK:-0}" = 1 ]; then
   # first `kernel-lsp check FILE --device cuda` runs; with and without the measure stage. --timings says where the
   # time went, and KERNEL_LSP_PROFILE keeps a cProfile of each worker job. COLD_MODES, any of:
   #   first: Triton's and Inductor's caches empty (the first check ever on this machine);
-  #   used:  those caches as checks of other files left them (kernel-lsp used before; this kernel still new).
+  #   used:  those caches as checks of other files left them (kernel-lsp used before; this kernel still new);
+  #   warm:  this machine's own caches as the tasks' check (GPU_TASKS=1, first) left them: issue 41's cold check
+  #          ("a fresh process with warm on-disk caches"), the compile's marks included.
+  # COLD_PROFILE=0 times the checks without the cProfile of each worker job (KERNEL_LSP_PROFILE), which slows them.
   # COLD_PYC=1 first writes .pyc files for every module a check imports (PYTHONPYCACHEPREFIX): the device image's
   # torch has none and cannot get them beside its sources, so without it every process compiles torch's Python.
   python3 -c "import os, torch; d = os.path.dirname(torch.__file__); c = os.path.join(d, '__pycache__'); print('torch .pyc beside its sources:', len(os.listdir(c)) if os.path.isdir(c) else 'none', '; writable:', os.access(d, os.W_OK))" | tee -a "$OUT/cold_check.txt"
@@ -82,16 +85,19 @@ if [ "${COLD_CHECK:-0}" = 1 ]; then
   for mode in ${COLD_MODES:-first}; do
     for f in ${COLD_FILES:-tasks/Activation/gelu_triton.py tasks/Normalization/layer_norm_triton.py tasks/Fusion/scale_causal_softmax_triton.py}; do
       for measure in "--no-measure" ""; do
-        export TRITON_CACHE_DIR=$(mktemp -d) TORCHINDUCTOR_CACHE_DIR=$(mktemp -d)
+        [ "$mode" = warm ] || export TRITON_CACHE_DIR=$(mktemp -d) TORCHINDUCTOR_CACHE_DIR=$(mktemp -d)
         if [ "$mode" = used ]; then
           cp -r "$used_triton/." "$TRITON_CACHE_DIR/"; cp -r "$used_inductor/." "$TORCHINDUCTOR_CACHE_DIR/"
         fi
         s0=$(date +%s.%N)
-        KERNEL_LSP_PROFILE=/tmp/prof/$mode-$(basename "$f" .py)${measure:+-no-measure} python3 -m kernel_lsp.cli check "$f" \
+        prof=/tmp/prof/$mode-$(basename "$f" .py)${measure:+-no-measure}
+        [ "${COLD_PROFILE:-1}" = 1 ] || prof=""
+        KERNEL_LSP_PROFILE=$prof python3 -m kernel_lsp.cli check "$f" \
           --device cuda --no-cache --timings $measure >/tmp/cold.txt 2>/tmp/cold.err; rc=$?
         s1=$(date +%s.%N)
         echo "cold[$mode${PYTHONPYCACHEPREFIX:+, pyc}] $f ${measure:-with-measure} rc=$rc seconds=$(python3 -c "print(round($s1 - $s0, 2))") $(tail -1 /tmp/cold.txt | cut -c1-120)" | tee -a "$OUT/cold_check.txt"
         cat /tmp/cold.err >>"$OUT/cold_check.txt"
+        grep -v "verify: variant" /tmp/cold.txt >>"$OUT/cold_check.txt"  # where the time went (--timings)
         unset TRITON_CACHE_DIR TORCHINDUCTOR_CACHE_DIR
       done
     done
