@@ -55,18 +55,31 @@ def _forked_by(executor: LocalExecutor) -> list[int]:
 
 
 def _hanging_check(executor: LocalExecutor):
-    """Start checking hang.py in a thread; return (thread, the pid of its forked worker) once it runs."""
+    """Start checking hang.py in a thread; return (thread, the pid of its forked worker) once the worker calls the
+    user's endless loop (its capture stage began) and is still alive; what the check returned if it ended first."""
     import threading
-    req = CheckRequest(FIXTURES / "faults" / "hang.py", Settings(timeout=120), FIXTURES / "faults", executor=executor)
-    thread = threading.Thread(target=check_file, args=(req,), daemon=True)
+    from kernel_lsp.jobs import Stage
+    calling, ended = threading.Event(), {}
+
+    def on_event(event) -> None:
+        if isinstance(event, Stage) and event.stage == "capture":
+            calling.set()
+
+    req = CheckRequest(FIXTURES / "faults" / "hang.py", Settings(timeout=120), FIXTURES / "faults", executor=executor,
+                       on_event=on_event)
+    thread = threading.Thread(target=lambda: ended.setdefault("report", check_file(req)), daemon=True)
     thread.start()
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         jobs = _forked_by(executor)
         if jobs:
-            return thread, jobs[0]
+            break
         time.sleep(0.05)
-    raise AssertionError("the worker never started")
+    else:
+        raise AssertionError("the worker never started")
+    assert calling.wait(60), ended
+    assert _alive(jobs[0]), [(f.code, f.message) for f in ended["report"].findings] if "report" in ended else ended
+    return thread, jobs[0]
 
 
 def test_timeout_kills_a_forked_child(tmp_path):
@@ -80,8 +93,6 @@ def test_timeout_kills_a_forked_child(tmp_path):
 def test_children_die_with_the_zygote():
     executor = LocalExecutor()
     thread, child = _hanging_check(executor)
-    time.sleep(1.0)  # let it reach the user's endless loop
-    assert _alive(child)
     os.kill(executor.pool._proc.pid, signal.SIGKILL)  # the zygote dies: the kernel kills its children (PDEATHSIG)
     assert _wait_dead(child), "a forked worker outlived its zygote"
     thread.join(timeout=10)
@@ -92,8 +103,6 @@ def test_children_die_with_the_zygote():
 def test_closing_the_executor_kills_running_children():
     executor = LocalExecutor()
     _, child = _hanging_check(executor)
-    time.sleep(1.0)
-    assert _alive(child)
     zygote = executor.pool._proc.pid
     executor.close()  # what the parent's exit does: EOF on the zygote's stdin
     assert _wait_dead(child) and _wait_dead(zygote)
