@@ -89,9 +89,9 @@ if [ "${COLD_CHECK:-0}" = 1 ]; then
         if [ "$mode" = used ]; then
           cp -r "$used_triton/." "$TRITON_CACHE_DIR/"; cp -r "$used_inductor/." "$TORCHINDUCTOR_CACHE_DIR/"
         fi
+        prof=""
+        [ "${COLD_PROFILE:-1}" = 1 ] && prof=/tmp/prof/$mode-$(basename "$f" .py)${measure:+-no-measure}
         s0=$(date +%s.%N)
-        prof=/tmp/prof/$mode-$(basename "$f" .py)${measure:+-no-measure}
-        [ "${COLD_PROFILE:-1}" = 1 ] || prof=""
         KERNEL_LSP_PROFILE=$prof python3 -m kernel_lsp.cli check "$f" \
           --device cuda --no-cache --timings $measure >/tmp/cold.txt 2>/tmp/cold.err; rc=$?
         s1=$(date +%s.%N)

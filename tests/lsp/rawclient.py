@@ -12,6 +12,14 @@ import time
 from pathlib import Path
 
 
+def verification_ended(uri: str):
+    """A match for `RawClient.wait`: the kernelLsp/status that ends a verification of `uri` that ran to its end. A run
+    that a later one replaced also ends "idle", as cancelled and with nothing published: it does not match."""
+    return lambda m: (m.get("method") == "kernelLsp/status" and m["params"]["uri"] == uri
+                      and m["params"]["state"] == "idle" and m["params"].get("verified")
+                      and not m["params"].get("cancelled"))
+
+
 def kernel_lsp_processes() -> dict[int, str]:
     """pid -> kind for every worker ("job": cold or forked) and warm zygote ("warm") alive now."""
     found = {}

@@ -9,16 +9,12 @@ import shutil
 from pathlib import Path
 
 from tests.conftest import CORPUS, write
-from tests.lsp.rawclient import RawClient
+from tests.lsp.rawclient import RawClient, verification_ended
 
 
 def _verified(client: RawClient, uri: str) -> dict:
-    """The last diagnostics published for `uri` before its verification ended. A run that a later one replaced (the
-    workspace's settings arriving after the open schedule the document again) ends as cancelled, with nothing
-    published: the verification that ended is the first that was not cancelled."""
-    done = client.wait(lambda m: m.get("method") == "kernelLsp/status" and m["params"]["uri"] == uri
-                       and m["params"]["state"] == "idle" and m["params"].get("verified")
-                       and not m["params"].get("cancelled"), timeout=300)
+    """The last diagnostics published for `uri` before its verification ended (not one a later run replaced)."""
+    done = client.wait(verification_ended(uri), timeout=300)
     return [m for m in client.messages[: client.messages.index(done)]
             if m.get("method") == "textDocument/publishDiagnostics" and m["params"]["uri"] == uri][-1]["params"]
 

@@ -229,7 +229,7 @@ def test_server_publishes_a_verification_finding_as_soon_as_it_is_found(tmp_path
     """The first failing variant's finding is published while the other variants still run; the final report
     then replaces it with the finding that lists every variant it failed on."""
     import shutil as _shutil
-    from tests.lsp.rawclient import RawClient
+    from tests.lsp.rawclient import RawClient, verification_ended
     case = _shutil.copy(CORPUS / "bug_layernorm_wrong_eps.py", tmp_path / "ln.py")  # fails from seed-1 on
     client = RawClient(tmp_path)
     try:
@@ -240,9 +240,7 @@ def test_server_publishes_a_verification_finding_as_soon_as_it_is_found(tmp_path
             return (m.get("method") == "textDocument/publishDiagnostics" and m["params"]["uri"] == uri
                     and any(d["source"] == "kernel-lsp.verify" for d in m["params"]["diagnostics"]))
         first = client.wait(verify_diag, timeout=180)
-        done = client.wait(lambda m: m.get("method") == "kernelLsp/status" and m["params"]["uri"] == uri
-                           and m["params"]["state"] == "idle" and m["params"].get("verified")
-                           and not m["params"].get("cancelled"), timeout=180)
+        done = client.wait(verification_ended(uri), timeout=180)
         last_variant = client.wait(lambda m: m.get("method") == "kernelLsp/status" and m["params"]["uri"] == uri
                                    and "variant strided" in m["params"].get("detail", ""), timeout=5)
         # published live, while later variants still ran; then again with the final report

@@ -77,8 +77,11 @@ def _hanging_check(executor: LocalExecutor):
         time.sleep(0.05)
     else:
         raise AssertionError("the worker never started")
-    assert calling.wait(60), ended
-    assert _alive(jobs[0]), [(f.code, f.message) for f in ended["report"].findings] if "report" in ended else ended
+
+    def what_ended() -> object:
+        return [(f.code, f.message) for f in ended["report"].findings] if "report" in ended else "the check runs on"
+    assert calling.wait(60), what_ended()
+    assert _alive(jobs[0]), what_ended()
     return thread, jobs[0]
 
 
