@@ -30,7 +30,8 @@ if [ "${GPU_TASKS:-1}" = 1 ]; then
     --report /tmp/report >/tmp/tasks.log 2>&1 &
   echo "tasks started on GPU $tasks_gpu"
   if [ "$ngpu" = 1 ]; then
-    wait $! ; echo "tasks exit $?"
+    t0=$(date +%s.%N); wait $!; rc=$?; t1=$(date +%s.%N)
+    echo "tasks exit $rc seconds=$(python3 -c "print(round($t1 - $t0, 1))")" | tee "$OUT/tasks_wall.txt"
   fi
 fi
 export CUDA_VISIBLE_DEVICES=0
@@ -56,6 +57,13 @@ if [ "${GPU_TESTS:-1}" = 1 ]; then
 fi
 if [ "${GPU_LATENCY:-1}" = 1 ]; then
   timeout ${LATENCY_TIMEOUT:-240} python3 benchmarks/gpu_latency.py --json "$OUT/latency.json" 2>"$OUT/latency.err" | tee "$OUT/latency.md"
+  if [ -n "${LATENCY_PROFILE:-}" ]; then
+    # A cProfile of each worker job of a few warm saves of LATENCY_PROFILE (a task's path under tasks/), the last
+    # save's printed in $OUT/latency_profile.txt: where a save's steps go.
+    KERNEL_LSP_PROFILE=/tmp/lprof timeout 120 python3 benchmarks/gpu_latency.py --repeats 2 "$LATENCY_PROFILE" >/dev/null 2>&1
+    python3 -c "import glob, os, pstats; fs = sorted(glob.glob('/tmp/lprof/*.prof'), key=os.path.getmtime); [pstats.Stats(f).sort_stats('cumulative').print_stats(60) for f in fs[-2:]]" \
+      2>&1 | head -c 80000 >"$OUT/latency_profile.txt"
+  fi
 fi
 if [ "${COLD_CHECK:-0}" = 1 ]; then
   # Issue 13's cold target: a fresh process per file (imports, CUDA init, compile, verification), as a user's

@@ -136,3 +136,26 @@ def test_the_gpu_pool_starts_a_warmer_only_for_an_unmarked_reference(tmp_path, m
         raise PermissionError("not allowed")
     monkeypatch.setattr(compiled, "compiled_mark", unreadable)
     assert pool._compile_warmer(job, pool.workers[0]) == "a warmer" and len(started) == 2
+
+
+def test_compiler_imports_started_ahead_end_before_the_measure_stage_goes_on():
+    """compiled.import_compiler_ahead imports torch.compile's compiler in a thread, once; compiler_imported waits
+    for it. In a fresh process, where nothing imported Inductor yet."""
+    import subprocess
+    import sys
+    code = (
+        "import sys, threading, torch\n"
+        "from kernel_lsp.checker.measure import compiled\n"
+        "assert 'torch._inductor.compile_fx' not in sys.modules\n"
+        "compiled.import_compiler_ahead()\n"
+        "first = compiled._ahead\n"
+        "assert first is not None and first.name == 'kernel-lsp-compiler-imports'\n"
+        "compiled.import_compiler_ahead()\n"
+        "assert compiled._ahead is first  # once per process\n"
+        "compiled.compiler_imported()\n"
+        "assert not first.is_alive()\n"
+        "missing = [m for m in compiled.COMPILER_MODULES if m not in sys.modules]\n"
+        "assert not missing, missing\n"
+        "print('ok')\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr[-2000:]

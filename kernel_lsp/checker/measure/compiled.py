@@ -6,7 +6,10 @@ reference meanwhile. GPU only: the measure stage (stage.py) calls it.
 from __future__ import annotations
 
 import hashlib
+import importlib
 import os
+import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -16,6 +19,39 @@ from ...jobs import CheckJob
 WARM_WAIT_S = 60.0  # the longest the stage waits for a compile warmer before compiling beside it
 _COMPILED: dict[str, tuple[Any, float]] = {}  # reference content -> (torch.compile'd reference, first call seconds)
 MARKS = "kernel-lsp-compiled"  # in Inductor's cache folder: a file per reference this torch has compiled there
+
+
+# What torch.compile imports on its first use (Dynamo's Inductor backend, which pulls in Inductor's lowering, its
+# Triton code generation and the FX passes): 1.7 s in a fresh process on an H200.
+COMPILER_MODULES = ("torch._inductor.compile_fx", "torch._inductor.codegen.triton",
+                    "torch._inductor.runtime.triton_heuristics")
+_ahead: threading.Thread | None = None
+
+
+def import_compiler_ahead() -> None:
+    """Start importing torch.compile's compiler (COMPILER_MODULES) in a background thread of this process, once, so
+    that a fresh worker's first measure stage finds it imported: the load, the verification and the evidence runs
+    before that stage mostly wait on their player. Nothing is compiled or run here; an import that fails is left to
+    the measure stage's own compile, which says why."""
+    global _ahead
+    if _ahead is not None or all(name in sys.modules for name in COMPILER_MODULES):
+        return
+
+    def run() -> None:
+        for name in COMPILER_MODULES:
+            try:
+                importlib.import_module(name)
+            except Exception:
+                return
+    _ahead = threading.Thread(target=run, name="kernel-lsp-compiler-imports", daemon=True)
+    _ahead.start()
+
+
+def compiler_imported() -> None:
+    """Wait for import_compiler_ahead's imports to end (at once when none were started): nothing of kernel-lsp's
+    own runs beside a timing."""
+    if _ahead is not None:
+        _ahead.join()
 
 
 def _reference_key(job: CheckJob, knobs: dict) -> str:

@@ -30,6 +30,7 @@ import time
 from ...jobs import CheckJob
 from ...model import Measurement, Provenance
 from . import baselines, perf_rules
+from .compiled import compiler_imported
 from ..verify.compare import compare_tensor, flatten_outputs
 from ..verify.probes import reference_spread
 from ..problem.errors import is_device_fault
@@ -147,6 +148,7 @@ def measure_problem(problem, player, rep, job: CheckJob, clock=None, ceilings=No
     launched = sorted({launch.spec.qualname for launch in recorder.launches})
     where = rep.launch_span(recorder)
     rep.w.stage("measure", "inputs and baselines")
+    compiler_imported()  # torch.compile's imports, started ahead (compiled.py): never beside a timing
     ref, impl = problem.callables()
     pristine = problem.make_inputs(INPUT_SEED)
     previous_grad = torch.is_grad_enabled()

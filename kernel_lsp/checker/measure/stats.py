@@ -86,7 +86,16 @@ def _resampled_medians(xs: "np.ndarray", resamples: int, rng: "np.random.Generat
         within[c, :, : len(m)] = m[rng.integers(0, len(m), size=(resamples, len(m)))]
     chosen = rng.integers(0, k, size=(resamples, k))
     pooled = within[chosen, np.arange(resamples)[:, None], :].reshape(resamples, k * width)
-    return np.nanmedian(pooled, axis=1)
+    return _row_medians_ignoring_nan(pooled)
+
+
+def _row_medians_ignoring_nan(rows: "np.ndarray") -> "np.ndarray":
+    """np.nanmedian(rows, axis=1) for rows that each hold at least one number: sorted, NaN go last, and each row's
+    median is read at its own count (numpy's nanmedian takes a masked-array path, 30x slower at these sizes)."""
+    ordered = np.sort(rows, axis=1)
+    n = np.count_nonzero(~np.isnan(rows), axis=1)
+    index = np.arange(len(rows))
+    return (ordered[index, (n - 1) // 2] + ordered[index, n // 2]) / 2.0
 
 
 def _interval(estimate: float, draws: "np.ndarray", confidence: float) -> Interval:

@@ -19,7 +19,7 @@ from ...jobs import LinkSpec
 from ...model import split_lines
 from ...player.sourcefile import exec_file
 from .errors import IMPLEMENTATION, INPUTS, REFERENCE, UserCodeError, deepest_line
-from .problem import Problem
+from .problem import Problem, manual_seed
 
 _counter = 0
 
@@ -202,7 +202,7 @@ def _kernelbench_problem(ref: types.ModuleType, ref_path: str, seed: int, device
     def build(knobs: dict[str, int], init: list | None) -> tuple[Callable, Callable]:
         try:
             init = list(ref.get_init_inputs()) if init is None else init
-            torch.manual_seed(seed)
+            manual_seed(seed)
             ref_model = ref.Model(*init)
         except BaseException as e:
             err = UserCodeError("the reference Model could not be built", e, ref_path, REFERENCE)

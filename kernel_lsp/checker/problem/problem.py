@@ -62,7 +62,7 @@ class Problem:
         """A reference built afresh for these init inputs, as the problem's own is (after the seed), in eval mode and on
         the problem's device; the linked function itself for a problem without a model."""
         import torch
-        torch.manual_seed(self.seed)
+        manual_seed(self.seed)
         ref = self.make_reference(init)
         return ref.eval().to(self.device) if isinstance(ref, torch.nn.Module) else ref
 
@@ -153,7 +153,7 @@ class Problem:
             return True
         try:
             with self.knobs_set(knobs), torch.device("meta"):
-                torch.manual_seed(0)
+                manual_seed(0)
                 reference = self.make_reference(self.init(knobs, setting))
                 inputs = [torch.empty(resized_shape(tuple(x.shape), i, setting), dtype=x.dtype)
                           if isinstance(x, torch.Tensor) else setting.get(("int", i), x)
@@ -175,7 +175,7 @@ class Problem:
         import torch
         from ..verify.plan.shapes import apply
         with self.knobs_set(knobs):
-            torch.manual_seed(seed)
+            manual_seed(seed)
             if self.device == "cpu":
                 inputs = self.input_factory()
             else:
@@ -183,6 +183,17 @@ class Problem:
                     inputs = self.input_factory()
         inputs = list(inputs) if isinstance(inputs, (list, tuple)) else [inputs]
         return apply([x.to(self.device) if isinstance(x, torch.Tensor) else x for x in inputs], setting or {}, seed)
+
+
+def manual_seed(seed: int) -> None:
+    """torch.manual_seed for the generators a check draws from: the CPU's and every GPU's (queued until CUDA starts,
+    as torch.manual_seed queues it). torch.manual_seed also queues a seed for each backend that never starts here
+    (XPU and others), and records its caller's stack for each: about a millisecond a call on a worker's stack, and
+    a check seeds a hundred times or more."""
+    import torch
+    torch.random.default_generator.manual_seed(int(seed))
+    if torch.cuda.is_initialized() or torch.cuda.is_available():
+        torch.cuda.manual_seed_all(int(seed))
 
 
 @contextlib.contextmanager

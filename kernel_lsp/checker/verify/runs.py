@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from ...player.state import float_state, perturb
-from ..problem.problem import Problem
+from ..problem.problem import Problem, manual_seed
 from ..compile.positions import api_note, readable
 from ..player import CallResult
 from ..problem.errors import (IMPLEMENTATION, DeviceFault, OutOfMemory, UserCodeError, deepest_line, is_out_of_memory,
@@ -234,7 +234,7 @@ class VariantRuns:
         try:
             inputs = own = p.make_inputs(v.seed, v.knobs, v.setting)
             if v.transform is not None:
-                torch.manual_seed(v.seed)
+                manual_seed(v.seed)
                 inputs = v.transform(inputs)
         except NotApplicable:
             return None

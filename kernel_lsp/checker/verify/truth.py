@@ -13,7 +13,7 @@ from typing import Any, Callable
 
 from ..compile.positions import readable
 from ..problem.errors import deepest_line, raise_gpu_trouble
-from ..problem.problem import resizes_out
+from ..problem.problem import manual_seed, resizes_out
 from .compare import flatten_outputs, same_draws, same_finiteness
 from .context import VerifyContext
 from .findings import takes_float_scalars
@@ -53,7 +53,7 @@ class ReferenceTruth:
         p = self.ctx.problem
         ref_inputs = clone_inputs(inputs)
         try:
-            torch.manual_seed(v.seed + CALL_SEED)
+            manual_seed(v.seed + CALL_SEED)
             rng = rng_state()
             with resizes_out() as resized:
                 r = no_grad_call(ref, ref_inputs)
@@ -224,7 +224,7 @@ def _seeded_call(v: Variant) -> Callable:
     import torch
 
     def call(fn, args):
-        torch.manual_seed(v.seed + CALL_SEED)
+        manual_seed(v.seed + CALL_SEED)
         return no_grad_call(fn, args)
     return call
 

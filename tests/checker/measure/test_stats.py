@@ -72,3 +72,14 @@ def test_stats_clustered_interval_holds_the_spread_between_placements():
     assert clustered.low < 99.5 and clustered.high > 101.0
     ratio = ratio_of_medians(xs, xs, numerator_groups=groups, denominator_groups=groups)
     assert ratio.contains(1.0) and ratio.high - ratio.low > 0.01
+
+
+def test_stats_row_medians_ignoring_nan_are_numpys_nanmedian():
+    import numpy as np
+
+    from kernel_lsp.checker.measure.stats import _row_medians_ignoring_nan
+    rng = np.random.default_rng(3)
+    rows = rng.exponential(size=(500, 37))
+    counts = rng.integers(1, 38, size=500)  # each row padded with NaN after its own count, as the bootstrap pads
+    rows[np.arange(37)[None, :] >= counts[:, None]] = np.nan
+    assert np.array_equal(_row_medians_ignoring_nan(rows), np.nanmedian(rows, axis=1))

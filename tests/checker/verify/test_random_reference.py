@@ -50,3 +50,18 @@ def test_random_reference_declared_random_is_judged_by_distribution(tmp_path):
     proc, doc = _check(tmp_path, "KERNEL_LSP_RANDOM = True\n")
     assert "KL007" not in {d["code"] for d in doc["diagnostics"]}, doc["diagnostics"]
     assert doc["stats"]["verified"] + doc["stats"]["failed"] == 1  # judged (a softmax without the noise may fail)
+
+
+def test_the_checks_seed_draws_what_torch_manual_seed_draws():
+    """problem.manual_seed (the judge's seeding, without torch.manual_seed's queue for backends that never start)
+    leaves the generators a reference draws from where torch.manual_seed leaves them."""
+    import torch
+
+    from kernel_lsp.checker.problem.problem import manual_seed
+    for seed in (0, 7, 2**40 + 3):
+        torch.manual_seed(seed)
+        expected = (torch.randn(5), torch.rand(3), torch.randint(0, 100, (4,)))
+        torch.randn(9)  # moved on
+        manual_seed(seed)
+        got = (torch.randn(5), torch.rand(3), torch.randint(0, 100, (4,)))
+        assert all(torch.equal(a, b) for a, b in zip(expected, got))

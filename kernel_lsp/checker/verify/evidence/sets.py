@@ -118,7 +118,7 @@ def _truth(reference, inputs: list, seed: int) -> tuple[list, list, bool]:
     ones in float64: its own result is then the truth (the harness's seed gives the implementation the same draws,
     on the CPU)."""
     import torch
-    from ...problem.problem import float64_reference
+    from ...problem.problem import float64_reference, manual_seed
     from ..compare import flatten_outputs
     from ..plan.variants import clone_inputs, upcast
     cuda = any(isinstance(x, torch.Tensor) and x.is_cuda for x in inputs)
@@ -126,14 +126,14 @@ def _truth(reference, inputs: list, seed: int) -> tuple[list, list, bool]:
     def states() -> list:  # the generators a reference may draw from: the CPU's, and the GPU's where the sets are
         return [torch.random.get_rng_state()] + ([torch.cuda.get_rng_state()] if cuda else [])
     with torch.no_grad():
-        torch.manual_seed(seed)
+        manual_seed(seed)
         before = states()
         r = flatten_outputs(reference(*clone_inputs(inputs)))
         draws = not all(torch.equal(a, b) for a, b in zip(before, states()))
         t = r
         if not draws:
             ref64 = float64_reference(reference)
-            torch.manual_seed(seed)
+            manual_seed(seed)
             try:
                 t = flatten_outputs(ref64(*upcast(clone_inputs(inputs))))
             except Exception:
