@@ -106,11 +106,12 @@ def _run_stages(job: CheckJob, w: Sink, rep: Reporter, player: Player, torch, in
     # On a GPU, this check's shared hold of it: other checks verify beside it, none times a side meanwhile.
     def waiting(index: int) -> Callable[[], None]:
         return w.wait("load", f"waiting for GPU {index}: another check is timing on it")
-    if not interpreted and job.verify and job.measure.enabled and job.measure.compile:
-        # torch.compile's imports, once per worker, beside the stages before the measure stage (which waits for them)
-        from .measure.compiled import import_compiler_ahead
-        import_compiler_ahead()
     with gpu_lease.verifying_here("cpu" if interpreted else "cuda", waiting):
+        if not interpreted and job.verify and job.measure.enabled and job.measure.compile:
+            # torch.compile's imports, once per worker, beside the stages before the measure stage (which waits for
+            # them); not before this hold, which another check's timing may be keeping from us
+            from .measure.compiled import import_compiler_ahead
+            import_compiler_ahead()
         problem = _verify_stages(job, w, rep, player, torch, interpreted, connect)
     if problem is not None and job.measure.enabled:
         measure_stage(problem, player, rep, job, interpreted)

@@ -123,11 +123,8 @@ def serve_jobs(device: str = "auto", sandbox: SandboxOptions | None = None) -> N
     while True:
         try:
             # The last job's memory goes back (a collection and the GPU's cache: 0.1-0.2 s on a worker that holds
-            # torch and Inductor) before the next job that is already waiting, or once idle: never inside a job's
-            # time, nor when the parent's end of stdin comes next (a one-file check waits for this process's end).
-            if not released and _job_waits(jobs):
-                _release_memory(device)
-                released = True
+            # torch and Inductor) after its JobEnd: once idle, or before a job that came meanwhile; never when the
+            # parent's end of stdin comes next (a one-file check waits for this process's end).
             try:
                 message = jobs.get(timeout=None if released else IDLE_RELEASE_S)
             except queue.Empty:
@@ -136,6 +133,8 @@ def serve_jobs(device: str = "auto", sandbox: SandboxOptions | None = None) -> N
                 continue
             if message is None:
                 _leave(protocol, 0)
+            if not released:
+                _release_memory(device)
             released = False
             poisoned = run_one(message, device, send, lock, protocol, current, pipeline, pristine, timer)
             # What the job's code started and left running; not the players' server, which serves every job (and,
@@ -363,12 +362,6 @@ def _context_healthy() -> bool:
         return True
     except Exception:
         return False
-
-
-def _job_waits(jobs: queue.Queue) -> bool:
-    """Whether the next message queued is a job (not the end of stdin, not nothing)."""
-    with jobs.mutex:
-        return bool(jobs.queue) and jobs.queue[0] is not None
 
 
 def _release_memory(device: str) -> None:

@@ -36,6 +36,9 @@ def import_compiler_ahead() -> None:
     global _ahead
     if _ahead is not None or all(name in sys.modules for name in COMPILER_MODULES):
         return
+    # Dynamo first, here: a worker has it from its start (loader.warm_meta_device), and the thread's imports must not
+    # race this thread's for it (a half-loaded torch._dynamo fails every later torch.compile).
+    import torch._dynamo  # noqa: F401
 
     def run() -> None:
         for name in COMPILER_MODULES:
@@ -50,8 +53,8 @@ def import_compiler_ahead() -> None:
 def compiler_imported() -> None:
     """Wait for import_compiler_ahead's imports to end (at once when none were started): nothing of kernel-lsp's
     own runs beside a timing."""
-    if _ahead is not None:
-        _ahead.join()
+    while _ahead is not None and _ahead.is_alive():
+        _ahead.join(0.05)  # in steps: a cancel (KeyboardInterrupt in this thread) is not held up by a whole join
 
 
 def _reference_key(job: CheckJob, knobs: dict) -> str:

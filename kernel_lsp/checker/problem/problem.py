@@ -192,7 +192,7 @@ def manual_seed(seed: int) -> None:
     a check seeds a hundred times or more."""
     import torch
     torch.random.default_generator.manual_seed(int(seed))
-    if torch.cuda.is_initialized() or torch.cuda.is_available():
+    if torch.cuda.is_initialized() or torch.cuda._is_compiled():  # never asks the driver (a CPU check may fork)
         torch.cuda.manual_seed_all(int(seed))
 
 

@@ -4,6 +4,9 @@ instead of blaming a correct implementation with KL200 on every element."""
 import json
 import shutil
 
+import pytest
+import torch
+
 from tests.conftest import CORPUS, run_cli, write
 
 # The corpus's softmax problem with noise added to its input: a correct softmax kernel can only match it by
@@ -52,16 +55,28 @@ def test_random_reference_declared_random_is_judged_by_distribution(tmp_path):
     assert doc["stats"]["verified"] + doc["stats"]["failed"] == 1  # judged (a softmax without the noise may fail)
 
 
+def draws_after(seed_with, seed: int, device: str) -> tuple:
+    import torch
+    torch.randn(9, device=device)  # the generators moved on first
+    seed_with(seed)
+    return (torch.randn(5, device=device), torch.rand(3, device=device), torch.randint(0, 100, (4,), device=device))
+
+
 def test_the_checks_seed_draws_what_torch_manual_seed_draws():
     """problem.manual_seed (the judge's seeding, without torch.manual_seed's queue for backends that never start)
-    leaves the generators a reference draws from where torch.manual_seed leaves them."""
+    leaves the CPU's generator where torch.manual_seed leaves it."""
     import torch
 
     from kernel_lsp.checker.problem.problem import manual_seed
     for seed in (0, 7, 2**40 + 3):
-        torch.manual_seed(seed)
-        expected = (torch.randn(5), torch.rand(3), torch.randint(0, 100, (4,)))
-        torch.randn(9)  # moved on
-        manual_seed(seed)
-        got = (torch.randn(5), torch.rand(3), torch.randint(0, 100, (4,)))
+        expected, got = draws_after(torch.manual_seed, seed, "cpu"), draws_after(manual_seed, seed, "cpu")
+        assert all(torch.equal(a, b) for a, b in zip(expected, got))
+
+
+@pytest.mark.gpu
+def test_gpu_the_checks_seed_draws_on_the_gpu_what_torch_manual_seed_draws():
+    """The same for the GPU's generator, which a reference drawing on the GPU uses."""
+    from kernel_lsp.checker.problem.problem import manual_seed
+    for seed in (0, 7):
+        expected, got = draws_after(torch.manual_seed, seed, "cuda"), draws_after(manual_seed, seed, "cuda")
         assert all(torch.equal(a, b) for a, b in zip(expected, got))
