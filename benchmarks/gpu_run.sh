@@ -76,11 +76,15 @@ if [ "${COLD_CHECK:-0}" = 1 ]; then
   # COLD_PROFILE=0 times the checks without the cProfile of each worker job (KERNEL_LSP_PROFILE), which slows them.
   # COLD_PYC=1 first writes .pyc files for every module a check imports (PYTHONPYCACHEPREFIX): the device image's
   # torch has none and cannot get them beside its sources, so without it every process compiles torch's Python.
+  # A worker writes its own start's imports there, but not torch.compile's (Inductor's), which it imports once
+  # confined (the sandbox does not let it write the prefix): a plain process imports those first, as a user's
+  # installed torch has them compiled.
   python3 -c "import os, torch; d = os.path.dirname(torch.__file__); c = os.path.join(d, '__pycache__'); print('torch .pyc beside its sources:', len(os.listdir(c)) if os.path.isdir(c) else 'none', '; writable:', os.access(d, os.W_OK))" | tee -a "$OUT/cold_check.txt"
   env | grep -E '^PYTHON(DONTWRITEBYTECODE|PYCACHEPREFIX)=' | tee -a "$OUT/cold_check.txt"
   if [ "${COLD_PYC:-0}" = 1 ]; then
     unset PYTHONDONTWRITEBYTECODE  # the device image sets it: no process there ever writes a .pyc
     export PYTHONPYCACHEPREFIX=/tmp/pyc
+    python3 -c "import torch._dynamo, torch._inductor.compile_fx, torch._inductor.codegen.triton, torch._inductor.runtime.triton_heuristics"
     TRITON_CACHE_DIR=$(mktemp -d) TORCHINDUCTOR_CACHE_DIR=$(mktemp -d) python3 -m kernel_lsp.cli check \
       tasks/Activation/silu_triton.py --device cuda --no-cache >/dev/null 2>&1
     echo "pyc written: $(find /tmp/pyc -name '*.pyc' | wc -l) files" | tee -a "$OUT/cold_check.txt"

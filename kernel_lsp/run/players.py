@@ -32,7 +32,7 @@ from typing import Callable
 from ..jobs import SandboxOptions
 from ..checker.measure import gpu_lease
 from ..player import wire
-from .sandbox import cache_folders, child_env, single_threaded
+from .sandbox import child_env, player_cache_folders, single_threaded
 
 log = logging.getLogger(__name__)
 PLAYER = Path(__file__).resolve().parent.parent / "player"
@@ -226,7 +226,7 @@ class PlayerServer:
     def _fork(self, options: SandboxOptions, timeout: float, devmem: bool) -> socket.socket:
         if not self.ready(timeout):
             raise PlayerError(self._failed or "the player server did not start in time")
-        caches = cache_folders(self.env)
+        caches = player_cache_folders(self.env)  # never the checker's own (sandbox.py)
         writable = [caches["TRITON_CACHE_DIR"], caches["TORCHINDUCTOR_CACHE_DIR"],
                     os.path.join(self.env.get("HOME") or str(Path.home()), ".nv")]  # the CUDA driver's JIT cache
         for folder in writable:
@@ -239,6 +239,7 @@ class PlayerServer:
             sock.settimeout(timeout)
             sock.connect(self.socket_path)
             env = {k: v for k, v in self.env.items() if not k.startswith("PLAY_")}
+            env.update(caches)
             wire.send(sock, {"op": "fork", "env": env, "confine": options.enabled, "network": options.network,
                              "writable": writable + list(options.writable), "devmem": devmem, "warm": self.warm})
             reply = wire.recv(sock)

@@ -53,6 +53,17 @@ def cache_folders(env: dict[str, str] | None = None) -> dict[str, str]:
     }
 
 
+PLAYERS = "kernel-lsp-players"  # the players' own folder inside each compile cache
+
+
+def player_cache_folders(env: dict[str, str] | None = None) -> dict[str, str]:
+    """The compile caches of a player (the process that runs the implementation): a folder of its own inside
+    Triton's and Inductor's. The checker's torch.compile of the reference compiles into and loads from the caches
+    themselves, which a player may read but never write: checked code cannot replace the baseline's kernels."""
+    caches = cache_folders(env)
+    return {name: os.path.join(caches[name], PLAYERS) for name in ("TRITON_CACHE_DIR", "TORCHINDUCTOR_CACHE_DIR")}
+
+
 def child_env(options: SandboxOptions, base: dict[str, str] | None = None, own: bool = True) -> dict[str, str]:
     """The environment of a process that runs checked code: scrubbed (unless the sandbox is off), with the caches
     pinned. `own=False` leaves out every KERNEL_LSP_ variable (the neutral harness)."""

@@ -59,6 +59,12 @@ def test_sandbox_an_escaping_kernel_is_checked_clean_and_escapes_nowhere(tmp_pat
     listener.listen(4)
     listener.setblocking(False)
     (ws / "port.txt").write_text(str(listener.getsockname()[1]))
+    caches = [tmp_path / "triton-cache", tmp_path / "inductor-cache"]  # the checker's: the player may not write them
+    for folder in caches:
+        folder.mkdir()
+    (ws / "caches.txt").write_text(" ".join(map(str, caches)))
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(caches[0]))
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(caches[1]))
     monkeypatch.setenv("OPENAI_API_KEY", SECRET)
     monkeypatch.setenv("MY_SERVICE_TOKEN", SECRET)
     extra = ("--no-cache",)
@@ -72,7 +78,7 @@ def test_sandbox_an_escaping_kernel_is_checked_clean_and_escapes_nowhere(tmp_pat
         problems = [(d["code"], d["message"][:200]) for d in doc["diagnostics"] if d["severity"] in ("error", "warning")]
         assert problems == [], problems
         assert SECRET not in str(doc)
-        written = sorted(p.name for p in ws.iterdir() if p.name.startswith("escaped"))
+        written = sorted(p.name for folder in [ws, *caches] for p in folder.iterdir() if p.name.startswith("escaped"))
         assert written == [], f"files written outside the sandbox: {written}"
         try:
             conn, _ = listener.accept()
