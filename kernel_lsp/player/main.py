@@ -142,6 +142,31 @@ def own_namespace() -> str:
     return "a pid namespace of its own: no process outside it is visible"
 
 
+def _from_a_player(conn: socket.socket) -> bool:
+    """Whether the process at the other end of a connection descends from this server: a player, or a process a
+    player started (this server is their subreaper, or the first process of their pid namespace). Landlock does not
+    stop a confined process from connecting to this socket, and its requests say whether to confine. Refused too
+    when the peer cannot be told."""
+    import struct
+    try:
+        pid = struct.unpack("3i", conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i")))[0]
+    except OSError:
+        return True
+    if os.getpid() == 1:  # the first process of a pid namespace: every peer with a pid here is inside it
+        return pid != 0  # (a process outside the namespace, the checker, has none)
+    for _ in range(4096):  # up the peer's parents: this server among them is a descendant
+        if pid == os.getpid():
+            return True
+        if pid <= 1:
+            return False
+        try:
+            with open(f"/proc/{pid}/status") as f:
+                pid = next(int(line.split()[1]) for line in f if line.startswith("PPid:"))
+        except (OSError, StopIteration, ValueError, IndexError):
+            return True
+    return True
+
+
 def serve_players() -> int:
     """The fork server: see the module docstring."""
     import select
@@ -177,6 +202,9 @@ def serve_players() -> int:
                     running = False
             elif fd == listener.fileno():
                 conn, _ = listener.accept()
+                if _from_a_player(conn):
+                    conn.close()  # a player that asked would get one without a sandbox: only the checker may
+                    continue
                 try:
                     conn.settimeout(10)
                     request = wire.recv(conn)
