@@ -156,6 +156,7 @@ def test_llm_key_is_sent_only_to_the_endpoint_and_never_logged(tmp_path):
     with FakeLLM([FIXED_KERNEL]) as fake:
         path = workspace(tmp_path, fake)
         code, p, stderr = optimize(path, "--candidates", "1", "--rounds", "1", env=env)
+        assert fake.requests, f"the endpoint was never asked: {p}\n{stderr[-3000:]}"
         sent = fake.requests[0]["headers"].get("authorization")
     assert code == 0 and sent == f"Bearer {secret}"
     assert secret not in stderr and secret not in json.dumps(p)
