@@ -84,7 +84,7 @@ if [ "${COLD_CHECK:-0}" = 1 ]; then
   if [ "${COLD_PYC:-0}" = 1 ]; then
     unset PYTHONDONTWRITEBYTECODE  # the device image sets it: no process there ever writes a .pyc
     export PYTHONPYCACHEPREFIX=/tmp/pyc
-    python3 -c "import torch._dynamo, torch._inductor.compile_fx, torch._inductor.codegen.triton, torch._inductor.runtime.triton_heuristics"
+    python3 -c "import importlib, torch._dynamo; from kernel_lsp.checker.measure.compiled import COMPILER_MODULES; [importlib.import_module(m) for m in COMPILER_MODULES]"
     TRITON_CACHE_DIR=$(mktemp -d) TORCHINDUCTOR_CACHE_DIR=$(mktemp -d) python3 -m kernel_lsp.cli check \
       tasks/Activation/silu_triton.py --device cuda --no-cache >/dev/null 2>&1
     echo "pyc written: $(find /tmp/pyc -name '*.pyc' | wc -l) files" | tee -a "$OUT/cold_check.txt"

@@ -227,7 +227,7 @@ class PlayerServer:
         if not self.ready(timeout):
             raise PlayerError(self._failed or "the player server did not start in time")
         caches = player_cache_folders(self.env)  # never the checker's own (sandbox.py)
-        writable = [caches["TRITON_CACHE_DIR"], caches["TORCHINDUCTOR_CACHE_DIR"],
+        writable = [*caches.values(),
                     os.path.join(self.env.get("HOME") or str(Path.home()), ".nv")]  # the CUDA driver's JIT cache
         for folder in writable:
             try:
