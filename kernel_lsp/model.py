@@ -218,6 +218,7 @@ class Measurement(Record):
     summary: str = ""  # the one line the code lens shows
     device: Ceilings | None = None  # the device's measured ceilings, for charts and the hover
     disturbed: str | None = None  # another process used the GPU during the timing (after one retry): who
+    held_up: str | None = None  # the implementation's processes ran on, or left the GPU busy, outside its timed calls
 
     def side(self, name: str) -> SideTiming | None:
         return next((s for s in self.sides if s.side == name), None)

@@ -257,3 +257,51 @@ def test_gpu_eight_checks_at_once_give_the_verdicts_of_one_alone(tmp_path):
     stages = [stage for doc in docs for f in doc["files"] for _, stage, detail in f["stats"].get("timeline", [])
               if "waiting for GPU" in detail]
     assert stages, "no check ever waited for the GPU's lease"
+
+
+def test_gpu_an_implementation_that_keeps_the_gpu_busy_between_its_calls_gets_no_speed_verdict_but_a_warning():
+    """one_per_program.py's slow kernel, with a thread that keeps spinning blocks queued on the GPU from the player
+    (tests/fixtures/perf/background_busy.py): eager, timed in the checker while the GPU takes turns with that work,
+    would read slower and the KL400 warning would go. The player's processes are stopped while PyTorch's side is
+    timed, and the work they queued before is seen (sides.py `SplitClock.quiet`): KL406 against the implementation,
+    and no speed verdict from those times."""
+    doc = check(PERF / "background_busy.py")
+    found = {d["code"]: d for d in doc["diagnostics"]}
+    assert "KL406" in found and "outside the implementation's calls" in found["KL406"]["message"], doc["diagnostics"]
+    assert found["KL406"]["severity"] == "warning"
+    m = measurement(doc)
+    assert m is not None and m["held_up"], m
+
+
+def test_gpu_a_stopped_players_queued_work_is_waited_out_or_seen(tmp_path):
+    """`CudaClock.gpu_ours` after `Player.stop`: a player's thread that queued about a millisecond at a time leaves the
+    GPU to the checker within the wait; one that keeps the launch queue full does not, and is seen. Once the player
+    is gone the GPU is the checker's again."""
+    import time
+
+    import torch
+
+    from kernel_lsp.checker.player import Player
+    from kernel_lsp.jobs import SandboxOptions
+    from kernel_lsp.player.clock import CudaClock
+    from kernel_lsp.run.players import PlayerServer
+    clock = CudaClock("hot")
+    assert clock.gpu_ours()
+    server = PlayerServer("cuda")
+    try:
+        for mode, ours in ((1, True), (2, False)):
+            player = Player(server.fork(SandboxOptions(writable=[str(tmp_path)])), "cuda")
+            player.holder = server.hold
+            player.load(str(FIXTURES / "player" / "background.py"))
+            spin = player.build("function", "spin")
+            folder = torch.tensor(list(str(tmp_path / str(mode)).encode()), dtype=torch.uint8)
+            (tmp_path / str(mode)).mkdir()
+            spin(torch.ones(2, device="cuda"), folder, torch.tensor(mode))
+            time.sleep(0.3)
+            assert player.stop() == 0
+            t0 = time.perf_counter()
+            assert clock.gpu_ours() is ours, (mode, time.perf_counter() - t0)
+            player.close()
+        assert clock.gpu_ours(wait_s=10.0)
+    finally:
+        server.close()

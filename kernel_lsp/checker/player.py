@@ -154,10 +154,47 @@ class Player:
         self.guarded = False  # the interpreter's bounds guard is installed there
         self.path = ""  # the implementation's file
         self.host_pids = lambda: set()  # the player's processes as this machine numbers them (run/players.py)
+        self.holder = None  # () -> run/players.py's Hold on the players' processes, where their server gives one
+        self._hold = None
+        self._held = False
         self.replaced: list[str] = []  # watched functions the implementation replaced (player/tamper.py)
         self._models = 0
 
+    @property
+    def held(self) -> bool:
+        return self._held
+
+    def stop(self) -> int:
+        """Stop the player's processes (and every other of its server's) until the next request to it: nothing of
+        the implementation's runs while this process times a side of its own. Returns how many did not stop (0
+        where nothing can stop them: no server to ask)."""
+        if self._held:
+            return 0
+        if self._hold is None:
+            if self.holder is None:
+                return 0
+            self._hold = self.holder()
+            if self._hold is None:
+                self.holder = None
+                return 0
+        try:
+            running = self._hold.stop()
+        except (OSError, wire.WireError) as e:
+            raise PlayerLost(f"the players' processes could not be stopped: {type(e).__name__}: {e}") from None
+        self._held = True
+        return running
+
+    def go(self) -> None:
+        """Let the player's processes run on (before every request: a stopped player would never answer)."""
+        if self._held:
+            self._held = False
+            try:
+                self._hold.go()
+            except (OSError, wire.WireError) as e:
+                raise PlayerLost(f"the players' processes could not be let go on: {type(e).__name__}: {e}") from None
+
     def request(self, message: dict) -> dict:
+        self.go()
         try:
             wire.send(self.sock, message)
             answer = wire.recv(self.sock)
@@ -297,10 +334,12 @@ class Player:
 
     def close(self) -> None:
         wire.forget(self.sock)
-        try:
-            self.sock.close()
-        except OSError:
-            pass
+        for sock in (self.sock, getattr(self._hold, "sock", None)):  # the hold's end lets everything go on
+            try:
+                if sock is not None:
+                    sock.close()
+            except OSError:
+                pass
 
 
 class Implementation:

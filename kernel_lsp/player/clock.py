@@ -122,6 +122,13 @@ def plain_calls(calls: int, gpu_us: list[float]) -> int:
     return 4 if times and times[len(times) // 2] >= PLAIN_LONG_US else max(1, calls // 2)
 
 
+# A tiny launch that takes longer than this from its launch to its end waited for another CUDA context to give the
+# GPU up (contexts take turns by time slices of a millisecond or more); two in a row within it: the GPU is this
+# process's. Given up on after GPU_OURS_WAIT_S.
+GPU_OURS_PROBE_US = 250.0
+GPU_OURS_WAIT_S = 0.05
+
+
 class CudaClock:
     """Times single calls on the current CUDA device; the flush buffer and the events are made once."""
 
@@ -220,6 +227,24 @@ class CudaClock:
 
     def sync(self) -> None:
         self.torch.cuda.synchronize()
+
+    def gpu_ours(self, wait_s: float = GPU_OURS_WAIT_S) -> bool:
+        """Whether the GPU is this process's alone: a tiny launch, synchronized, again until two in a row take no
+        more than GPU_OURS_PROBE_US (work of another process's, queued before it stopped, has run out meanwhile),
+        or False once `wait_s` has passed."""
+        sleep = self.torch.cuda._sleep
+        _device_sync()
+        deadline = _perf_counter() + wait_s
+        clean = 0
+        while clean < 2:
+            t0 = _perf_counter()
+            sleep(1)
+            _device_sync()
+            t1 = _perf_counter()
+            clean = clean + 1 if (t1 - t0) * 1e6 <= GPU_OURS_PROBE_US else 0
+            if clean < 2 and t1 > deadline:
+                return False
+        return True
 
 
 class HostClock:

@@ -12,7 +12,10 @@ keeps the connection, enters its sandbox (a private folder, the environment it w
 its own process group) and answers the checker's requests until the connection ends. The server sends
 `{"exited": code}` on the connection when the player ends (the checker then knows how), and kills the player when
 the checker's end of the connection closes. When the server's stdin ends (whoever started it is gone) it kills every
-player and exits.
+player and exits. A checker may also connect with `{"op": "hold"}`: that connection then stops every process of the
+server's but itself (`{"op": "stop"}`: the players, what they started, the spares) and lets them go on (`{"op":
+"go"}`, or the connection's end), so that nothing of the implementation's runs while the checker times PyTorch's
+side (checker/measure/sides.py). Only the checker: the server refuses a connection from a player or its children.
 
 Requests (each answered by one message; `Player` in play.py):
 - `load`: import the implementation's file under its own module name, with the launch recorder, the interpreter's
@@ -167,6 +170,72 @@ def _from_a_player(conn: socket.socket) -> bool:
     return True
 
 
+def _stopped(pid: int) -> bool:
+    """Whether every thread of `pid` is stopped (or the process is gone or a zombie)."""
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return True
+    for tid in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/stat") as f:
+                state = f.read().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            continue
+        if state not in "TtZX":
+            return False
+    return True
+
+
+def stop_all(wait_s: float = 1.0) -> tuple[list[int], list[int]]:
+    """SIGSTOP every process below this server (its players, their children wherever they moved their session, the
+    spares), again for any that a process forked before it stopped, then wait up to `wait_s` until every thread of
+    each is stopped (one inside a driver call stops when the call returns). Returns (the processes stopped, those
+    still running)."""
+    import time
+    stopped: list[int] = []
+    for _ in range(16):
+        new = [p for p in isolate.descendants(os.getpid()) if p not in stopped]
+        if not new:
+            break
+        for p in new:
+            with contextlib.suppress(OSError):
+                os.kill(p, signal.SIGSTOP)
+        stopped += new
+    deadline = time.monotonic() + wait_s
+    while True:
+        running = [p for p in stopped if not _stopped(p)]
+        if not running or time.monotonic() > deadline:
+            return stopped, running
+        time.sleep(0.0002)
+
+
+def go_on(stopped: list[int]) -> None:
+    for p in stopped:
+        with contextlib.suppress(OSError):
+            os.kill(p, signal.SIGCONT)
+
+
+def _hold(conn: socket.socket, request: dict, held: list[int]) -> bool:
+    """One request on a hold connection (`stop` or `go`); False once the connection is done with (its processes
+    then go on)."""
+    if request.get("op") == "stop":
+        stopped, running = stop_all()
+        held[:] = sorted(set(held) | set(stopped))
+        answer = {"stopped": len(stopped), "running": len(running)}
+    elif request.get("op") == "go":
+        go_on(held)
+        held.clear()
+        answer = {"going": True}
+    else:
+        return False
+    try:
+        wire.send(conn, answer)
+    except (OSError, wire.WireError):
+        return False
+    return True
+
+
 def serve_players() -> int:
     """The fork server: see the module docstring."""
     import select
@@ -194,12 +263,24 @@ def serve_players() -> int:
     poller.register(0, select.POLLIN)
     poller.register(listener.fileno(), select.POLLIN)
     by_fd: dict[int, int] = {}
+    holds: dict[int, tuple[socket.socket, list[int]]] = {}  # fd -> (a checker's hold connection, what it stopped)
     running = True
     while running:
         for fd, events in poller.poll(50):
             if fd == 0:
                 if not os.read(0, 4096):
                     running = False
+            elif fd in holds:
+                conn, held = holds[fd]
+                try:
+                    request = wire.recv(conn) if events & select.POLLIN else {}
+                except (OSError, wire.WireError):
+                    request = {}
+                if not _hold(conn, request, held):
+                    go_on(held)  # the checker is done with it (or gone): nothing stays stopped
+                    poller.unregister(fd)
+                    del holds[fd]
+                    conn.close()
             elif fd == listener.fileno():
                 conn, _ = listener.accept()
                 if _from_a_player(conn):
@@ -211,6 +292,10 @@ def serve_players() -> int:
                     conn.settimeout(None)
                 except (OSError, wire.WireError):
                     conn.close()
+                    continue
+                if request.get("op") == "hold":
+                    holds[conn.fileno()] = (conn, [])
+                    poller.register(conn.fileno(), select.POLLIN | select.POLLRDHUP | select.POLLHUP)
                     continue
                 folder = tempfile.mkdtemp(dir=base)
                 pid = os.fork()
@@ -237,6 +322,8 @@ def serve_players() -> int:
         orphans = [p for p in isolate.children_of(os.getpid()) if p not in players]
         if orphans:
             isolate.kill_tree(orphans)
+    for conn, held in holds.values():
+        go_on(held)
     for pid, (conn, folder) in players.items():
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(pid, signal.SIGKILL)

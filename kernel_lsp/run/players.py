@@ -254,6 +254,21 @@ class PlayerServer:
             wire.lend_device(sock)
         return sock
 
+    def hold(self) -> "Hold":
+        """A line to the server that stops every player of its (and all they started) while the checker times its
+        own sides, and lets them go on (player/main.py, `hold`)."""
+        if not self.ready(READY_TIMEOUT):
+            raise PlayerError(self._failed or "the player server did not start in time")
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            sock.settimeout(30)
+            sock.connect(self.socket_path)
+            wire.send(sock, {"op": "hold"})
+        except OSError as e:
+            sock.close()
+            raise PlayerError(f"no hold on the players: {type(e).__name__}: {e}") from e
+        return Hold(sock)
+
     def close(self) -> None:
         with self._spare_lock:
             spare, self._spare, self.spares = self._spare, [], 0
@@ -271,6 +286,25 @@ class PlayerServer:
             self.proc.kill()
             self.proc.wait()
         shutil.rmtree(self.dir, ignore_errors=True)
+
+
+class Hold:
+    """`stop()`: every process of the players' server but the server itself stopped (SIGSTOP, sent by the server:
+    a confined checker may not signal outside its own Landlock domain); returns how many still ran after a second
+    (a thread inside the kernel that did not come back). `go()`: they run on. Closing the line, or this process's
+    end, lets them go on too."""
+
+    def __init__(self, sock: socket.socket):
+        self.sock = sock
+
+    def stop(self) -> int:
+        return int(wire.request(self.sock, {"op": "stop"}).get("running") or 0)
+
+    def go(self) -> None:
+        wire.request(self.sock, {"op": "go"})
+
+    def close(self) -> None:
+        self.sock.close()
 
 
 _SERVER: PlayerServer | None = None
@@ -363,7 +397,14 @@ class connector:
         return _SERVER.fork(self.options)
 
     def host_pids(self) -> set[int]:
+        """The server and its players, not what a player started: a process of the implementation's own that uses
+        the GPU while it is timed is another process on the GPU."""
         if _SERVER is None:
             return set()
-        from ..player.isolate import descendants
-        return {_SERVER.proc.pid, *descendants(_SERVER.proc.pid)}
+        from ..player.isolate import children_of
+        top = _SERVER.proc.pid
+        servers = [top, *children_of(top)] if _SERVER.announced.get("pid") == 1 else [top]  # its pid namespace's first
+        return {*servers, *(p for s in servers[-1:] for p in children_of(s))}
+
+    def hold(self) -> "Hold | None":
+        return _SERVER.hold() if _SERVER is not None else None

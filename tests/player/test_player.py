@@ -383,3 +383,50 @@ def test_player_on_a_gpu_gives_back_what_it_caches_beyond_a_gib():
         player.close()
     finally:
         server.close()
+
+
+def _beats(path) -> list[int]:
+    try:
+        return [int(t) for t in path.read_text().split()]
+    except (OSError, ValueError):
+        return []
+
+
+def test_player_a_hold_stops_what_the_implementation_started_and_lets_it_go_on(tmp_path):
+    """While the checker times PyTorch's side (checker/measure/sides.py `SplitClock.quiet`), nothing of the
+    implementation's runs: `Player.stop` has its server stop the player, a thread it started and a process it started
+    in a session of its own; the player's next request lets them all go on (a stopped player would never answer)."""
+    import time
+
+    from kernel_lsp.checker.player import Player
+    from kernel_lsp.jobs import SandboxOptions
+    from kernel_lsp.run.players import PlayerServer
+    server = PlayerServer("cpu")
+    try:
+        player = Player(server.fork(SandboxOptions(writable=[str(tmp_path)])), "cpu")
+        player.holder = server.hold
+        player.load(str(FIXTURES / "player" / "background.py"))
+        spin = player.build("function", "spin")
+        folder = torch.tensor(list(str(tmp_path).encode()), dtype=torch.uint8)
+        assert torch.equal(spin(torch.ones(2), folder), torch.full((2,), 2.0))
+        beats = [tmp_path / "thread.txt", tmp_path / "child.txt"]
+        deadline = time.monotonic() + 60
+        while not all(_beats(p) for p in beats):
+            assert time.monotonic() < deadline, "the implementation's thread and process never beat"
+            time.sleep(0.01)
+        assert player.stop() == 0 and player.held
+        t0 = time.monotonic_ns()
+        time.sleep(0.3)
+        t1 = time.monotonic_ns()
+        for p in beats:
+            assert [t for t in _beats(p) if t0 < t < t1] == [], f"{p.name}: beat while held"
+        assert torch.equal(spin(torch.ones(2), folder), torch.full((2,), 2.0))  # a request: they go on
+        assert not player.held
+        deadline = time.monotonic() + 30
+        while not all(any(t > t1 for t in _beats(p)) for p in beats):
+            assert time.monotonic() < deadline, "the implementation's thread and process did not go on"
+            time.sleep(0.01)
+        player.stop()
+        player.close()  # the hold's end, with the player's: nothing stays stopped, nothing stays alive
+    finally:
+        server.close()

@@ -49,7 +49,7 @@ def _wait_none_alive(marker: str, timeout: float = 10.0) -> list[int]:
         time.sleep(0.1)
 
 
-@pytest.mark.parametrize("path", ["warm", "cold", "runner"])
+@pytest.mark.parametrize("path", ["warm", "cold", "runner", pytest.param("gpu", marks=pytest.mark.gpu)])
 def test_sandbox_an_escaping_kernel_is_checked_clean_and_escapes_nowhere(tmp_path, monkeypatch, path):
     ws = tmp_path / "ws"
     ws.mkdir()
@@ -67,7 +67,7 @@ def test_sandbox_an_escaping_kernel_is_checked_clean_and_escapes_nowhere(tmp_pat
     monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(caches[1]))
     monkeypatch.setenv("OPENAI_API_KEY", SECRET)
     monkeypatch.setenv("MY_SERVICE_TOKEN", SECRET)
-    extra = ("--no-cache",)
+    extra = ("--no-cache", "--device", "cuda" if path == "gpu" else "cpu")  # gpu: the long-lived GPU worker's path
     if path == "cold":
         monkeypatch.setenv("KERNEL_LSP_WARM", "0")
     elif path == "runner":
@@ -75,7 +75,8 @@ def test_sandbox_an_escaping_kernel_is_checked_clean_and_escapes_nowhere(tmp_pat
         extra += ("--runner", shlex.join(WORKER))
     try:
         _, doc = check_json(case, extra=extra)
-        problems = [(d["code"], d["message"][:200]) for d in doc["diagnostics"] if d["severity"] in ("error", "warning")]
+        problems = [(d["code"], d["message"][:200]) for d in doc["diagnostics"] if d["severity"] in ("error", "warning")
+                    and not (path == "gpu" and d["code"] in ("KL400", "KL401"))]  # its speed is not the point
         assert problems == [], problems
         assert SECRET not in str(doc)
         written = sorted(p.name for folder in [ws, *caches] for p in folder.iterdir() if p.name.startswith("escaped"))
@@ -104,7 +105,7 @@ def test_sandbox_the_api_key_is_in_no_worker_environment(tmp_path, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", SECRET)
     monkeypatch.setenv("MY_SERVICE_TOKEN", SECRET)
     with LocalExecutor() as executor:
-        req = CheckRequest(FIXTURES / "faults" / "hang.py", Settings(timeout=120), FIXTURES / "faults",
+        req = CheckRequest(FIXTURES / "faults" / "hang.py", Settings(device="cpu", timeout=120), FIXTURES / "faults",
                            executor=executor)
         thread = threading.Thread(target=check_file, args=(req,), daemon=True)
         thread.start()

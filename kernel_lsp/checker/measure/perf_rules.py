@@ -135,6 +135,10 @@ def judge(m: Measurement, impossible_reason: str | None, compile_severity: str =
         out.append(PerfFinding("KL406", "work ran outside the caller's CUDA stream: timed by the host clock "
                                "instead of CUDA events; a caller that reads the result on its own stream may see "
                                "it unfinished (synchronize the streams, or launch on the current one)"))
+    if m.held_up:  # the implementation's work went on while PyTorch's side was timed: its times say nothing
+        out.append(PerfFinding("KL406", f"work ran outside the implementation's calls: {m.held_up}, also when "
+                               "timed again; a caller's next work would wait for it (end every thread and process "
+                               "the implementation starts, and leave no GPU work queued when a call returns)"))
     bound = launch_bound(m)
     if bound is not None:
         out.append(PerfFinding("KL404", bound))
@@ -145,7 +149,10 @@ def judge(m: Measurement, impossible_reason: str | None, compile_severity: str =
         text = slower(m, b.name, b.label)
         if not text:
             continue
-        if m.disturbed:  # taken while another process used the GPU (also when taken again): never a CI failure
+        if m.held_up:
+            out.append(PerfFinding(b.slower_code, text + " (the implementation's work ran on beside it: see KL406)",
+                                   "info"))
+        elif m.disturbed:  # taken while another process used the GPU (also when taken again): never a CI failure
             out.append(PerfFinding(b.slower_code, text + " (timing disturbed by another process: see KL408)", "info"))
         elif host:
             out.append(PerfFinding(b.slower_code, text + note, "info"))

@@ -57,17 +57,40 @@ class RemoteCall:
 class SplitClock:
     """The clock of the sides this process times (eager, torch.compile), and the player's for a remote side: one
     timed call, a back-to-back batch and a graph replay each run in the process that holds the side, by the same
-    clock code (player/clock.py), while the other process waits on the wire."""
+    clock code (player/clock.py), while the other process waits on the wire.
 
-    def __init__(self, local):
+    Before each side of its own (after the player's turn), `quiet` stops the player's processes (the implementation's
+    threads, whatever it started: run/players.py `Hold`) until the player's next turn, and waits until the GPU is
+    this process's (`gpu_ours`: work they queued before they stopped has run out). What did not stop, or a GPU that
+    stayed busy, is kept in `held_up`: the implementation's work went on outside its timed calls."""
+
+    def __init__(self, local, player=None):
         self.local, self.cache, self.l2_bytes = local, local.cache, getattr(local, "l2_bytes", 0)
         self.last_tail_us = 0.0
+        self.player = player if hasattr(player, "stop") else None  # (the stage's CPU tests pass stand-ins)
+        self.held_up: list[str] = []
+
+    def quiet(self) -> None:
+        if self.player is None or self.player.held:
+            return
+        running = self.player.stop()
+        if running:
+            self._held_up(f"{running} of the implementation's processes did not stop within a second")
+        ours = getattr(self.local, "gpu_ours", None)
+        if ours is not None and self.player.holder is not None and not ours():
+            self._held_up("the GPU stayed busy after the implementation's processes had stopped (work they queued "
+                          "before, or another process's)")
+
+    def _held_up(self, what: str) -> None:
+        if what not in self.held_up:
+            self.held_up.append(what)
 
     def time(self, fn):
         if isinstance(fn, RemoteCall):
             r = fn.side.ask("once", copy=fn.copy)
             self.last_tail_us = float(r.get("tail_us") or 0.0)
             return float(r["event_us"]), float(r["host_us"]), None
+        self.quiet()
         out = self.local.time(fn)
         self.last_tail_us = getattr(self.local, "last_tail_us", 0.0)
         return out
@@ -75,14 +98,17 @@ class SplitClock:
     def back_to_back(self, fns, calls: int, issue: bool = True) -> BackToBack:
         if isinstance(fns[0], RemoteCall):
             return BackToBack(**fns[0].side.ask("b2b", calls=calls, issue=issue)["b2b"])
+        self.quiet()
         return self.local.back_to_back(fns, calls, issue)
 
     def graph(self, fn) -> list[float] | None:
         if isinstance(fn, RemoteCall):
             return fn.side.ask("graph").get("graph")
+        self.quiet()
         return time_graph(fn, self.local)
 
     def flush_us(self) -> float:
+        self.quiet()
         return self.local.flush_us()
 
     def sync(self) -> None:
@@ -131,6 +157,7 @@ def _time_empty_launch(rep, clock) -> tuple:
     """Time an empty Triton launch: the floor any call pays. Returns its timing, the median host-minus-events gap
     of a call that launches nothing, and the median of its tail."""
     rep.w.stage("measure", "an empty launch")
+    clock.quiet()
     empty = time_sides({"empty": empty_launch()}, clock.local, min_rounds=20, max_rounds=50,
                        budget_s=0.05)["empty"]
     overhead = median([h - e for h, e in zip(empty.host_us, empty.event_us)])
@@ -149,15 +176,17 @@ def _time_sides_undisturbed(rep, player, sides: dict, clock, opts, lease_note: d
         for attempt in range(2):  # once more when another process used the GPU meanwhile
             mine = {os.getpid(), *player.host_pids()}  # the player times its side: not a neighbour
             watch = neighbours.start(lease_note.get("uuid"), mine)
+            clock.held_up.clear()
             samples = time_sides(sides, clock, budget_s=opts.budget_s, precision=opts.precision)
             rep.w.stage("measure", "each side back to back (host launch included)")
             back = time_back_to_back(sides, clock, calls=back_to_back_calls(samples))
             rep.w.stage("measure", "whether another process used the GPU meanwhile")
             disturbed = neighbours.disturbers(watch, mine)
-            if not disturbed:
+            if not disturbed and not clock.held_up:
                 break
-            rep.w.stage("measure", "timing again: another process used the GPU ("
-                        + "; ".join(n.describe() for n in disturbed) + ")")
+            rep.w.stage("measure", "timing again: " + "; ".join(
+                [f"another process used the GPU ({'; '.join(n.describe() for n in disturbed)})"] * bool(disturbed)
+                + clock.held_up))
     except Exception as e:
         if is_device_fault(e):
             raise

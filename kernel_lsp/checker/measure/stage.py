@@ -155,19 +155,23 @@ def measure_problem(problem, player, rep, job: CheckJob, clock=None, ceilings=No
     torch.set_grad_enabled(False)
     try:
         r, truth, budget = _judged_against(problem, ref, pristine)
-        clock = SplitClock(clock or CudaClock(opts.cache))
+        clock = SplitClock(clock or CudaClock(opts.cache), player)
         k = _copies(pristine, 1 + len(baselines.wanted(opts)) + int(opts.against is not None))
         sides, remote = _sides_to_time(problem, player, opts, impl, pristine, k)
         first_calls = _add_baselines(sides, rep, job, ref, pristine, k, clock, where)
-        with _gpu_lease(rep, job, torch) as lease_note:
-            empty, overhead, tail_overhead = _time_empty_launch(rep, clock)
-            rep.w.stage("measure", f"{', '.join(sides)} interleaved ({clock.cache} L2, {k} input copies)")
-            samples, back, disturbed, problem_text = _time_sides_undisturbed(rep, player, sides, clock, opts,
-                                                                             lease_note)
-            if samples is not None:
-                rep.w.stage("measure", "the L2 flush's own time")
-            flush_us = clock.flush_us() if samples is not None else 0.0
-            graphs = _graph_replays(rep, clock, sides, samples)
+        try:
+            with _gpu_lease(rep, job, torch) as lease_note:
+                empty, overhead, tail_overhead = _time_empty_launch(rep, clock)
+                rep.w.stage("measure", f"{', '.join(sides)} interleaved ({clock.cache} L2, {k} input copies)")
+                samples, back, disturbed, problem_text = _time_sides_undisturbed(rep, player, sides, clock, opts,
+                                                                                 lease_note)
+                if samples is not None:
+                    rep.w.stage("measure", "the L2 flush's own time")
+                flush_us = clock.flush_us() if samples is not None else 0.0
+                graphs = _graph_replays(rep, clock, sides, samples)
+        finally:
+            if clock.player is not None:
+                clock.player.go()  # the player's processes run on
         times, timers = _honest_side_times(samples, back, overhead, tail_overhead, flush_us)
         # The timed outputs, once warmed up, must still be right.
         if samples is not None and not problem.random:
@@ -190,7 +194,8 @@ def measure_problem(problem, player, rep, job: CheckJob, clock=None, ceilings=No
                                 waited_s=lease_note.get("waited"))
         m = Measurement(timings, speedups, provenance, empty_launch_us=round(median(empty.event_us), 3),
                         launch_bound=any(perf_rules.side_launch_bound(t) for t in timings),
-                        disturbed="; ".join(n.describe() for n in disturbed) or None)
+                        disturbed="; ".join(n.describe() for n in disturbed) or None,
+                        held_up="; ".join(clock.held_up) or None)
         # The roofline, from the reference's work.
         rep.w.stage("measure", "roofline")
         if ceilings is None:

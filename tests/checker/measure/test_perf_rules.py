@@ -184,3 +184,14 @@ def test_perf_rules_slower_than_eager_is_information_when_another_process_distur
     assert out["KL400"].severity == "info" and "timing disturbed by another process" in out["KL400"].message
     assert "KL408" in out
     assert next(f for f in judge(measurement(), None) if f.code == "KL400").severity is None
+
+
+def test_perf_rules_work_of_the_implementations_outside_its_calls_is_a_warning_and_no_verdict():
+    """The implementation's processes went on (or left the GPU busy) while PyTorch's side was timed (sides.py
+    `SplitClock.quiet`): a KL406 warning against it, and its "slower than" verdicts are information only."""
+    m = measurement()
+    m.held_up = "the GPU stayed busy after the implementation's processes had stopped"
+    out = {f.code: f for f in judge(m, None, "warning")}
+    assert out["KL406"].severity is None  # KL406's own: a warning
+    assert "work ran outside the implementation's calls: the GPU stayed busy" in out["KL406"].message
+    assert out["KL400"].severity == "info" and out["KL401"].severity == "info"

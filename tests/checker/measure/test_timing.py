@@ -182,3 +182,56 @@ def test_timing_long_calls_get_shorter_back_to_back_batches():
     assert back_to_back_calls({"triton": side(2000.0), "eager": side(50.0)}) == 12  # the slowest side sets it
     assert back_to_back_calls({"triton": side(BATCH_GPU_US / 16)}) == 16
     assert back_to_back_calls(None) == 24
+
+
+def test_timing_split_clock_stops_the_player_before_each_side_of_its_own_and_the_player_goes_on_before_its_turn():
+    """sides.py `SplitClock`: a side this process times (eager, torch.compile, the flush) runs only with the player's
+    processes stopped and the GPU its own; the player's turn (a request) lets them go on. What did not stop, or a GPU
+    that stayed busy, is kept (`held_up`)."""
+    from kernel_lsp.checker.measure.sides import RemoteCall, SplitClock
+    log = []
+
+    class Player:
+        holder = object()
+        held = False
+
+        def stop(self):
+            log.append("stop")
+            self.held = True
+            return int(local.busy)
+
+        def go(self):
+            if self.held:
+                log.append("go")
+            self.held = False
+
+    class Side:
+        def __init__(self, player):
+            self.player = player
+
+        def ask(self, do, **more):
+            self.player.go()  # as Player.request does
+            log.append(do)
+            return {"event_us": 1.0, "host_us": 1.0}
+
+    class Local(HostClock):
+        busy = False
+
+        def gpu_ours(self):
+            log.append("ours?")
+            return not self.busy
+
+    player, local = Player(), Local()
+    clock = SplitClock(local, player)
+    remote = RemoteCall(Side(player), 0)
+    eager = lambda: log.append("eager")  # noqa: E731
+    for fn in (remote, eager, eager, remote, eager):
+        clock.time(fn)
+    assert log == ["once", "stop", "ours?", "eager", "eager", "go", "once", "stop", "ours?", "eager"]
+    assert clock.held_up == []
+    local.busy = True
+    clock.time(remote)
+    clock.time(eager)
+    assert clock.held_up == ["1 of the implementation's processes did not stop within a second",
+                             "the GPU stayed busy after the implementation's processes had stopped (work they queued "
+                             "before, or another process's)"]
