@@ -31,7 +31,8 @@ CACHE_FORMAT = 2
 # Every module that can change a verdict, and every module of the package those import (tests/test_keys.py checks
 # the closure): a change to any of them invalidates cached verdicts.
 RULE_MODULES = ("source", "checker", "player", "run", "check.py", "codes.py", "model.py", "records.py", "jobs.py",
-                "verdict.py", "targets.py", "config.py", "settings.py", "device.py", "cache.py", "__init__.py")
+                "verdict.py", "targets.py", "config.py", "settings.py", "device.py", "trusted.py", "cache.py",
+                "__init__.py")
 
 
 @lru_cache(maxsize=None)

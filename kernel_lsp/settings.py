@@ -20,6 +20,7 @@ from typing import Any
 
 from .device import DEVICES, auto_gpu_workers, gpu_present
 from .targets import parse_targets
+from .trusted import unsafe_writable
 
 
 # What a secret looks like in text: the prefixes of the common API keys and tokens, a bearer token, and any long
@@ -345,6 +346,11 @@ def _validate_sandbox(sb: SandboxSettings) -> None:
         raise ConfigError(f"sandbox.env: expected a list of variable names, got {_shown(sb.env)!r}")
     if not isinstance(sb.writable, tuple) or not all(isinstance(v, str) and v for v in sb.writable):
         raise ConfigError(f"sandbox.writable: expected a list of folders, got {_shown(sb.writable)!r}")
+    unsafe = unsafe_writable(sb.writable)
+    if unsafe:
+        said = "; ".join(f"{entry} {why}" for entry, why in unsafe.items())
+        raise ConfigError(f"sandbox.writable: {said}: kernel-lsp reads back and trusts what is there, so checked code "
+                          "may not write there (name a folder that holds none of it)")
 
 
 def _shown(value: Any) -> Any:

@@ -1,6 +1,7 @@
 """Settings validation: the LLM table takes an endpoint URL and the *name* of the key's variable, never a key."""
 
 import json
+import os
 import shlex
 from pathlib import Path
 
@@ -208,6 +209,28 @@ def test_converter_top_level_keys_in_every_spelling():
 def test_converter_an_unknown_key_or_a_bad_value_is_a_config_error_naming_it(overrides, says):
     with pytest.raises(ConfigError, match=says.replace("(", "\\(").replace(")", "\\)")):
         apply_overrides(Settings(), overrides)
+
+
+def test_converter_a_writable_folder_the_checker_trusts_is_a_config_error_naming_it(tmp_path, monkeypatch):
+    """`sandbox.writable` would let checked code write there: an entry that is, holds or lies in the checker's compile
+    caches (a symlink to one too), its GPU leases or its CUDA JIT cache is refused, saying which and why; a folder of
+    the user's own and a relative one are not."""
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "triton"))
+    monkeypatch.setenv("KERNEL_LSP_LOCKS_DIR", str(tmp_path / "locks"))
+    (tmp_path / "triton").mkdir()
+    (tmp_path / "link").symlink_to(tmp_path / "triton")
+    triton = os.path.realpath(tmp_path / "triton")
+    for entry, says in ((str(tmp_path / "triton"), f"is Triton's compile cache ({triton})"),
+                        (str(tmp_path), f"holds Triton's compile cache ({triton})"),
+                        (str(tmp_path / "link"), f"is Triton's compile cache ({triton})"),
+                        (str(tmp_path / "locks" / "x"), "lies in the GPU leases"),
+                        (os.path.join(os.path.expanduser("~"), ".nv"), "is the CUDA driver's JIT cache")):
+        with pytest.raises(ConfigError) as e:
+            apply_overrides(Settings(), {"sandbox": {"writable": ["data", entry]}})
+        assert str(e.value).startswith(f"sandbox.writable: {entry} {says}"), str(e.value)
+        assert "checked code may not write there" in str(e.value)
+    settings = apply_overrides(Settings(), {"sandbox": {"writable": [str(tmp_path / "data"), "out"]}})
+    assert settings.sandbox.writable == (str(tmp_path / "data"), "out")
 
 
 def test_converter_a_table_is_merged_key_by_key_and_none_keeps_the_value():

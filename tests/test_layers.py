@@ -17,16 +17,17 @@ ALLOWED = {
     "device": set(),
     "bundled": set(),
     "targets": set(),
+    "trusted": set(),  # the folders the checker trusts (settings refuse them as sandbox.writable; the sandbox, leases)
     "player": set(),  # runs beside the implementation: nothing of kernel_lsp (test_layers_the_player_stands_alone)
     "codes": {"model", "records"},
     "jobs": {"model", "records"},
     # verdict: the one classification (every front end, the proposer, the pipeline's evidence rule)
     "verdict": {"model", "records"},
-    "settings": {"device", "targets"},
+    "settings": {"device", "targets", "trusted"},
     "config": {"settings", "device", "targets"},
     "source": {"model", "records", "codes", "jobs"},
-    "checker": {"model", "records", "codes", "jobs", "targets", "player", "verdict"},
-    "run": {"checker", "player", "jobs", "model", "records", "codes", "device", "config"},
+    "checker": {"model", "records", "codes", "jobs", "targets", "player", "verdict", "trusted"},
+    "run": {"checker", "player", "jobs", "model", "records", "codes", "device", "config", "trusted"},
     "cache": {"model", "records", "device"},
     "render": {"model", "records", "codes", "verdict"},
     "check": {"source", "run", "cache", "config", "jobs", "model", "records", "codes", "device"},

@@ -113,8 +113,13 @@ def own_namespace() -> str:
     sees no process outside it (not the checker, not kernel-lsp's parent, not the editor), so it can read no other
     process's /proc/PID/environ, where an API key would be. The process that called this waits for that first process
     and exits with its status. With a user namespace where this process is not root (its own uid and gid mapped to
-    themselves). Returns an account of what was done; where the kernel refuses, nothing is, and the account says so."""
+    themselves). In the same mount namespace, each folder PLAY_HIDE names (os.pathsep between them) is covered by an
+    empty read-only folder: no player can open what is in it, and none can uncover it (Landlock forbids a confined
+    process to mount or unmount). Returns an account of what was done; where the kernel refuses, nothing is, and the
+    account says so."""
     import ctypes
+    hide = [p for p in os.environ.pop("PLAY_HIDE", "").split(os.pathsep) if p]
+    visible = "".join(f"; {folder} stays visible" for folder in hide)
     libc = ctypes.CDLL(None, use_errno=True)
     new_ns, new_pid, new_user = 0x00020000, 0x20000000, 0x10000000
     uid, gid = os.geteuid(), os.getegid()
@@ -123,26 +128,35 @@ def own_namespace() -> str:
         if libc.unshare(flags) == 0:
             break
     else:
-        return f"no pid namespace (unshare: errno {ctypes.get_errno()}): other processes stay visible"
+        return f"no pid namespace (unshare: errno {ctypes.get_errno()}): other processes stay visible{visible}"
     if flags & new_user:
         try:
             for name, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1"), ("gid_map", f"{gid} {gid} 1")):
                 with open(f"/proc/self/{name}", "w") as f:
                     f.write(text)
         except OSError as e:
-            return f"no pid namespace (user namespace map: {e}): other processes stay visible"
+            return f"no pid namespace (user namespace map: {e}): other processes stay visible{visible}"
     pid = os.fork()
     if pid:  # the caller: outside the namespace, it only waits
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         _, status = os.waitpid(pid, 0)
         os._exit(os.WEXITSTATUS(status) if os.WIFEXITED(status) else 1)
     libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-    ms_rec, ms_private, ms_nosuid, ms_nodev, ms_noexec = 1 << 14, 1 << 18, 2, 4, 8
-    if libc.mount(b"none", b"/", None, ms_rec | ms_private, None) != 0 or \
-            libc.mount(b"proc", b"/proc", b"proc", ms_nosuid | ms_nodev | ms_noexec, None) != 0:
+    ms_rdonly, ms_rec, ms_private, ms_nosuid, ms_nodev, ms_noexec = 1, 1 << 14, 1 << 18, 2, 4, 8
+    if libc.mount(b"none", b"/", None, ms_rec | ms_private, None) != 0:
+        return (f"a pid namespace, but its mounts are not its own (errno {ctypes.get_errno()}): other processes stay "
+                f"visible{visible}")
+    covered = ""
+    for folder in hide:  # after / is private: the cover stays in this namespace, the folder as it was outside
+        if libc.mount(b"none", folder.encode(), b"tmpfs", ms_rdonly | ms_nosuid | ms_nodev | ms_noexec,
+                      b"size=4k,mode=0555") == 0:
+            covered += f"; {folder} hidden"
+        else:
+            covered += f"; {folder} stays visible (mount: errno {ctypes.get_errno()})"
+    if libc.mount(b"proc", b"/proc", b"proc", ms_nosuid | ms_nodev | ms_noexec, None) != 0:
         return (f"a pid namespace, but /proc could not be mounted for it (errno {ctypes.get_errno()}): other processes "
-                "stay visible")
-    return "a pid namespace of its own: no process outside it is visible"
+                f"stay visible{covered}")
+    return f"a pid namespace of its own: no process outside it is visible{covered}"
 
 
 def _from_a_player(conn: socket.socket) -> bool:

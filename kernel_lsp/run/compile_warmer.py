@@ -8,10 +8,11 @@ torch.compile baseline on, unless a worker has compiled the same reference with 
 Inductor's caches are warm for it (`needed`). A warm worker keeps its compiled references in memory
 (measure/compiled.py) and needs none.
 
-The lock: the parent creates a lock file, takes an exclusive flock on it, passes that descriptor to this process's
-reaper and closes its own copy, so the lock is held exactly as long as the warmer and what it started live. The measure stage
-(MeasureOptions.warm_lock) takes the lock before its torch.compile: it waits for the warm-up to end, never compiles
-beside it, and times nothing while it runs.
+The lock: the parent creates a lock file beside the GPU leases (a folder the players never see: run/players.py),
+takes an exclusive flock on it, passes that descriptor to this process's reaper and closes its own copy, so the lock
+is held exactly as long as the warmer and what it started live. The measure stage (MeasureOptions.warm_lock) takes
+the lock before its torch.compile: it waits for the warm-up to end, never compiles beside it, and times nothing while
+it runs.
 
 Autotuning results are not kept here (Inductor's autotune_local_cache is off in this process, a setting that is not
 part of the FX graph cache key and is written into the generated code): where Inductor benchmarks several configs
@@ -32,9 +33,10 @@ import tempfile
 import traceback
 
 from ..jobs import CheckJob
+from ..trusted import cache_folders, default_locks_folder
 from . import reaper
 from .child import PARENT_ENV, die_with_parent
-from .sandbox import cache_folders, child_env, enter
+from .sandbox import child_env, enter
 from .protocol import WarmRequest, decode, encode
 
 log = logging.getLogger(__name__)
@@ -69,7 +71,15 @@ def needed(job: CheckJob, env: dict[str, str]) -> bool:
 def start(job: CheckJob, env: dict[str, str]) -> CompileWarmer | None:
     """Start a warmer for the job's reference and point job.measure.warm_lock at its lock; None if it cannot
     start (the measure stage then compiles on its own, as without one)."""
-    fd, path = tempfile.mkstemp(prefix="kernel-lsp-compile-", suffix=".lock")
+    try:
+        # Beside the GPU leases, which the players' server hides from every player (run/players.py): a player that
+        # could open this file could take its lock after the warmer and keep the measure stage waiting.
+        folder = default_locks_folder(env)
+        os.makedirs(folder, exist_ok=True)
+        fd, path = tempfile.mkstemp(prefix="compile-", suffix=".lock", dir=folder)
+    except OSError as e:
+        log.info("compile warmer not started: %s", e)
+        return None
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         env = {**child_env(job.sandbox, env), PARENT_ENV: str(os.getpid())}

@@ -5,6 +5,11 @@ run.py` there with a neutral environment: the sandbox's allowlist less every KER
 an editable install of kernel-lsp leaves in a fresh interpreter (its import finder, its source folder) named only by
 hashes for the server to drop. Nothing in the player's modules, argv or environment names kernel-lsp.
 
+What a player may write: its own folder, its own compile and CUDA JIT caches (trusted.player_cache_folders) and the
+job's `sandbox.writable`, less any entry that would open a folder the checker trusts (trusted.unsafe_writable: the
+settings refuse those, and `_fork` leaves out one a job carries anyway). What it may not even open: the GPU leases,
+whose folder the server covers in its own mount namespace (`PLAY_HIDE`, player/main.py `own_namespace`).
+
 Who starts one: the warm zygote (zygote.py) for the checks it forks, a long-lived worker (serve.py) for its GPU, and
 a cold worker child for itself (`server_for`). Each is started before its starter confines itself, so the players'
 confinement is their own, and dies with it (EOF on its stdin).
@@ -32,7 +37,8 @@ from typing import Callable
 from ..jobs import SandboxOptions
 from ..checker.measure import gpu_lease
 from ..player import wire
-from .sandbox import child_env, player_cache_folders, single_threaded
+from ..trusted import default_locks_folder, lies_within, player_cache_folders, unsafe_writable
+from .sandbox import child_env, single_threaded
 
 log = logging.getLogger(__name__)
 PLAYER = Path(__file__).resolve().parent.parent / "player"
@@ -89,6 +95,17 @@ class PlayerServer:
         for src, name in player_files():
             shutil.copy(src, os.path.join(self.dir, name))
         self.env = neutral_env(device, base_env)
+        # What no player may write, as the starter's environment names it (the neutral one has lost the folders that
+        # KERNEL_LSP_ variables pin): the checker's caches and leases, and this server's own files, which later
+        # players import.
+        self.trusted_env = dict(os.environ if base_env is None else base_env)
+        self.trusted = {"the players' server": self.dir, **({"the worker's folder": parent} if parent else {})}
+        self._warned: set[str] = set()
+        # The GPU leases (and the compile warmer's lock beside them): the server hides their folder from every player
+        # (player/main.py), so that none can take a lease's flock, which needs only a descriptor opened for reading.
+        hidden = self._hidden(default_locks_folder(self.trusted_env))
+        if hidden:
+            self.env["PLAY_HIDE"] = hidden
         self.socket_path = os.path.join(self.dir, "s")
         # Players started ahead of need (`after_check` starts them once a check has ended): on a GPU a player's start
         # (its CUDA context, Triton's driver, the first exchange through device arenas) is half a second that a
@@ -107,6 +124,21 @@ class PlayerServer:
                                      stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, start_new_session=True)
         threading.Thread(target=self._read, name="kernel-lsp-players", daemon=True).start()
 
+    def _hidden(self, locks: str) -> str | None:
+        """The leases' folder, created, for the server to hide; None where it cannot be (then said in the log): one
+        that holds what the server and its players need (a KERNEL_LSP_LOCKS_DIR of /tmp, say) stays visible."""
+        needed = [self.dir, self.env.get("TMPDIR") or tempfile.gettempdir(), self.env.get("HOME") or str(Path.home()),
+                  sys.prefix, *player_cache_folders(self.env).values()]
+        if any(lies_within(os.path.realpath(p), os.path.realpath(locks)) for p in needed):
+            log.warning("the GPU leases stay visible to players: their folder %s holds the players' own files", locks)
+            return None
+        try:
+            os.makedirs(locks, exist_ok=True)  # a folder to mount over
+        except OSError as e:
+            log.warning("the GPU leases stay visible to players: %s", e)
+            return None
+        return locks
+
     def _read(self) -> None:
         import json
         assert self.proc.stdout is not None
@@ -117,6 +149,8 @@ class PlayerServer:
                 continue
             if isinstance(msg, dict) and msg.get("type") == "ZygoteReady":
                 self.announced = msg
+                if "stay visible" in str(msg.get("namespace")) or "stays visible" in str(msg.get("namespace")):
+                    log.info("players' server: %s", msg.get("namespace"))
                 if msg.get("protocol") != PROTOCOL:
                     self._failed = f"a player server of another version (protocol {msg.get('protocol')})"
                 self._ready.set()
@@ -226,9 +260,8 @@ class PlayerServer:
     def _fork(self, options: SandboxOptions, timeout: float, devmem: bool) -> socket.socket:
         if not self.ready(timeout):
             raise PlayerError(self._failed or "the player server did not start in time")
-        caches = player_cache_folders(self.env)  # never the checker's own (sandbox.py)
-        writable = [*caches.values(),
-                    os.path.join(self.env.get("HOME") or str(Path.home()), ".nv")]  # the CUDA driver's JIT cache
+        caches = player_cache_folders(self.env)  # never the checker's own (trusted.py)
+        writable = list(caches.values())
         for folder in writable:
             try:
                 os.makedirs(folder, exist_ok=True)
@@ -241,7 +274,7 @@ class PlayerServer:
             env = {k: v for k, v in self.env.items() if not k.startswith("PLAY_")}
             env.update(caches)
             wire.send(sock, {"op": "fork", "env": env, "confine": options.enabled, "network": options.network,
-                             "writable": writable + list(options.writable), "devmem": devmem, "warm": self.warm})
+                             "writable": writable + self._writable(options), "devmem": devmem, "warm": self.warm})
             reply = wire.recv(sock)
             sock.settimeout(None)
         except (OSError, wire.WireError) as e:
@@ -268,6 +301,16 @@ class PlayerServer:
             sock.close()
             raise PlayerError(f"no hold on the players: {type(e).__name__}: {e}") from e
         return Hold(sock)
+
+    def _writable(self, options: SandboxOptions) -> list[str]:
+        """The job's `sandbox.writable` less what would let a player write where the checker trusts what it reads
+        (the settings refuse those; a job built otherwise may still carry one)."""
+        unsafe = unsafe_writable(options.writable, self.trusted_env, self.trusted)
+        for entry, why in unsafe.items():
+            if entry not in self._warned:
+                self._warned.add(entry)
+                log.warning("sandbox.writable: %s left out of the players' sandbox: it %s", entry, why)
+        return [w for w in options.writable if w not in unsafe]
 
     def close(self) -> None:
         with self._spare_lock:

@@ -14,15 +14,13 @@ what that gives up). The static screen of LLM candidates (propose/screen.py) is 
 
 from __future__ import annotations
 
-import getpass
 import os
 import tempfile
-from pathlib import Path
 
 from ..config import SandboxSettings
-from ..checker.measure.gpu_lease import default_locks_folder
 from ..jobs import SandboxOptions
 from ..player import isolate
+from ..trusted import cache_folders, cuda_cache_folder
 
 # Our own variables a checker process needs (never secrets): which process is its parent, profiling, the device.
 OWN = ("KERNEL_LSP_PARENT_PID", "KERNEL_LSP_PROFILE", "KERNEL_LSP_DEVICE", "KERNEL_LSP_WARM", "KERNEL_LSP_CEILINGS_DIR",
@@ -32,36 +30,6 @@ OWN = ("KERNEL_LSP_PARENT_PID", "KERNEL_LSP_PROFILE", "KERNEL_LSP_DEVICE", "KERN
 def options_from(sandbox: SandboxSettings) -> SandboxOptions:
     """The `sandbox` settings as the job carries them."""
     return SandboxOptions(sandbox.enabled, list(sandbox.env), list(sandbox.writable), sandbox.network)
-
-
-def cache_folders(env: dict[str, str] | None = None) -> dict[str, str]:
-    """The compile caches a checked process may write, by the variable that names each: Triton's, Inductor's, and
-    where kernel-lsp keeps the GPU's measured ceilings. Computed here, before a private TMPDIR would move them."""
-    env = os.environ if env is None else env
-    home = env.get("HOME") or str(Path.home())
-    try:
-        user = getpass.getuser()
-    except (KeyError, OSError):
-        user = f"uid_{os.getuid()}"
-    return {
-        "TRITON_CACHE_DIR": env.get("TRITON_CACHE_DIR") or os.path.join(home, ".triton", "cache"),
-        "TORCHINDUCTOR_CACHE_DIR": env.get("TORCHINDUCTOR_CACHE_DIR")
-        or os.path.join(tempfile.gettempdir(), f"torchinductor_{user}"),
-        "KERNEL_LSP_CEILINGS_DIR": env.get("KERNEL_LSP_CEILINGS_DIR")
-        or os.path.join(home, ".cache", "kernel-lsp", "ceilings"),
-        "KERNEL_LSP_LOCKS_DIR": default_locks_folder(env),  # every process's GPU timing leases (checker/measure/gpu_lease.py)
-    }
-
-
-PLAYERS = "kernel-lsp-players"  # the players' own folder inside each compile cache
-
-
-def player_cache_folders(env: dict[str, str] | None = None) -> dict[str, str]:
-    """The compile caches of a player (the process that runs the implementation): a folder of its own inside
-    Triton's and Inductor's. The checker's torch.compile of the reference compiles into and loads from the caches
-    themselves, which a player may read but never write: checked code cannot replace the baseline's kernels."""
-    caches = cache_folders(env)
-    return {name: os.path.join(caches[name], PLAYERS) for name in ("TRITON_CACHE_DIR", "TORCHINDUCTOR_CACHE_DIR")}
 
 
 def child_env(options: SandboxOptions, base: dict[str, str] | None = None, own: bool = True) -> dict[str, str]:
@@ -85,8 +53,7 @@ def child_env(options: SandboxOptions, base: dict[str, str] | None = None, own: 
 def writable_folders(options: SandboxOptions, private: str, env: dict[str, str] | None = None) -> list[str]:
     env = os.environ if env is None else env
     folders = [private] + list(cache_folders(env).values())
-    home = env.get("HOME") or str(Path.home())
-    folders.append(os.path.join(home, ".nv"))  # the CUDA driver's JIT cache
+    folders.append(cuda_cache_folder(env))  # the CUDA driver's JIT cache
     folders += list(options.writable)
     if env.get("KERNEL_LSP_PROFILE"):  # a profiling run's stats, which a long-lived worker writes (run/serve.py)
         folders.append(env["KERNEL_LSP_PROFILE"])

@@ -271,6 +271,46 @@ def test_player_spares_serve_one_check_each_and_only_for_their_sandbox():
     assert server._spare == []
 
 
+def test_player_cannot_reach_the_gpu_leases_nor_write_the_checker_caches(tmp_path, caplog):
+    """A player could flock a GPU lease (a descriptor opened for reading is enough) and keep every other check's timing
+    waiting: its server hides the leases' folder, so the player lists it empty and cannot open a lease, while this
+    process (the checker) takes the lease at once. Its CUDA driver's JIT cache is one of its own, not the checker's
+    ~/.nv, and a `sandbox.writable` entry that lies in the checker's caches is left out of its sandbox."""
+    from kernel_lsp.checker.measure import gpu_lease
+    from kernel_lsp.checker.player import Player
+    from kernel_lsp.jobs import SandboxOptions
+    from kernel_lsp.player import isolate
+    from kernel_lsp.run.players import PlayerServer
+    locks, home, triton_cache, data = (tmp_path / n for n in ("locks", "home", "triton", "data"))
+    for folder in (locks, home / ".nv" / "ComputeCache", triton_cache / "sub", data):
+        folder.mkdir(parents=True)
+    lease = locks / "GPU-test.lock"
+    lease.write_text("")
+    server = PlayerServer("cpu", {**os.environ, "KERNEL_LSP_LOCKS_DIR": str(locks), "HOME": str(home),
+                                  "TRITON_CACHE_DIR": str(triton_cache)})
+    try:
+        options = SandboxOptions(writable=[str(triton_cache / "sub"), str(data)])
+        with caplog.at_level("WARNING", logger="kernel_lsp.run.players"):
+            player = Player(server.fork(options), "cpu")
+        left_out = f"{triton_cache / 'sub'} left out of the players' sandbox: it lies in Triton's compile cache"
+        assert left_out in caplog.text
+        assert f"{locks} hidden" in server.announced["namespace"], server.announced
+        player.load(str(FIXTURES / "player" / "reach.py"))
+        seen = player.build("function", "leases")(str(locks), str(lease))
+        assert seen == {"hide_variable": False, "cuda_cache": str(home / ".nv" / "kernel-lsp-players"),
+                        "listed": [], "flock": "FileNotFoundError"}, seen
+        with gpu_lease.lease("GPU-test", "timing", folder=str(locks), timeout=5, quiet_timeout=5) as waited:
+            assert waited < 1
+        if isolate.landlock_abi() >= 1:
+            nv = [str(home / ".nv"), str(home / ".nv" / "ComputeCache")]
+            written = player.build("function", "write")([*nv, str(triton_cache / "sub"), str(data)])
+            assert written == {**{f: "PermissionError" for f in nv}, str(triton_cache / "sub"): "PermissionError",
+                               str(data): "written"}, written
+        player.close()
+    finally:
+        server.close()
+
+
 def test_player_batched_calls_keep_each_output_as_it_returned_and_the_soak_judges_them():
     """The soak on a GPU sends its calls a batch at a time (`calls`): the player keeps a copy of each call's outputs
     as the call returned it (a buffer returned again by the next call does not change it), stops at the first call

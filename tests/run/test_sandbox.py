@@ -65,6 +65,14 @@ def test_sandbox_an_escaping_kernel_is_checked_clean_and_escapes_nowhere(tmp_pat
     (ws / "caches.txt").write_text(" ".join(map(str, caches)))
     monkeypatch.setenv("TRITON_CACHE_DIR", str(caches[0]))
     monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(caches[1]))
+    home = tmp_path / "home"  # the checker's CUDA JIT cache is in ~/.nv
+    (home / ".nv" / "ComputeCache").mkdir(parents=True)
+    monkeypatch.setenv("HOME", str(home))
+    locks = tmp_path / "locks"  # the GPU leases, which the players' server hides
+    locks.mkdir()
+    (locks / "GPU-test.lock").write_text("")
+    (ws / "locks.txt").write_text(str(locks))
+    monkeypatch.setenv("KERNEL_LSP_LOCKS_DIR", str(locks))
     monkeypatch.setenv("OPENAI_API_KEY", SECRET)
     monkeypatch.setenv("MY_SERVICE_TOKEN", SECRET)
     extra = ("--no-cache", "--device", "cuda" if path == "gpu" else "cpu")  # gpu: the long-lived GPU worker's path
@@ -80,6 +88,7 @@ def test_sandbox_an_escaping_kernel_is_checked_clean_and_escapes_nowhere(tmp_pat
         assert problems == [], problems
         assert SECRET not in str(doc)
         written = sorted(p.name for folder in [ws, *caches] for p in folder.iterdir() if p.name.startswith("escaped"))
+        written += sorted(str(p.relative_to(home)) for p in home.rglob("escaped*"))
         assert written == [], f"files written outside the sandbox: {written}"
         try:
             conn, _ = listener.accept()

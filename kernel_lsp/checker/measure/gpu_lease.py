@@ -28,23 +28,14 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
-import tempfile
 import threading
 import time
 from typing import Any, Callable, Iterator
 
+from ...trusted import default_locks_folder
+
 POLL_S = 0.05
 QUIET_TIMEOUT_S = 120.0  # the longest a timing waits for verifications in flight (then it times, disturbed)
-
-
-def default_locks_folder(env: dict[str, str] | None = None) -> str:
-    """Where the leases live for this user (the parent computes it and pins it for its workers)."""
-    env = os.environ if env is None else env
-    if env.get("KERNEL_LSP_LOCKS_DIR"):
-        return env["KERNEL_LSP_LOCKS_DIR"]
-    runtime = env.get("XDG_RUNTIME_DIR")
-    return (os.path.join(runtime, "kernel-lsp", "gpu-locks") if runtime
-            else os.path.join(tempfile.gettempdir(), f"kernel-lsp-{os.getuid()}", "gpu-locks"))
 
 
 def locks_folder() -> str:
