@@ -259,20 +259,6 @@ def test_gpu_eight_checks_at_once_give_the_verdicts_of_one_alone(tmp_path):
     assert stages, "no check ever waited for the GPU's lease"
 
 
-def test_gpu_an_implementation_that_keeps_the_gpu_busy_between_its_calls_gets_no_speed_verdict_but_a_warning():
-    """one_per_program.py's slow kernel, with a thread that keeps spinning blocks queued on the GPU from the player
-    (tests/fixtures/perf/background_busy.py): eager, timed in the checker while the GPU takes turns with that work,
-    would read slower and the KL400 warning would go. The player's processes are stopped while PyTorch's side is
-    timed, and the work they queued before is seen (sides.py `SplitClock.quiet`): KL406 against the implementation,
-    and no speed verdict from those times."""
-    doc = check(PERF / "background_busy.py")
-    found = {d["code"]: d for d in doc["diagnostics"]}
-    assert "KL406" in found and "outside the implementation's calls" in found["KL406"]["message"], doc["diagnostics"]
-    assert found["KL406"]["severity"] == "warning"
-    m = measurement(doc)
-    assert m is not None and m["held_up"], m
-
-
 def test_gpu_a_stopped_players_queued_work_is_waited_out_or_seen(tmp_path):
     """`CudaClock.gpu_ours` after `Player.stop`: a player's thread that queued about a millisecond at a time leaves the
     GPU to the checker within the wait; one that keeps the launch queue full does not, and is seen. Once the player

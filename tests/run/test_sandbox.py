@@ -147,7 +147,7 @@ def test_sandbox_a_profiling_run_writes_its_profiles_and_checks_as_usual(tmp_pat
     Before, the confined worker could not create DIR and the check itself failed (KL900 PermissionError)."""
     from tests.conftest import CORPUS, run_cli
     folder = tmp_path / "profiles"
-    proc = run_cli("check", str(CORPUS / "ok_add_fp32.py"), "--no-cache", "--format", "json",
+    proc = run_cli("check", str(CORPUS / "ok_add_fp32.py"), "--no-cache", "--format", "json", "--device", "cpu",
                    "--runner", f"{sys.executable} -m kernel_lsp.cli worker", env={"KERNEL_LSP_PROFILE": str(folder)})
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     assert [p.suffix for p in folder.iterdir()] == [".prof"]
