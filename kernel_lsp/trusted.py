@@ -98,12 +98,15 @@ def unsafe_writable(entries, env: dict[str, str] | None = None,
     """The `sandbox.writable` entries that would let a player write where the checker trusts what it reads, each with
     why: an entry that is, holds or lies in a folder of `trusted_folders(env)` or of `extra` ({what: folder}),
     symlinks resolved as Landlock resolves them. An entry inside a player's own caches is safe, and so is a relative
-    one: it names a folder inside the player's own work folder."""
+    one without `..`: it names a folder inside the player's own work folder (one with `..` climbs out of it, to a
+    folder of the same depth on every check: refused, whatever it reaches)."""
     guarded = {what: os.path.realpath(folder) for what, folder in {**trusted_folders(env), **(extra or {})}.items()}
     own = [os.path.realpath(folder) for folder in player_cache_folders(env).values()]
     out = {}
     for entry in entries:
         if not os.path.isabs(entry):
+            if ".." in Path(entry).parts:
+                out[entry] = "climbs out of the player's own work folder (`..`)"
             continue
         path = os.path.realpath(entry)
         if any(lies_within(path, folder) for folder in own):

@@ -39,8 +39,16 @@ def test_trusted_unsafe_writable_names_what_is_holds_or_lies_in_a_trusted_folder
 def test_trusted_unsafe_writable_passes_the_players_own_folders_and_relative_ones(tmp_path):
     env = _env(tmp_path)
     own = list(player_cache_folders(env).values())
-    safe = [*own, f"{own[0]}/sub", str(tmp_path / "data"), "out", "~/.triton", "../triton"]
+    safe = [*own, f"{own[0]}/sub", str(tmp_path / "data"), "out", "~/.triton", "out/in"]
     assert unsafe_writable(safe, env) == {}
+
+
+def test_trusted_a_relative_entry_that_climbs_out_of_the_work_folder_is_refused(tmp_path):
+    """A player's work folder is at the same depth on every check (<TMPDIR>/<base>/<player>/work): `../../../x`
+    reaches the same folder beside them each time, Inductor's default cache among them."""
+    unsafe = unsafe_writable(["../../../torchinductor_root", "out/../../x"], _env(tmp_path))
+    assert set(unsafe) == {"../../../torchinductor_root", "out/../../x"}
+    assert unsafe["out/../../x"] == "climbs out of the player's own work folder (`..`)"
 
 
 def test_trusted_a_player_has_a_cuda_jit_cache_of_its_own(tmp_path):

@@ -49,6 +49,7 @@ def run_check(job: CheckJob, w: Sink, connect: Callable[[str], Any] | None = Non
         w.stage("load")  # the player's start (a fork of its server, or that server's imports on a cold start) too
         player = Player(connect("cpu" if interpreted else "cuda"), "cpu" if interpreted else "cuda")
         player.host_pids = getattr(connect, "host_pids", player.host_pids)
+        player.tree_pids = getattr(connect, "tree_pids", player.tree_pids)
         player.holder = getattr(connect, "hold", None)
         _run_stages(job, w, rep, player, torch, interpreted, connect)
     except PlayerLost as e:

@@ -154,6 +154,7 @@ class Player:
         self.guarded = False  # the interpreter's bounds guard is installed there
         self.path = ""  # the implementation's file
         self.host_pids = lambda: set()  # the player's processes as this machine numbers them (run/players.py)
+        self.tree_pids = lambda: set()  # those and every process under its server (what the implementation started)
         self.holder = None  # () -> run/players.py's Hold on the players' processes, where their server gives one
         self._hold = None
         self._held = False
@@ -173,7 +174,10 @@ class Player:
         if self._hold is None:
             if self.holder is None:
                 return 0
-            self._hold = self.holder()
+            try:
+                self._hold = self.holder()
+            except Exception:  # noqa: BLE001  (no server to ask, or it cannot start: as where there is none)
+                self._hold = None
             if self._hold is None:
                 self.holder = None
                 return 0
@@ -181,6 +185,10 @@ class Player:
             running = self._hold.stop()
         except (OSError, wire.WireError) as e:
             raise PlayerLost(f"the players' processes could not be stopped: {type(e).__name__}: {e}") from None
+        if running is None:  # the server cannot tell its processes: nothing was stopped
+            self.holder, hold, self._hold = None, self._hold, None
+            hold.close()
+            return 0
         self._held = True
         return running
 

@@ -340,8 +340,10 @@ class Hold:
     def __init__(self, sock: socket.socket):
         self.sock = sock
 
-    def stop(self) -> int:
-        return int(wire.request(self.sock, {"op": "stop"}).get("running") or 0)
+    def stop(self) -> int | None:
+        """How many did not stop; None where the server cannot tell its processes (player/main.py `proc_is_ours`)."""
+        answer = wire.request(self.sock, {"op": "stop"})
+        return None if answer.get("unavailable") else int(answer.get("running") or 0)
 
     def go(self) -> None:
         wire.request(self.sock, {"op": "go"})
@@ -440,14 +442,21 @@ class connector:
         return _SERVER.fork(self.options)
 
     def host_pids(self) -> set[int]:
-        """The server and its players, not what a player started: a process of the implementation's own that uses
-        the GPU while it is timed is another process on the GPU."""
+        """The server and its players, not what a player started (`tree_pids` has those too): the implementation's
+        own process times its side, a process it started that uses the GPU meanwhile is its work outside its calls."""
         if _SERVER is None:
             return set()
         from ..player.isolate import children_of
         top = _SERVER.proc.pid
         servers = [top, *children_of(top)] if _SERVER.announced.get("pid") == 1 else [top]  # its pid namespace's first
         return {*servers, *(p for s in servers[-1:] for p in children_of(s))}
+
+    def tree_pids(self) -> set[int]:
+        """The server and every process under it, as this machine's process table numbers them."""
+        if _SERVER is None:
+            return set()
+        from ..player.isolate import descendants
+        return {_SERVER.proc.pid, *descendants(_SERVER.proc.pid)}
 
     def hold(self) -> "Hold | None":
         return _SERVER.hold() if _SERVER is not None else None

@@ -10,6 +10,7 @@ import os
 import socket
 import struct
 import sys
+from pathlib import Path
 
 import pytest
 import torch
@@ -294,6 +295,8 @@ def test_player_cannot_reach_the_gpu_leases_nor_write_the_checker_caches(tmp_pat
             player = Player(server.fork(options), "cpu")
         left_out = f"{triton_cache / 'sub'} left out of the players' sandbox: it lies in Triton's compile cache"
         assert left_out in caplog.text
+        if server.announced["namespace"].startswith("no pid namespace"):  # the kernel refused: nothing to hide with
+            pytest.skip(f"no namespaces here: {server.announced['namespace']}")
         assert f"{locks} hidden" in server.announced["namespace"], server.announced
         player.load(str(FIXTURES / "player" / "reach.py"))
         seen = player.build("function", "leases")(str(locks), str(lease))
@@ -455,6 +458,13 @@ def test_player_a_hold_stops_what_the_implementation_started_and_lets_it_go_on(t
             assert time.monotonic() < deadline, "the implementation's thread and process never beat"
             time.sleep(0.01)
         assert player.stop() == 0 and player.held
+        from kernel_lsp.player.isolate import children_of, descendants
+        top = server.proc.pid
+        servers = {top, *children_of(top)} if server.announced.get("pid") == 1 else {top}
+        under = [p for p in descendants(top) if p not in servers]
+        assert len(under) >= 2  # the player and the process it started
+        states = {p: (Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()[0]) for p in under}
+        assert set(states.values()) <= {"T", "t"}, states  # every process under the server, however started
         t0 = time.monotonic_ns()
         time.sleep(0.3)
         t1 = time.monotonic_ns()
@@ -468,5 +478,9 @@ def test_player_a_hold_stops_what_the_implementation_started_and_lets_it_go_on(t
             time.sleep(0.01)
         player.stop()
         player.close()  # the hold's end, with the player's: nothing stays stopped, nothing stays alive
+        deadline = time.monotonic() + 30
+        while [p for p in descendants(top) if p not in servers]:
+            assert time.monotonic() < deadline, "a process of the implementation's outlived its player"
+            time.sleep(0.01)
     finally:
         server.close()

@@ -61,29 +61,38 @@ class SplitClock:
 
     Before each side of its own (after the player's turn), `quiet` stops the player's processes (the implementation's
     threads, whatever it started: run/players.py `Hold`) until the player's next turn, and waits until the GPU is
-    this process's (`gpu_ours`: work they queued before they stopped has run out). What did not stop, or a GPU that
-    stayed busy, is kept in `held_up`: the implementation's work went on outside its timed calls."""
+    this process's (`gpu_ours`: work they queued before they stopped has run out). What did not stop is kept in
+    `not_stopped`, a GPU that stayed busy in `gpu_busy`: `held_up` says them once NVML has said whose the GPU's other
+    work was."""
 
     def __init__(self, local, player=None):
         self.local, self.cache, self.l2_bytes = local, local.cache, getattr(local, "l2_bytes", 0)
         self.last_tail_us = 0.0
         self.player = player if hasattr(player, "stop") else None  # (the stage's CPU tests pass stand-ins)
-        self.held_up: list[str] = []
+        self.not_stopped: list[str] = []
+        self.gpu_busy = False
 
     def quiet(self) -> None:
         if self.player is None or self.player.held:
             return
         running = self.player.stop()
         if running:
-            self._held_up(f"{running} of the implementation's processes did not stop within a second")
+            what = f"{running} of the implementation's processes did not stop within a second"
+            if what not in self.not_stopped:
+                self.not_stopped.append(what)
         ours = getattr(self.local, "gpu_ours", None)
         if ours is not None and self.player.holder is not None and not ours():
-            self._held_up("the GPU stayed busy after the implementation's processes had stopped (work they queued "
-                          "before, or another process's)")
+            self.gpu_busy = True
 
-    def _held_up(self, what: str) -> None:
-        if what not in self.held_up:
-            self.held_up.append(what)
+    def reset(self) -> None:
+        self.not_stopped, self.gpu_busy = [], False
+
+    def held_up(self, others_busy: bool) -> list[str]:
+        """What of the implementation's went on outside its calls: processes that did not stop, and a GPU that stayed
+        busy once they had stopped, unless NVML named another process than the implementation's that used it
+        (`others_busy`: then it is that process's, KL408)."""
+        busy = ["the GPU stayed busy after the implementation's processes had stopped (work they had queued)"]
+        return self.not_stopped + (busy if self.gpu_busy and not others_busy else [])
 
     def time(self, fn):
         if isinstance(fn, RemoteCall):
@@ -167,32 +176,48 @@ def _time_empty_launch(rep, clock) -> tuple:
 
 def _time_sides_undisturbed(rep, player, sides: dict, clock, opts, lease_note: dict) -> tuple:
     """Time the sides interleaved, then each back to back, and once more when another process used the GPU
-    meanwhile. Returns the interleaved samples, the back-to-back timings, the processes that used the GPU, and
-    None; when the implementation raises during the timed calls, None for the samples and what it raised instead
-    (a device fault propagates)."""
+    meanwhile or the implementation's work went on outside its calls. Returns the interleaved samples, the
+    back-to-back timings, the other processes that used the GPU, what of the implementation's went on, and None;
+    when the implementation raises during the timed calls, None for the samples and what it raised instead (a device
+    fault propagates)."""
     disturbed: list = []
+    held: list[str] = []
     back: dict = {}
     try:
         for attempt in range(2):  # once more when another process used the GPU meanwhile
             mine = {os.getpid(), *player.host_pids()}  # the player times its side: not a neighbour
             watch = neighbours.start(lease_note.get("uuid"), mine)
-            clock.held_up.clear()
+            if attempt:
+                clock.reset()  # (the first attempt keeps what the empty launch's quiet saw)
             samples = time_sides(sides, clock, budget_s=opts.budget_s, precision=opts.precision)
             rep.w.stage("measure", "each side back to back (host launch included)")
             back = time_back_to_back(sides, clock, calls=back_to_back_calls(samples))
             rep.w.stage("measure", "whether another process used the GPU meanwhile")
-            disturbed = neighbours.disturbers(watch, mine)
-            if not disturbed and not clock.held_up:
+            disturbed, held = _whose(neighbours.disturbers(watch, mine), clock, player)
+            if not disturbed and not held:
                 break
             rep.w.stage("measure", "timing again: " + "; ".join(
                 [f"another process used the GPU ({'; '.join(n.describe() for n in disturbed)})"] * bool(disturbed)
-                + clock.held_up))
+                + held))
     except Exception as e:
         if is_device_fault(e):
             raise
-        return None, back, disturbed, (f"the implementation raised during the timed calls: "
-                                       f"{type(e).__name__}: {e}")
-    return samples, back, disturbed, None
+        return None, back, disturbed, held, (f"the implementation raised during the timed calls: "
+                                             f"{type(e).__name__}: {e}")
+    return samples, back, disturbed, held, None
+
+
+def _whose(found: list, clock, player) -> tuple[list, list[str]]:
+    """The processes NVML saw on the GPU during the timing, told apart: another's (KL408), or one the implementation
+    started (what it ran outside its calls, KL406), with what the clock saw of the implementation's own."""
+    tree = set(player.tree_pids())
+    started = [n for n in found if n.pid in tree]
+    others = [n for n in found if n.pid not in tree]
+    held = clock.held_up(bool(others))
+    if started:
+        held.append("a process the implementation started used the GPU (" + "; ".join(n.describe() for n in started)
+                    + ")")
+    return others, held
 
 
 def _graph_replays(rep, clock, sides: dict, samples) -> dict[str, list[float] | None]:

@@ -25,6 +25,8 @@ The sides and their timing are in sides.py, what is reported of them in report.p
 
 from __future__ import annotations
 
+import contextlib
+
 import time
 
 from ...jobs import CheckJob
@@ -163,15 +165,20 @@ def measure_problem(problem, player, rep, job: CheckJob, clock=None, ceilings=No
             with _gpu_lease(rep, job, torch) as lease_note:
                 empty, overhead, tail_overhead = _time_empty_launch(rep, clock)
                 rep.w.stage("measure", f"{', '.join(sides)} interleaved ({clock.cache} L2, {k} input copies)")
-                samples, back, disturbed, problem_text = _time_sides_undisturbed(rep, player, sides, clock, opts,
-                                                                                 lease_note)
+                samples, back, disturbed, held, problem_text = _time_sides_undisturbed(rep, player, sides, clock,
+                                                                                       opts, lease_note)
                 if samples is not None:
                     rep.w.stage("measure", "the L2 flush's own time")
                 flush_us = clock.flush_us() if samples is not None else 0.0
                 graphs = _graph_replays(rep, clock, sides, samples)
-        finally:
+                held += [h for h in clock.held_up(bool(disturbed)) if h not in held]  # the flush's, the graphs'
+        except BaseException:
             if clock.player is not None:
-                clock.player.go()  # the player's processes run on
+                with contextlib.suppress(Exception):  # what is on its way out says more
+                    clock.player.go()
+            raise
+        if clock.player is not None:
+            clock.player.go()  # the player's processes run on
         times, timers = _honest_side_times(samples, back, overhead, tail_overhead, flush_us)
         # The timed outputs, once warmed up, must still be right.
         if samples is not None and not problem.random:
@@ -195,7 +202,7 @@ def measure_problem(problem, player, rep, job: CheckJob, clock=None, ceilings=No
         m = Measurement(timings, speedups, provenance, empty_launch_us=round(median(empty.event_us), 3),
                         launch_bound=any(perf_rules.side_launch_bound(t) for t in timings),
                         disturbed="; ".join(n.describe() for n in disturbed) or None,
-                        held_up="; ".join(clock.held_up) or None)
+                        held_up="; ".join(held) or None)
         # The roofline, from the reference's work.
         rep.w.stage("measure", "roofline")
         if ceilings is None:

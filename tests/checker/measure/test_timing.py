@@ -186,19 +186,20 @@ def test_timing_long_calls_get_shorter_back_to_back_batches():
 
 def test_timing_split_clock_stops_the_player_before_each_side_of_its_own_and_the_player_goes_on_before_its_turn():
     """sides.py `SplitClock`: a side this process times (eager, torch.compile, the flush) runs only with the player's
-    processes stopped and the GPU its own; the player's turn (a request) lets them go on. What did not stop, or a GPU
-    that stayed busy, is kept (`held_up`)."""
+    processes stopped and the GPU its own; the player's turn (a request) lets them go on. What did not stop, and a GPU
+    that stayed busy, are kept apart: the busy GPU is the implementation's unless NVML named another process."""
     from kernel_lsp.checker.measure.sides import RemoteCall, SplitClock
     log = []
 
     class Player:
         holder = object()
         held = False
+        running = 0
 
         def stop(self):
             log.append("stop")
             self.held = True
-            return int(local.busy)
+            return self.running
 
         def go(self):
             if self.held:
@@ -228,10 +229,46 @@ def test_timing_split_clock_stops_the_player_before_each_side_of_its_own_and_the
     for fn in (remote, eager, eager, remote, eager):
         clock.time(fn)
     assert log == ["once", "stop", "ours?", "eager", "eager", "go", "once", "stop", "ours?", "eager"]
-    assert clock.held_up == []
-    local.busy = True
+    assert clock.held_up(False) == []
+    player.running = 2
     clock.time(remote)
     clock.time(eager)
-    assert clock.held_up == ["1 of the implementation's processes did not stop within a second",
-                             "the GPU stayed busy after the implementation's processes had stopped (work they queued "
-                             "before, or another process's)"]
+    assert clock.held_up(False) == ["2 of the implementation's processes did not stop within a second"]
+    clock.reset()
+    player.running, local.busy = 0, True
+    clock.time(remote)
+    clock.time(eager)
+    busy = "the GPU stayed busy after the implementation's processes had stopped (work they had queued)"
+    assert clock.held_up(False) == [busy]
+    assert clock.held_up(True) == []  # NVML named another process: its work (KL408), not the implementation's
+    player.holder = None  # no server to stop them: no wait for the GPU either
+    clock.reset()
+    clock.time(remote)
+    clock.time(eager)
+    assert clock.held_up(False) == []
+
+
+def test_timing_nvml_s_other_processes_are_told_apart_from_what_the_implementation_started():
+    """sides.py `_whose`: a process under the players' server that used the GPU is the implementation's work outside
+    its calls (KL406, no speed verdict); any other is another process (KL408)."""
+    from kernel_lsp.checker.measure.neighbours import Neighbour
+    from kernel_lsp.checker.measure.sides import SplitClock, _whose
+
+    class Player:
+        holder = None
+        held = False
+
+        def stop(self):
+            return 0
+
+        def tree_pids(self):
+            return {10, 11, 12}
+
+    clock = SplitClock(HostClock(), Player())
+    others, held = _whose([Neighbour(12, "python", 40), Neighbour(99, "train", 97)], clock, Player())
+    assert [n.pid for n in others] == [99]
+    assert held == ["a process the implementation started used the GPU (pid 12, python, 40% of the SMs)"]
+    clock.gpu_busy = True
+    assert _whose([Neighbour(99, "train", 97)], clock, Player())[1] == []  # the busy GPU: the other process's
+    assert _whose([], clock, Player())[1] == [
+        "the GPU stayed busy after the implementation's processes had stopped (work they had queued)"]
