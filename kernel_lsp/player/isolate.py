@@ -154,15 +154,19 @@ def become_subreaper() -> bool:
         return False
 
 
+def _tasks(pid: int) -> list[str]:
+    """The thread ids of `pid` in /proc (none once it is gone)."""
+    try:
+        return os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return []
+
+
 def children_of(pid: int) -> list[int]:
     """The children of `pid` (every thread's), from /proc: its `children` files, or, where the kernel has none (gVisor,
     a kernel without CONFIG_PROC_CHILDREN), every process's parent in /proc/PID/stat."""
     out = []
-    try:
-        tasks = os.listdir(f"/proc/{pid}/task")
-    except OSError:
-        return out
-    for tid in tasks:
+    for tid in _tasks(pid):
         try:
             with open(f"/proc/{pid}/task/{tid}/children") as f:
                 out += [int(c) for c in f.read().split()]
@@ -223,6 +227,76 @@ def kill_tree(pids: list[int]) -> int:
         except OSError:
             pass
     return killed
+
+
+PF_EXITING = 0x4  # a task's flags (/proc/PID/task/TID/stat, field 9): on its way out, it stops no more
+
+
+def _stopped(pid: int) -> bool:
+    """Whether every thread of `pid` is stopped (or exiting, or the process is gone or a zombie)."""
+    for tid in _tasks(pid):
+        try:
+            with open(f"/proc/{pid}/task/{tid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if fields[0] not in "TtZX" and not int(fields[6]) & PF_EXITING:
+            return False
+    return True
+
+
+MAX_HELD = 1024  # more processes than this below: not stopped one by one (each stop walks them all)
+
+
+def stop_tree(wait_s: float = 1.0) -> tuple[list[int], list[int]]:
+    """SIGSTOP every process below this one (a players' server's: its players, their children wherever they moved
+    their session, the spares) and wait up to `wait_s` until every thread of each is stopped (one inside a driver
+    call stops when the call returns); then walk the tree again, until a walk finds no process that is not stopped:
+    a process may have been let go on by one not yet stopped, and forked, before that one stopped. Once every process
+    of the tree is stopped at once, none can fork or signal. Returns (the processes stopped, those still running:
+    every one when there are more than MAX_HELD)."""
+    stopped: list[int] = []
+    deadline = time.monotonic() + wait_s
+    while True:
+        tree = descendants(os.getpid())
+        if len(tree) > MAX_HELD or time.monotonic() > deadline:
+            return stopped, [p for p in tree if p not in stopped or not _stopped(p)]
+        new = [p for p in tree if p not in stopped]
+        running = [p for p in tree if p in stopped and not _stopped(p)]
+        if not new and not running:
+            return stopped, []
+        for p in new + running:
+            try:
+                os.kill(p, signal.SIGSTOP)
+            except OSError:
+                pass
+        stopped += new
+        while True:
+            running = [p for p in stopped if not _stopped(p)]
+            if not running:
+                break
+            if time.monotonic() > deadline:
+                return stopped, running
+            time.sleep(0.0002)
+
+
+def go_on(stopped: list[int]) -> None:
+    """SIGCONT each of these (gone ones passed over)."""
+    for p in stopped:
+        try:
+            os.kill(p, signal.SIGCONT)
+        except OSError:
+            pass
+
+
+def proc_is_ours() -> bool:
+    """Whether /proc numbers processes as this process's pid namespace does: where a players' server became the first
+    process of a namespace but could not mount /proc for it (a server started by a confined process, which may not
+    mount), /proc is the outer one, and a walk of "pid 1's" children there would find other processes than its own."""
+    try:
+        return os.readlink("/proc/self") == str(os.getpid())
+    except OSError:
+        return False
 
 
 def kill_descendants(keep: set[int] | frozenset[int] = frozenset(), timeout: float = 5.0) -> int:

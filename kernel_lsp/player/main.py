@@ -100,7 +100,7 @@ def child(conn: socket.socket, request: dict, folder: str, device: str) -> None:
     except BaseException:  # noqa: B036
         traceback.print_exc()
     try:
-        if proc_is_ours():  # else /proc would name other processes by this one's children's numbers
+        if isolate.proc_is_ours():  # else /proc would name other processes by this one's children's numbers
             isolate.kill_descendants()
         sys.stdout.flush()
         sys.stderr.flush()
@@ -185,87 +185,17 @@ def _from_a_player(conn: socket.socket) -> bool:
     return True
 
 
-PF_EXITING = 0x4  # a task's flags (/proc/PID/task/TID/stat, field 9): on its way out, it stops no more
-
-
-def _stopped(pid: int) -> bool:
-    """Whether every thread of `pid` is stopped (or exiting, or the process is gone or a zombie)."""
-    try:
-        tasks = os.listdir(f"/proc/{pid}/task")
-    except OSError:
-        return True
-    for tid in tasks:
-        try:
-            with open(f"/proc/{pid}/task/{tid}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-        except (OSError, IndexError):
-            continue
-        if fields[0] not in "TtZX" and not int(fields[6]) & PF_EXITING:
-            return False
-    return True
-
-
-MAX_HELD = 1024  # more processes than this under the server: not stopped one by one (each stop walks them all)
-
-
-def stop_all(wait_s: float = 1.0) -> tuple[list[int], list[int]]:
-    """SIGSTOP every process below this server (its players, their children wherever they moved their session, the
-    spares) and wait up to `wait_s` until every thread of each is stopped (one inside a driver call stops when the
-    call returns); then walk the tree again, until a walk finds no process that is not stopped: a process may have been
-    let go on by one not yet stopped, and forked, before that one stopped. Once every process of the tree is stopped at
-    once, none can fork or signal. Returns (the processes stopped, those still running: every one when there are more
-    than MAX_HELD)."""
-    import time
-    stopped: list[int] = []
-    deadline = time.monotonic() + wait_s
-    while True:
-        tree = isolate.descendants(os.getpid())
-        if len(tree) > MAX_HELD or time.monotonic() > deadline:
-            return stopped, [p for p in tree if p not in stopped or not _stopped(p)]
-        new = [p for p in tree if p not in stopped]
-        running = [p for p in tree if p in stopped and not _stopped(p)]
-        if not new and not running:
-            return stopped, []
-        for p in new + running:
-            with contextlib.suppress(OSError):
-                os.kill(p, signal.SIGSTOP)
-        stopped += new
-        while True:
-            running = [p for p in stopped if not _stopped(p)]
-            if not running:
-                break
-            if time.monotonic() > deadline:
-                return stopped, running
-            time.sleep(0.0002)
-
-
-def go_on(stopped: list[int]) -> None:
-    for p in stopped:
-        with contextlib.suppress(OSError):
-            os.kill(p, signal.SIGCONT)
-
-
-def proc_is_ours() -> bool:
-    """Whether /proc numbers processes as this process's pid namespace does: where the server became the first process
-    of a namespace but could not mount /proc for it (a server started by a confined process, which may not mount),
-    /proc is the outer one, and a walk of "pid 1's" children there would find other processes than its own."""
-    try:
-        return os.readlink("/proc/self") == str(os.getpid())
-    except OSError:
-        return False
-
-
-def _hold(conn: socket.socket, request: dict, held: list[int]) -> bool:
+def _hold(conn: socket.socket, request: dict, held: list[int], own_proc: bool) -> bool:
     """One request on a hold connection (`stop` or `go`); False once the connection is done with (its processes
-    then go on)."""
-    if request.get("op") == "stop" and not proc_is_ours():
+    then go on). `own_proc`: isolate.proc_is_ours(), once for the server."""
+    if request.get("op") == "stop" and not own_proc:
         answer = {"unavailable": "this server's /proc is not its own pid namespace's: its processes cannot be told"}
     elif request.get("op") == "stop":
-        stopped, running = stop_all()
+        stopped, running = isolate.stop_tree()
         held[:] = sorted(set(held) | set(stopped))
         answer = {"stopped": len(stopped), "running": len(running)}
     elif request.get("op") == "go":
-        go_on(held)
+        isolate.go_on(held)
         held.clear()
         answer = {"going": True}
     else:
@@ -299,7 +229,7 @@ def serve_players() -> int:
     isolate.send_line({"type": "ZygoteReady", "pid": os.getpid(), "protocol": int(os.environ.pop("PLAY_PROTOCOL", "0")),
                        "namespace": namespace})
     base = tempfile.mkdtemp(dir=os.environ.get("PLAY_BASE") or None)
-    own_proc = proc_is_ours()  # else no walk of "its" children: they would be other processes (proc_is_ours)
+    own_proc = isolate.proc_is_ours()  # else no walk of "its" children: they would be other processes
     players: dict[int, tuple[socket.socket, str]] = {}  # pid -> (the checker's connection, the player's folder)
     poller = select.poll()
     poller.register(0, select.POLLIN)
@@ -318,8 +248,8 @@ def serve_players() -> int:
                     request = wire.recv(conn) if events & select.POLLIN else {}
                 except (OSError, wire.WireError):
                     request = {}
-                if not _hold(conn, request, held):
-                    go_on(held)  # the checker is done with it (or gone): nothing stays stopped
+                if not _hold(conn, request, held, own_proc):
+                    isolate.go_on(held)  # the checker is done with it (or gone): nothing stays stopped
                     poller.unregister(fd)
                     del holds[fd]
                     conn.close()
@@ -367,7 +297,7 @@ def serve_players() -> int:
         if orphans:
             isolate.kill_tree(orphans)
     for conn, held in holds.values():
-        go_on(held)
+        isolate.go_on(held)
     for pid, (conn, folder) in players.items():
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(pid, signal.SIGKILL)

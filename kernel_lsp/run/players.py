@@ -341,7 +341,7 @@ class Hold:
         self.sock = sock
 
     def stop(self) -> int | None:
-        """How many did not stop; None where the server cannot tell its processes (player/main.py `proc_is_ours`)."""
+        """How many did not stop; None where the server cannot tell its processes (player/isolate.py `proc_is_ours`)."""
         answer = wire.request(self.sock, {"op": "stop"})
         return None if answer.get("unavailable") else int(answer.get("running") or 0)
 

@@ -177,11 +177,12 @@ def _time_empty_launch(rep, clock) -> tuple:
 def _time_sides_undisturbed(rep, player, sides: dict, clock, opts, lease_note: dict) -> tuple:
     """Time the sides interleaved, then each back to back, and once more when another process used the GPU
     meanwhile or the implementation's work went on outside its calls. Returns the interleaved samples, the
-    back-to-back timings, the other processes that used the GPU, what of the implementation's went on, and None;
+    back-to-back timings, the other processes that used the GPU, the processes the implementation started that did
+    (`_whose`; what else of its went on, the clock keeps: SplitClock.held_up), and None;
     when the implementation raises during the timed calls, None for the samples and what it raised instead (a device
     fault propagates)."""
     disturbed: list = []
-    held: list[str] = []
+    started: list[str] = []
     back: dict = {}
     try:
         for attempt in range(2):  # once more when another process used the GPU meanwhile
@@ -193,7 +194,8 @@ def _time_sides_undisturbed(rep, player, sides: dict, clock, opts, lease_note: d
             rep.w.stage("measure", "each side back to back (host launch included)")
             back = time_back_to_back(sides, clock, calls=back_to_back_calls(samples))
             rep.w.stage("measure", "whether another process used the GPU meanwhile")
-            disturbed, held = _whose(neighbours.disturbers(watch, mine), clock, player)
+            disturbed, started = _whose(neighbours.disturbers(watch, mine), player)
+            held = clock.held_up(bool(disturbed)) + started
             if not disturbed and not held:
                 break
             rep.w.stage("measure", "timing again: " + "; ".join(
@@ -202,22 +204,19 @@ def _time_sides_undisturbed(rep, player, sides: dict, clock, opts, lease_note: d
     except Exception as e:
         if is_device_fault(e):
             raise
-        return None, back, disturbed, held, (f"the implementation raised during the timed calls: "
-                                             f"{type(e).__name__}: {e}")
-    return samples, back, disturbed, held, None
+        return None, back, disturbed, started, (f"the implementation raised during the timed calls: "
+                                                f"{type(e).__name__}: {e}")
+    return samples, back, disturbed, started, None
 
 
-def _whose(found: list, clock, player) -> tuple[list, list[str]]:
-    """The processes NVML saw on the GPU during the timing, told apart: another's (KL408), or one the implementation
-    started (what it ran outside its calls, KL406), with what the clock saw of the implementation's own."""
+def _whose(found: list, player) -> tuple[list, list[str]]:
+    """The processes NVML saw on the GPU during the timing, told apart: another's (KL408), and what the implementation
+    started (its work outside its calls, KL406), said."""
     tree = set(player.tree_pids())
     started = [n for n in found if n.pid in tree]
     others = [n for n in found if n.pid not in tree]
-    held = clock.held_up(bool(others))
-    if started:
-        held.append("a process the implementation started used the GPU (" + "; ".join(n.describe() for n in started)
-                    + ")")
-    return others, held
+    said = ["a process the implementation started used the GPU (" + "; ".join(n.describe() for n in started) + ")"]
+    return others, said if started else []
 
 
 def _graph_replays(rep, clock, sides: dict, samples) -> dict[str, list[float] | None]:

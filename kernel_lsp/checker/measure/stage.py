@@ -26,7 +26,6 @@ The sides and their timing are in sides.py, what is reported of them in report.p
 from __future__ import annotations
 
 import contextlib
-
 import time
 
 from ...jobs import CheckJob
@@ -165,13 +164,13 @@ def measure_problem(problem, player, rep, job: CheckJob, clock=None, ceilings=No
             with _gpu_lease(rep, job, torch) as lease_note:
                 empty, overhead, tail_overhead = _time_empty_launch(rep, clock)
                 rep.w.stage("measure", f"{', '.join(sides)} interleaved ({clock.cache} L2, {k} input copies)")
-                samples, back, disturbed, held, problem_text = _time_sides_undisturbed(rep, player, sides, clock,
-                                                                                       opts, lease_note)
+                samples, back, disturbed, started, problem_text = _time_sides_undisturbed(rep, player, sides, clock,
+                                                                                          opts, lease_note)
                 if samples is not None:
                     rep.w.stage("measure", "the L2 flush's own time")
                 flush_us = clock.flush_us() if samples is not None else 0.0
                 graphs = _graph_replays(rep, clock, sides, samples)
-                held += [h for h in clock.held_up(bool(disturbed)) if h not in held]  # the flush's, the graphs'
+                held = clock.held_up(bool(disturbed)) + started  # the flush's and the graphs' quiet included
         except BaseException:
             if clock.player is not None:
                 with contextlib.suppress(Exception):  # what is on its way out says more

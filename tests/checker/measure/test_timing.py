@@ -265,10 +265,12 @@ def test_timing_nvml_s_other_processes_are_told_apart_from_what_the_implementati
             return {10, 11, 12}
 
     clock = SplitClock(HostClock(), Player())
-    others, held = _whose([Neighbour(12, "python", 40), Neighbour(99, "train", 97)], clock, Player())
+    others, started = _whose([Neighbour(12, "python", 40), Neighbour(99, "train", 97)], Player())
     assert [n.pid for n in others] == [99]
-    assert held == ["a process the implementation started used the GPU (pid 12, python, 40% of the SMs)"]
+    assert started == ["a process the implementation started used the GPU (pid 12, python, 40% of the SMs)"]
     clock.gpu_busy = True
-    assert _whose([Neighbour(99, "train", 97)], clock, Player())[1] == []  # the busy GPU: the other process's
-    assert _whose([], clock, Player())[1] == [
+    others, _ = _whose([Neighbour(99, "train", 97)], Player())
+    assert clock.held_up(bool(others)) == []  # the busy GPU: the other process's
+    others, _ = _whose([], Player())
+    assert clock.held_up(bool(others)) == [
         "the GPU stayed busy after the implementation's processes had stopped (work they had queued)"]
