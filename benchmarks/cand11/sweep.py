@@ -286,6 +286,20 @@ FAMILIES["conv1d17"] = lambda: [
           truth64=True, max_err=5e-5, apply=True),
 ]
 
+# benchmarks/cand18 (issue 45): matmul_fp32's operands split into TF32 parts by a pass of their own, the products on
+# two accumulators (tl.dot's tf32x3 splits both tiles on every step, in registers).
+H = "benchmarks/cand18/"
+FAMILIES["mm18"] = lambda: [
+    sweep(T + "MatrixMultiply/matmul_fp32_triton", T + "MatrixMultiply/matmul_fp32.py", [], [()], truth64=True),
+    sweep(H + "matmul_fp32_split_triton", T + "MatrixMultiply/matmul_fp32.py",
+          ["BM", "BN", "BK", "GROUP", "WARPS", "STAGES", "PERSIST"],
+          [(128, 128, 32, 8, 8, 3, True), (128, 128, 32, 8, 8, 3, False), (128, 128, 16, 8, 8, 4, True),
+           (128, 128, 16, 8, 8, 5, True), (128, 128, 16, 8, 8, 5, False), (64, 128, 32, 8, 4, 4, True),
+           (128, 64, 32, 8, 4, 4, True), (256, 128, 16, 8, 16, 2, True), (128, 256, 16, 8, 16, 2, True),
+           (128, 128, 8, 8, 8, 8, True), (64, 256, 16, 8, 8, 4, True), (128, 128, 32, 4, 8, 3, True)],
+          truth64=True, max_err=2e-3, apply=True),
+]
+
 if __name__ == "__main__":
     for fam in sys.argv[1:]:
         try:
