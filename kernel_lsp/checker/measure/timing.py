@@ -70,9 +70,8 @@ def time_sides(sides: dict[str, Side | list[Side]], clock, *, warmup: int = 3, m
     A side given as a list of callables (one per input copy) uses copy `round % len` in each round.
 
     With `precision` > 0 the rounds also stop, from PRECISE_MIN_ROUNDS on, once every side's 95% interval of its
-    median (clustered by input copy, as the report computes it) lies within +-precision of that median, or within
-    the events' resolution (EVENT_RESOLUTION_US) of it: more samples would only narrow intervals that already decide
-    nothing at that scale."""
+    median (clustered by input copy, as the report computes it) lies within +-precision of that median: more
+    samples would only narrow intervals that already decide nothing at that scale."""
     copies = {name: (fn if isinstance(fn, list) else [fn]) for name, fn in sides.items()}
     for fns in copies.values():
         for fn in fns:
@@ -99,17 +98,12 @@ def time_sides(sides: dict[str, Side | list[Side]], clock, *, warmup: int = 3, m
 
 PRECISE_MIN_ROUNDS = 30  # a precision stop needs this many rounds: 30 samples per side, spread over the copies
 PRECISE_CHECK_EVERY = 10
-# CUDA events time "with a resolution of around 0.5 microseconds" (cudaEventElapsedTime): an interval within that
-# of its median is as narrow as the clock can tell, however short the call. Without this floor a call under 100 us
-# (whose +-0.5% is finer than the clock) never stopped early: layer_norm's 40 us ran all 200 rounds, 0.6 s of a save.
-EVENT_RESOLUTION_US = 0.5
 
 
 def _precise(samples: Samples, precision: float) -> bool:
     from .stats import median_interval
     ci = median_interval(samples.event_us, groups=samples.copy, resamples=500)
-    return ci.estimate > 0 and \
-        max(ci.high - ci.estimate, ci.estimate - ci.low) <= max(precision * ci.estimate, EVENT_RESOLUTION_US)
+    return ci.estimate > 0 and max(ci.high - ci.estimate, ci.estimate - ci.low) <= precision * ci.estimate
 
 
 def escaped(samples: Samples, tail_overhead_us: float) -> bool:
