@@ -114,12 +114,12 @@ def own_namespace() -> str:
     sees no process outside it (not the checker, not kernel-lsp's parent, not the editor), so it can read no other
     process's /proc/PID/environ, where an API key would be. The process that called this waits for that first process
     and exits with its status. With a user namespace where this process is not root (its own uid and gid mapped to
-    themselves). In the same mount namespace, each folder PLAY_HIDE names (os.pathsep between them) is covered by an
-    empty read-only folder: no player can open what is in it, and none can uncover it (Landlock forbids a confined
+    themselves). In the same mount namespace, the folder PLAY_HIDE names (one path, whatever characters it holds) is
+    covered by an empty read-only folder: no player can open what is in it, and none can uncover it (Landlock forbids a confined
     process to mount or unmount). Returns an account of what was done; where the kernel refuses, nothing is, and the
     account says so."""
     import ctypes
-    hide = [p for p in os.environ.pop("PLAY_HIDE", "").split(os.pathsep) if p]
+    hide = [p for p in [os.environ.pop("PLAY_HIDE", "")] if p]
     visible = "".join(f"; {folder} stays visible" for folder in hide)
     libc = ctypes.CDLL(None, use_errno=True)
     new_ns, new_pid, new_user = 0x00020000, 0x20000000, 0x10000000

@@ -282,7 +282,8 @@ def test_player_cannot_reach_the_gpu_leases_nor_write_the_checker_caches(tmp_pat
     from kernel_lsp.jobs import SandboxOptions
     from kernel_lsp.player import isolate
     from kernel_lsp.run.players import PlayerServer
-    locks, home, triton_cache, data = (tmp_path / n for n in ("locks", "home", "triton", "data"))
+    # (a ':' in the leases' folder, as a path may hold: the server is told one folder, not a list split on ':')
+    locks, home, triton_cache, data = (tmp_path / n for n in ("lo:cks", "home", "triton", "data"))
     for folder in (locks, home / ".nv" / "ComputeCache", triton_cache / "sub", data):
         folder.mkdir(parents=True)
     lease = locks / "GPU-test.lock"
