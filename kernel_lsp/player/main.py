@@ -13,9 +13,10 @@ its own process group) and answers the checker's requests until the connection e
 `{"exited": code}` on the connection when the player ends (the checker then knows how), and kills the player when
 the checker's end of the connection closes. When the server's stdin ends (whoever started it is gone) it kills every
 player and exits. A checker may also connect with `{"op": "hold"}`: that connection then stops every process of the
-server's but itself (`{"op": "stop"}`: the players, what they started, the spares) and lets them go on (`{"op":
-"go"}`, or the connection's end), so that nothing of the implementation's runs while the checker times PyTorch's
-side (checker/measure/sides.py). Only the checker: the server refuses a connection from a player or its children.
+server's but itself (`{"op": "stop"}`: the players, what they started, the spares) and lets them go on
+(`{"op": "go"}`, or the connection's end; a process another hold still stops stays stopped), so that nothing of
+the implementation's runs while the checker times PyTorch's side (checker/measure/sides.py). Only the checker: the
+server refuses a connection from a player or its children.
 
 Requests (each answered by one message; `Player` in play.py):
 - `load`: import the implementation's file under its own module name, with the launch recorder, the interpreter's
@@ -115,9 +116,9 @@ def own_namespace() -> str:
     process's /proc/PID/environ, where an API key would be. The process that called this waits for that first process
     and exits with its status. With a user namespace where this process is not root (its own uid and gid mapped to
     themselves). In the same mount namespace, the folder PLAY_HIDE names (one path, whatever characters it holds) is
-    covered by an empty read-only folder: no player can open what is in it, and none can uncover it (Landlock forbids a confined
-    process to mount or unmount). Returns an account of what was done; where the kernel refuses, nothing is, and the
-    account says so."""
+    covered by an empty read-only folder: no player can open what is in it, and none can uncover it (Landlock
+    forbids a confined process to mount or unmount). Returns an account of what was done; where the kernel refuses,
+    nothing is, and the account says so."""
     import ctypes
     hide = [p for p in [os.environ.pop("PLAY_HIDE", "")] if p]
     visible = "".join(f"; {folder} stays visible" for folder in hide)
@@ -185,9 +186,10 @@ def _from_a_player(conn: socket.socket) -> bool:
     return True
 
 
-def _hold(conn: socket.socket, request: dict, held: list[int], own_proc: bool) -> bool:
+def _hold(conn: socket.socket, request: dict, held: list[int], own_proc: bool, others: set[int]) -> bool:
     """One request on a hold connection (`stop` or `go`); False once the connection is done with (its processes
-    then go on). `own_proc`: isolate.proc_is_ours(), once for the server."""
+    then go on). `own_proc`: isolate.proc_is_ours(), once for the server; `others`: what the other holds stopped,
+    which a `go` here leaves stopped (each hold's stop counts until its own go)."""
     if request.get("op") == "stop" and not own_proc:
         answer = {"unavailable": "this server's /proc is not its own pid namespace's: its processes cannot be told"}
     elif request.get("op") == "stop":
@@ -195,7 +197,7 @@ def _hold(conn: socket.socket, request: dict, held: list[int], own_proc: bool) -
         held[:] = sorted(set(held) | set(stopped))
         answer = {"stopped": len(stopped), "running": len(running)}
     elif request.get("op") == "go":
-        isolate.go_on(held)
+        isolate.go_on([p for p in held if p not in others])
         held.clear()
         answer = {"going": True}
     else:
@@ -248,8 +250,9 @@ def serve_players() -> int:
                     request = wire.recv(conn) if events & select.POLLIN else {}
                 except (OSError, wire.WireError):
                     request = {}
-                if not _hold(conn, request, held, own_proc):
-                    isolate.go_on(held)  # the checker is done with it (or gone): nothing stays stopped
+                others = {p for other, (_, theirs) in holds.items() if other != fd for p in theirs}
+                if not _hold(conn, request, held, own_proc, others):
+                    isolate.go_on([p for p in held if p not in others])  # done with (or gone): nothing it stopped stays
                     poller.unregister(fd)
                     del holds[fd]
                     conn.close()

@@ -485,3 +485,48 @@ def test_player_a_hold_stops_what_the_implementation_started_and_lets_it_go_on(t
             time.sleep(0.01)
     finally:
         server.close()
+
+
+def test_player_a_hold_lets_go_only_of_what_no_other_hold_still_stops(tmp_path):
+    """Two holds on one server (two checks timing beside one player's processes): the first one's `go` leaves them
+    stopped while the second still holds them; the second's lets them go on."""
+    import time
+
+    from kernel_lsp.checker.player import Player
+    from kernel_lsp.jobs import SandboxOptions
+    from kernel_lsp.player.isolate import children_of, descendants
+    from kernel_lsp.run.players import PlayerServer
+    server = PlayerServer("cpu")
+    try:
+        player = Player(server.fork(SandboxOptions(writable=[str(tmp_path)])), "cpu")
+        player.load(str(FIXTURES / "player" / "background.py"))
+        folder = torch.tensor(list(str(tmp_path).encode()), dtype=torch.uint8)
+        player.build("function", "spin")(torch.ones(2), folder)
+        beat = tmp_path / "thread.txt"
+        deadline = time.monotonic() + 60
+        while not _beats(beat):
+            assert time.monotonic() < deadline, "the implementation's thread never beat"
+            time.sleep(0.01)
+        first, second = server.hold(), server.hold()
+        if first.stop() is None:
+            pytest.skip("this server cannot tell its processes (its /proc is not its namespace's)")
+        assert second.stop() == 0
+        first.go()
+        top = server.proc.pid
+        servers = {top, *children_of(top)} if server.announced.get("pid") == 1 else {top}
+        under = [p for p in descendants(top) if p not in servers]
+        states = {p: Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()[0] for p in under}
+        assert under and set(states.values()) <= {"T", "t"}, states  # the second hold still stops them
+        t0 = time.monotonic_ns()
+        time.sleep(0.2)
+        assert [t for t in _beats(beat) if t > t0] == []
+        second.go()
+        deadline = time.monotonic() + 30
+        while not [t for t in _beats(beat) if t > t0]:
+            assert time.monotonic() < deadline, "the thread did not go on once no hold stopped it"
+            time.sleep(0.01)
+        first.close()
+        second.close()
+        player.close()
+    finally:
+        server.close()
