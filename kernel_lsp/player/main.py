@@ -117,8 +117,8 @@ def own_namespace() -> str:
     and exits with its status. With a user namespace where this process is not root (its own uid and gid mapped to
     themselves). In the same mount namespace, the folder PLAY_HIDE names (one path, whatever characters it holds) is
     covered by an empty read-only folder: no player can open what is in it, and none can uncover it (Landlock
-    forbids a confined process to mount or unmount). Returns an account of what was done; where the kernel refuses,
-    nothing is, and the account says so."""
+    forbids a confined process to mount or unmount; one removed and made again is covered again: `_cover_again`).
+    Returns an account of what was done; where the kernel refuses, nothing is, and the account says so."""
     import ctypes
     hide = [p for p in [os.environ.pop("PLAY_HIDE", "")] if p]
     visible = "".join(f"; {folder} stays visible" for folder in hide)
@@ -144,17 +144,14 @@ def own_namespace() -> str:
         _, status = os.waitpid(pid, 0)
         os._exit(os.WEXITSTATUS(status) if os.WIFEXITED(status) else 1)
     libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-    ms_rdonly, ms_rec, ms_private, ms_nosuid, ms_nodev, ms_noexec = 1, 1 << 14, 1 << 18, 2, 4, 8
+    ms_rec, ms_private, ms_nosuid, ms_nodev, ms_noexec = 1 << 14, 1 << 18, 2, 4, 8
     if libc.mount(b"none", b"/", None, ms_rec | ms_private, None) != 0:
         return (f"a pid namespace, but its mounts are not its own (errno {ctypes.get_errno()}): other processes stay "
                 f"visible{visible}")
     covered = ""
     for folder in hide:  # after / is private: the cover stays in this namespace, the folder as it was outside
-        if libc.mount(b"none", folder.encode(), b"tmpfs", ms_rdonly | ms_nosuid | ms_nodev | ms_noexec,
-                      b"size=4k,mode=0555") == 0:
-            covered += f"; {folder} hidden"
-        else:
-            covered += f"; {folder} stays visible (mount: errno {ctypes.get_errno()})"
+        errno = _cover(folder)
+        covered += f"; {folder} stays visible (mount: errno {errno})" if errno else f"; {folder} hidden"
     if libc.mount(b"proc", b"/proc", b"proc", ms_nosuid | ms_nodev | ms_noexec, None) != 0:
         return (f"a pid namespace, but /proc could not be mounted for it (errno {ctypes.get_errno()}): other processes "
                 f"stay visible{covered}")
@@ -207,6 +204,35 @@ def _hold(conn: socket.socket, request: dict, held: list[int], own_proc: bool, o
     except (OSError, wire.WireError):
         return False
     return True
+
+
+_COVERS: dict[str, int] = {}  # folder -> the device of the empty folder that covers it (own_namespace)
+
+
+def _cover(folder: str) -> int:
+    """Cover `folder` with an empty read-only tmpfs in this mount namespace; 0, or the mount's errno."""
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    ms_rdonly, ms_nosuid, ms_nodev, ms_noexec = 1, 2, 4, 8
+    if libc.mount(b"none", folder.encode(), b"tmpfs", ms_rdonly | ms_nosuid | ms_nodev | ms_noexec,
+                  b"size=4k,mode=0555") != 0:
+        return ctypes.get_errno() or -1
+    _COVERS[folder] = os.stat(folder).st_dev
+    return 0
+
+
+def _cover_again() -> None:
+    """Before a player starts: a hidden folder removed outside and made again (a user's `rm -rf` of kernel-lsp's
+    cache while a server runs) is no longer under its cover, which went with the folder it covered; cover it again.
+    One not made again yet stays as it is (nothing in it), and is covered before the next player."""
+    for folder, dev in list(_COVERS.items()):
+        try:
+            now = os.stat(folder).st_dev
+        except OSError:
+            continue
+        if now != dev:
+            _COVERS.pop(folder)
+            _cover(folder)
 
 
 def serve_players() -> int:
@@ -273,6 +299,7 @@ def serve_players() -> int:
                     poller.register(conn.fileno(), select.POLLIN | select.POLLRDHUP | select.POLLHUP)
                     continue
                 folder = tempfile.mkdtemp(dir=base)
+                _cover_again()
                 pid = os.fork()
                 if pid == 0:
                     listener.close()

@@ -315,6 +315,35 @@ def test_player_cannot_reach_the_gpu_leases_nor_write_the_checker_caches(tmp_pat
         server.close()
 
 
+def test_player_cannot_reach_a_leases_folder_removed_and_made_again_while_its_server_ran(tmp_path):
+    """The cover over the leases' folder goes with the folder it covers: after a `rm -rf` of it and a new one made in
+    its place (a user clearing kernel-lsp's cache while a server runs), the server covers the new one before its next
+    player starts."""
+    import shutil
+
+    from kernel_lsp.checker.player import Player
+    from kernel_lsp.jobs import SandboxOptions
+    from kernel_lsp.run.players import PlayerServer
+    locks = tmp_path / "locks"
+    locks.mkdir()
+    server = PlayerServer("cpu", {**os.environ, "KERNEL_LSP_LOCKS_DIR": str(locks)})
+    try:
+        Player(server.fork(SandboxOptions()), "cpu").close()  # (the server has announced itself by then)
+        if f"{locks} hidden" not in server.announced["namespace"]:
+            pytest.skip(f"nothing hidden here: {server.announced['namespace']}")
+        shutil.rmtree(locks)
+        locks.mkdir()
+        lease = locks / "GPU-test.lock"
+        lease.write_text("")
+        player = Player(server.fork(SandboxOptions()), "cpu")
+        player.load(str(FIXTURES / "player" / "reach.py"))
+        seen = player.build("function", "leases")(str(locks), str(lease))
+        assert (seen["listed"], seen["flock"]) == ([], "FileNotFoundError"), seen
+        player.close()
+    finally:
+        server.close()
+
+
 def test_player_batched_calls_keep_each_output_as_it_returned_and_the_soak_judges_them():
     """The soak on a GPU sends its calls a batch at a time (`calls`): the player keeps a copy of each call's outputs
     as the call returned it (a buffer returned again by the next call does not change it), stops at the first call
