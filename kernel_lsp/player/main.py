@@ -117,7 +117,7 @@ def own_namespace() -> str:
     and exits with its status. With a user namespace where this process is not root (its own uid and gid mapped to
     themselves). In the same mount namespace, the folder PLAY_HIDE names (one path, whatever characters it holds) is
     covered by an empty read-only folder: no player can open what is in it, and none can uncover it (Landlock
-    forbids a confined process to mount or unmount; one removed and made again is covered again: `_cover_again`).
+    forbids a confined process to mount or unmount; one removed outside is made again and covered: `_cover_again`).
     Returns an account of what was done; where the kernel refuses, nothing is, and the account says so."""
     import ctypes
     hide = [p for p in [os.environ.pop("PLAY_HIDE", "")] if p]
@@ -206,33 +206,48 @@ def _hold(conn: socket.socket, request: dict, held: list[int], own_proc: bool, o
     return True
 
 
-_COVERS: dict[str, int] = {}  # folder -> the device of the empty folder that covers it (own_namespace)
+_COVERS: dict[str, int] = {}  # folder -> the device of the empty folder over it; -1 while it is not covered
 
 
 def _cover(folder: str) -> int:
-    """Cover `folder` with an empty read-only tmpfs in this mount namespace; 0, or the mount's errno."""
+    """Cover `folder` (made first where it is missing) with an empty read-only tmpfs in this mount namespace; 0, or
+    why not as an errno (then `_cover_again` tries again). The folder is opened without following a symlink and the
+    cover mounted on what was opened: a symlink put in its place would have moved the cover onto what it names."""
     import ctypes
+    _COVERS[folder] = -1
     libc = ctypes.CDLL(None, use_errno=True)
     ms_rdonly, ms_nosuid, ms_nodev, ms_noexec = 1, 2, 4, 8
-    if libc.mount(b"none", folder.encode(), b"tmpfs", ms_rdonly | ms_nosuid | ms_nodev | ms_noexec,
-                  b"size=4k,mode=0555") != 0:
-        return ctypes.get_errno() or -1
-    _COVERS[folder] = os.stat(folder).st_dev
+    fd = -1
+    try:
+        os.makedirs(os.path.dirname(folder) or ".", exist_ok=True)
+        with contextlib.suppress(FileExistsError):
+            os.mkdir(folder)
+        fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+        if libc.mount(b"none", f"/proc/self/fd/{fd}".encode(), b"tmpfs", ms_rdonly | ms_nosuid | ms_nodev | ms_noexec,
+                      b"size=4k,mode=0555") != 0:
+            return ctypes.get_errno() or -1
+        _COVERS[folder] = os.stat(folder, follow_symlinks=False).st_dev
+    except OSError as e:
+        return e.errno or -1
+    finally:
+        if fd >= 0:
+            os.close(fd)
     return 0
 
 
 def _cover_again() -> None:
-    """Before a player starts: a hidden folder removed outside and made again (a user's `rm -rf` of kernel-lsp's
-    cache while a server runs) is no longer under its cover, which went with the folder it covered; cover it again.
-    One not made again yet stays as it is (nothing in it), and is covered before the next player."""
+    """Each turn of the server's loop and before a player starts: a hidden folder removed outside (a user's `rm -rf`
+    of kernel-lsp's cache while a server runs) took its cover with it, and the checker makes it again for its next
+    lease; the server makes it first and covers it, for the players already running too (they share its mount
+    namespace). A cover that could not be mounted is tried again. Left: a lease opened in the turn (50 ms) between the
+    folder's return and its cover."""
     for folder, dev in list(_COVERS.items()):
         try:
-            now = os.stat(folder).st_dev
+            if os.stat(folder, follow_symlinks=False).st_dev == dev:
+                continue
         except OSError:
-            continue
-        if now != dev:
-            _COVERS.pop(folder)
-            _cover(folder)
+            pass
+        _cover(folder)
 
 
 def serve_players() -> int:
@@ -266,6 +281,8 @@ def serve_players() -> int:
     holds: dict[int, tuple[socket.socket, list[int]]] = {}  # fd -> (a checker's hold connection, what it stopped)
     running = True
     while running:
+        with contextlib.suppress(Exception):  # (never the loop's end: the players would go with it)
+            _cover_again()
         for fd, events in poller.poll(50):
             if fd == 0:
                 if not os.read(0, 4096):
@@ -299,7 +316,8 @@ def serve_players() -> int:
                     poller.register(conn.fileno(), select.POLLIN | select.POLLRDHUP | select.POLLHUP)
                     continue
                 folder = tempfile.mkdtemp(dir=base)
-                _cover_again()
+                with contextlib.suppress(Exception):
+                    _cover_again()
                 pid = os.fork()
                 if pid == 0:
                     listener.close()

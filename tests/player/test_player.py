@@ -5,6 +5,7 @@ paths."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import socket
@@ -316,30 +317,56 @@ def test_player_cannot_reach_the_gpu_leases_nor_write_the_checker_caches(tmp_pat
 
 
 def test_player_cannot_reach_a_leases_folder_removed_and_made_again_while_its_server_ran(tmp_path):
-    """The cover over the leases' folder goes with the folder it covers: after a `rm -rf` of it and a new one made in
-    its place (a user clearing kernel-lsp's cache while a server runs), the server covers the new one before its next
-    player starts."""
+    """The cover over the leases' folder goes with the folder it covers. After a `rm -rf` of it and a lease written
+    in a new one (a user clearing kernel-lsp's cache while a server runs, then a check), a player that was already
+    running soon lists it empty and one started later never sees the lease. A symlink in the folder's place gets no
+    cover (it would land on what the link names); once a folder is back, the server covers it."""
     import shutil
+    import time
 
     from kernel_lsp.checker.player import Player
     from kernel_lsp.jobs import SandboxOptions
     from kernel_lsp.run.players import PlayerServer
-    locks = tmp_path / "locks"
+    locks, elsewhere = tmp_path / "locks", tmp_path / "elsewhere"
     locks.mkdir()
+    elsewhere.mkdir()
+    lease = locks / "GPU-test.lock"
     server = PlayerServer("cpu", {**os.environ, "KERNEL_LSP_LOCKS_DIR": str(locks)})
+
+    def started():
+        player = Player(server.fork(SandboxOptions()), "cpu")
+        player.load(str(FIXTURES / "player" / "reach.py"))
+        return player, player.build("function", "leases")
+
+    def covered_for(look):
+        deadline = time.monotonic() + 30
+        while look(str(locks), str(lease))["listed"] != []:
+            assert time.monotonic() < deadline, "a running player still sees the folder made again"
     try:
-        Player(server.fork(SandboxOptions()), "cpu").close()  # (the server has announced itself by then)
+        running, look = started()
         if f"{locks} hidden" not in server.announced["namespace"]:
             pytest.skip(f"nothing hidden here: {server.announced['namespace']}")
         shutil.rmtree(locks)
-        locks.mkdir()
-        lease = locks / "GPU-test.lock"
+        locks.mkdir(exist_ok=True)  # (the server may have made it again first)
         lease.write_text("")
-        player = Player(server.fork(SandboxOptions()), "cpu")
-        player.load(str(FIXTURES / "player" / "reach.py"))
-        seen = player.build("function", "leases")(str(locks), str(lease))
+        covered_for(look)
+        later, look_later = started()
+        seen = look_later(str(locks), str(lease))
         assert (seen["listed"], seen["flock"]) == ([], "FileNotFoundError"), seen
-        player.close()
+        later.close()
+        while True:  # a symlink where the folder was (the server, making the folder again, may come first)
+            shutil.rmtree(locks, ignore_errors=True)
+            with contextlib.suppress(FileExistsError):
+                locks.symlink_to(elsewhere)
+                break
+        (elsewhere / "mark").write_text("")
+        started()[0].close()  # a player started with the symlink there: the server tried, and did not cover it
+        assert look(str(locks), str(lease))["listed"] == ["mark"]  # the link's target is not covered
+        locks.unlink()
+        locks.mkdir(exist_ok=True)
+        lease.write_text("")
+        covered_for(look)
+        running.close()
     finally:
         server.close()
 
