@@ -342,10 +342,10 @@ class Player:
 
     def close(self) -> None:
         wire.forget(self.sock)
-        for sock in (self.sock, getattr(self._hold, "sock", None)):  # the hold's end lets everything go on
+        for line in (self.sock, self._hold):  # the hold's end lets everything go on
             try:
-                if sock is not None:
-                    sock.close()
+                if line is not None:
+                    line.close()
             except OSError:
                 pass
 

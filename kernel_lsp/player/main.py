@@ -120,8 +120,8 @@ def own_namespace() -> str:
     forbids a confined process to mount or unmount; one removed outside is made again and covered: `_cover_again`).
     Returns an account of what was done; where the kernel refuses, nothing is, and the account says so."""
     import ctypes
-    hide = [p for p in [os.environ.pop("PLAY_HIDE", "")] if p]
-    visible = "".join(f"; {folder} stays visible" for folder in hide)
+    hide = os.environ.pop("PLAY_HIDE", "")
+    visible = f"; {hide} stays visible" if hide else ""
     libc = ctypes.CDLL(None, use_errno=True)
     new_ns, new_pid, new_user = 0x00020000, 0x20000000, 0x10000000
     uid, gid = os.geteuid(), os.getegid()
@@ -149,9 +149,9 @@ def own_namespace() -> str:
         return (f"a pid namespace, but its mounts are not its own (errno {ctypes.get_errno()}): other processes stay "
                 f"visible{visible}")
     covered = ""
-    for folder in hide:  # after / is private: the cover stays in this namespace, the folder as it was outside
-        errno = _cover(folder)
-        covered += f"; {folder} stays visible (mount: errno {errno})" if errno else f"; {folder} hidden"
+    if hide:  # after / is private: the cover stays in this namespace, the folder as it was outside
+        errno = _cover(hide)
+        covered = f"; {hide} stays visible (mount: errno {errno})" if errno else f"; {hide} hidden"
     if libc.mount(b"proc", b"/proc", b"proc", ms_nosuid | ms_nodev | ms_noexec, None) != 0:
         return (f"a pid namespace, but /proc could not be mounted for it (errno {ctypes.get_errno()}): other processes "
                 f"stay visible{covered}")
@@ -194,8 +194,7 @@ def _hold(conn: socket.socket, request: dict, held: list[int], own_proc: bool, o
         held[:] = sorted(set(held) | set(stopped))
         answer = {"stopped": len(stopped), "running": len(running)}
     elif request.get("op") == "go":
-        isolate.go_on([p for p in held if p not in others])
-        held.clear()
+        _let_go(held, others)
         answer = {"going": True}
     else:
         return False
@@ -204,6 +203,12 @@ def _hold(conn: socket.socket, request: dict, held: list[int], own_proc: bool, o
     except (OSError, wire.WireError):
         return False
     return True
+
+
+def _let_go(held: list[int], others: set[int]) -> None:
+    """Let go on what a hold stopped, but what another hold still stops (`others`)."""
+    isolate.go_on([p for p in held if p not in others])
+    held.clear()
 
 
 _COVERS: dict[str, int] = {}  # folder -> the device of the empty folder over it; -1 while it is not covered
@@ -295,7 +300,7 @@ def serve_players() -> int:
                     request = {}
                 others = {p for other, (_, theirs) in holds.items() if other != fd for p in theirs}
                 if not _hold(conn, request, held, own_proc, others):
-                    isolate.go_on([p for p in held if p not in others])  # done with (or gone): nothing it stopped stays
+                    _let_go(held, others)  # the checker is done with it (or gone): nothing it stopped stays
                     poller.unregister(fd)
                     del holds[fd]
                     conn.close()

@@ -287,6 +287,13 @@ class PlayerServer:
             wire.lend_device(sock)
         return sock
 
+    def own_pids(self) -> list[int]:
+        """The server's own processes, as this machine numbers them: the one started and, where it made a pid
+        namespace of its own, that namespace's first process (its child, which forks the players), last."""
+        from ..player.isolate import children_of
+        top = self.proc.pid
+        return [top, *children_of(top)] if self.announced.get("pid") == 1 else [top]
+
     def hold(self) -> "Hold":
         """A line to the server that stops every player of its (and all they started) while the checker times its
         own sides, and lets them go on (player/main.py, `hold`)."""
@@ -447,9 +454,8 @@ class connector:
         if _SERVER is None:
             return set()
         from ..player.isolate import children_of
-        top = _SERVER.proc.pid
-        servers = [top, *children_of(top)] if _SERVER.announced.get("pid") == 1 else [top]  # its pid namespace's first
-        return {*servers, *(p for s in servers[-1:] for p in children_of(s))}
+        servers = _SERVER.own_pids()
+        return {*servers, *children_of(servers[-1])}
 
     def tree_pids(self) -> set[int]:
         """The server and every process under it, as this machine's process table numbers them."""

@@ -485,6 +485,18 @@ def test_player_on_a_gpu_gives_back_what_it_caches_beyond_a_gib():
         server.close()
 
 
+def _states_under(server) -> dict[int, str]:
+    """The state letter (/proc/PID/stat) of each process under the players' server but its own."""
+    from kernel_lsp.player.isolate import descendants
+    own = server.own_pids()
+    states = {}
+    for p in descendants(own[0]):
+        if p not in own:
+            with contextlib.suppress(OSError):
+                states[p] = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    return states
+
+
 def _beats(path) -> list[int]:
     try:
         return [int(t) for t in path.read_text().split()]
@@ -515,12 +527,8 @@ def test_player_a_hold_stops_what_the_implementation_started_and_lets_it_go_on(t
             assert time.monotonic() < deadline, "the implementation's thread and process never beat"
             time.sleep(0.01)
         assert player.stop() == 0 and player.held
-        from kernel_lsp.player.isolate import children_of, descendants
-        top = server.proc.pid
-        servers = {top, *children_of(top)} if server.announced.get("pid") == 1 else {top}
-        under = [p for p in descendants(top) if p not in servers]
-        assert len(under) >= 2  # the player and the process it started
-        states = {p: (Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()[0]) for p in under}
+        states = _states_under(server)
+        assert len(states) >= 2  # the player and the process it started
         assert set(states.values()) <= {"T", "t"}, states  # every process under the server, however started
         t0 = time.monotonic_ns()
         time.sleep(0.3)
@@ -536,7 +544,7 @@ def test_player_a_hold_stops_what_the_implementation_started_and_lets_it_go_on(t
         player.stop()
         player.close()  # the hold's end, with the player's: nothing stays stopped, nothing stays alive
         deadline = time.monotonic() + 30
-        while [p for p in descendants(top) if p not in servers]:
+        while _states_under(server):
             assert time.monotonic() < deadline, "a process of the implementation's outlived its player"
             time.sleep(0.01)
     finally:
@@ -550,7 +558,6 @@ def test_player_a_hold_lets_go_only_of_what_no_other_hold_still_stops(tmp_path):
 
     from kernel_lsp.checker.player import Player
     from kernel_lsp.jobs import SandboxOptions
-    from kernel_lsp.player.isolate import children_of, descendants
     from kernel_lsp.run.players import PlayerServer
     server = PlayerServer("cpu")
     try:
@@ -568,11 +575,8 @@ def test_player_a_hold_lets_go_only_of_what_no_other_hold_still_stops(tmp_path):
             pytest.skip("this server cannot tell its processes (its /proc is not its namespace's)")
         assert second.stop() == 0
         first.go()
-        top = server.proc.pid
-        servers = {top, *children_of(top)} if server.announced.get("pid") == 1 else {top}
-        under = [p for p in descendants(top) if p not in servers]
-        states = {p: Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()[0] for p in under}
-        assert under and set(states.values()) <= {"T", "t"}, states  # the second hold still stops them
+        states = _states_under(server)
+        assert states and set(states.values()) <= {"T", "t"}, states  # the second hold still stops them
         t0 = time.monotonic_ns()
         time.sleep(0.2)
         assert [t for t in _beats(beat) if t > t0] == []
