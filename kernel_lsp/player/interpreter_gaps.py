@@ -13,6 +13,16 @@ reported as the implementation failing (KL209):
   elementwise ones in LIBDEVICE are computed with numpy in float64 and rounded to the result's dtype (libdevice is
   within a few ulps of that); any other stays a limit.
 
+And where it runs but computes other numbers than the GPU (`_float_gaps`; before, kernel-lsp did not judge the
+values of such kernels on the CPU, which a wrong kernel could claim by naming a bf16 or fp8 argument it never used):
+- `tl.dot` of bf16 operands multiplies their raw bits as integers (bf16 is stored as uint16; triton#11584): garbage.
+  The operands are widened to fp32 exactly and multiplied there, accumulating in fp32 as the GPU's tensor cores do.
+- fp32 -> bf16 casts truncate (the GPU rounds to nearest even: 1967 of 4019 random values differed by an ulp).
+- fp32 -> fp8 casts drop the mantissa's carry (7.9 became 4.0) and break ties away from even. bf16, fp8e4nv and
+  fp8e5 are converted by PyTorch's round-to-nearest-even instead, fp8 saturating at its largest finite value as the
+  GPU's `cvt.rn.satfinite` does (NaN kept). Round-toward-zero casts and the other fp8 formats keep the interpreter's
+  own conversion.
+
 What remains (inline assembly, other extern functions) raises NotImplementedError inside the interpreter:
 `interpreter_limit` tells such a failure from the kernel's own, so the verifier says "cannot be verified on the
 CPU" (KL210) instead of blaming the kernel.
@@ -167,10 +177,71 @@ def close_gaps() -> bool:
         return scope
 
     interp._patch_lang = patched_lang
+    _float_gaps(builder, handle_type, tl, interp)
     if callable(getattr(interp, "_patch_builtin", None)) and callable(getattr(interp, "_patch_attr", None)):
         interp._patch_builtin = _cached_patch_builtin(interp, tl)
     _installed = True
     return True
+
+
+def _float_gaps(builder, handle_type, tl, interp) -> None:
+    """Casts to and from bf16, fp8e4nv and fp8e5 as the GPU rounds them, and bf16 `tl.dot` in fp32 (the module
+    docstring says what the interpreter does instead)."""
+    import torch
+    np = _np()
+    torch_of = {tl.bfloat16: torch.bfloat16, tl.float8e4nv: torch.float8_e4m3fn, tl.float8e5: torch.float8_e5m2}
+    bits_of = {tl.bfloat16: torch.int16, tl.float8e4nv: torch.uint8, tl.float8e5: torch.uint8}
+    largest = {tl.float8e4nv: 448.0, tl.float8e5: 57344.0}  # satfinite: larger magnitudes (and inf) saturate
+    exact = (tl.float32, tl.float16, *torch_of)  # formats whose every value fp32 holds exactly
+    rtne = interp._ir.ROUNDING_MODE.RTNE
+
+    def widened(h):
+        """The handle's values as a float32 array (exact), or None for a format not handled here."""
+        scalar, data = h.dtype.scalar, np.asarray(h.data)
+        if scalar in torch_of:
+            return torch.from_numpy(np.ascontiguousarray(data)).view(torch_of[scalar]).float().numpy()
+        if scalar in (tl.float32, tl.float16):
+            return data.astype(np.float32)
+        return None
+
+    def narrowed(values, dst):
+        """float32 values in `dst` (one of torch_of), rounded to nearest even, as the interpreter stores them."""
+        t = torch.from_numpy(np.ascontiguousarray(values, dtype=np.float32))
+        if dst in largest:
+            t = t.clamp(-largest[dst], largest[dst])  # NaN stays NaN
+        out = t.to(torch_of[dst]).view(bits_of[dst]).numpy()
+        return out.view(interp._get_np_dtype(dst))
+
+    def converted(src, dst_type, original, *rest):
+        dst = dst_type.scalar
+        if src.dtype.scalar != dst and src.dtype.scalar in exact and dst in exact and (
+                src.dtype.scalar in torch_of or dst in torch_of):
+            values = widened(src)
+            if dst in torch_of:
+                data = narrowed(values, dst)
+            else:
+                data = values.astype(interp._get_np_dtype(dst))  # fp32, or fp16 rounded to nearest even by numpy
+            return handle_type(data.reshape(np.shape(src.data)), dst)
+        return original(src, dst_type, *rest)
+
+    cast, fp_to_fp, dot = builder.cast_impl, builder.create_fp_to_fp, builder.create_dot
+
+    def create_fp_to_fp(src, dst_type, rounding_mode):
+        if rounding_mode is None or rounding_mode == rtne:
+            return converted(src, dst_type, fp_to_fp, rounding_mode)
+        return fp_to_fp(src, dst_type, rounding_mode)
+
+    def create_dot(a, b, d, *rest, **kwargs):
+        if tl.bfloat16 not in (a.dtype.scalar, b.dtype.scalar, d.dtype.scalar):
+            return dot(a, b, d, *rest, **kwargs)
+        wide = [handle_type(widened(h), tl.float32) if h.dtype.scalar == tl.bfloat16 else h for h in (a, b, d)]
+        out = dot(*wide, *rest, **kwargs)
+        if d.dtype.scalar == tl.bfloat16:
+            return handle_type(narrowed(np.asarray(out.data), tl.bfloat16).reshape(np.shape(out.data)), tl.bfloat16)
+        return out
+
+    builder.cast_impl, builder.create_fp_to_fp, builder.create_dot = (
+        lambda src, dst_type: converted(src, dst_type, cast), create_fp_to_fp, create_dot)
 
 
 def _cached_patch_builtin(interp, tl):

@@ -290,3 +290,60 @@ def test_interpreter_an_op_budget_stops_a_kernel_and_ends_with_its_block():
     finds the budget spent, and after the block kernels run unbounded again."""
     proc = subprocess.run([sys.executable, "-c", BUDGET_SCRIPT], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr[-2000:]
+
+
+FLOATS_SCRIPT = textwrap.dedent("""
+    import os, sys
+    os.environ["TRITON_INTERPRET"] = "1"
+    import torch, triton, triton.language as tl
+    from kernel_lsp.player.interpreter_gaps import close_gaps
+
+    @triton.jit
+    def casts(x, y, z, w, n, BLOCK: tl.constexpr):
+        o = tl.arange(0, BLOCK)
+        m = o < n
+        v = tl.load(x + o, mask=m)
+        tl.store(y + o, v.to(tl.bfloat16), mask=m)
+        tl.store(z + o, v.to(tl.float8e4nv), mask=m)
+        tl.store(w + o, v.to(tl.float8e5, fp_downcast_rounding="rtne"), mask=m)
+
+    @triton.jit
+    def dot(a, b, c):
+        r = tl.arange(0, 16)
+        tile = r[:, None] * 16 + r[None, :]
+        tl.store(c + tile, tl.dot(tl.load(a + tile), tl.load(b + tile)))
+
+    torch.manual_seed(0)
+    x = torch.cat([torch.randn(4000) * 50, torch.tensor([7.9, 1.97, 100.0, 104.0, 96.0, 1e6, -1e6, float("inf"),
+                   float("nan"), 0.0, -0.0, 1e-9, 2.0 ** -9, 3 * 2.0 ** -10, 460.0, 470.0, 60000.0, 65000.0])])
+    a, b = torch.randn(16, 16).bfloat16(), torch.randn(16, 16).bfloat16()
+    for turn in ("before", "after"):
+        if turn == "after":
+            assert close_gaps()
+        y = torch.empty(len(x), dtype=torch.bfloat16)
+        z = torch.empty(len(x), dtype=torch.float8_e4m3fn)
+        w = torch.empty(len(x), dtype=torch.float8_e5m2)
+        casts[(1,)](x, y, z, w, len(x), BLOCK=8192)
+        c = torch.empty(16, 16)
+        dot[(1,)](a, b, c)
+        print(turn,
+              int((y.view(torch.int16) != x.to(torch.bfloat16).view(torch.int16)).sum()),
+              int((z.view(torch.uint8) != x.clamp(-448, 448).to(torch.float8_e4m3fn).view(torch.uint8)).sum()),
+              int((w.view(torch.uint8) != x.clamp(-57344, 57344).to(torch.float8_e5m2).view(torch.uint8)).sum()),
+              float((c - a.float() @ b.float()).abs().max()) < 1e-4)
+""")
+
+
+def test_interpreter_bf16_dots_and_bf16_and_fp8_casts_compute_what_the_gpu_does(tmp_path):
+    """Triton's interpreter multiplied bf16 operands' raw bits as integers, truncated fp32 -> bf16 casts and dropped
+    the mantissa's carry in fp8 casts (7.9 -> 4.0), so kernel-lsp did not judge the values of kernels with a bf16 dot
+    or an fp8 tensor on the CPU, and a wrong fp32 kernel passed by naming an unused bf16 or fp8 argument
+    (tests/corpus/bug_gelu_unused_*_argument.py). The player closes those gaps: casts agree bit for bit with
+    PyTorch's round-to-nearest-even (fp8 saturating, as the GPU's cvt.rn.satfinite), the dot with fp32 matmul."""
+    script = write(tmp_path / "floats.py", FLOATS_SCRIPT)
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300,
+                          env={**__import__("os").environ, "PYTHONPATH": str(ROOT)})
+    assert proc.returncode == 0, proc.stderr
+    before, after = (line.split() for line in proc.stdout.splitlines())
+    assert before[0] == "before" and before[1:] != ["0", "0", "0", "True"], before  # the gaps are still there
+    assert after == ["after", "0", "0", "0", "True"], after
