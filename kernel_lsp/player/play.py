@@ -37,6 +37,9 @@ class Player(PlayerCalls):
         self.module = None
         self.path = ""
         self.models: dict[str, object] = {}
+        # id of a model -> each of its modules' training flag as built (PyTorch builds modules in training mode; the
+        # checks run it in eval mode, and the train-mode variant as it was built)
+        self.as_built: dict[int, list[bool]] = {}
         self.recorder = None
         self.guard = None
         self.knob_files: list[str] = []  # files whose module-level sizes the checker sets per call
@@ -133,6 +136,7 @@ class Player(PlayerCalls):
                     torch.manual_seed(int(req.get("seed", 0)))
                     model = getattr(module, req.get("entry") or "ModelNew")(*req.get("init", []))
                     if isinstance(model, torch.nn.Module):
+                        self.as_built[id(model)] = [m.training for m in model.modules()]
                         model = model.eval().to(self.device)
                 else:
                     model = getattr(module, req["entry"])

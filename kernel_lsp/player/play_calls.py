@@ -130,7 +130,7 @@ class PlayerCalls:
                         torch.manual_seed(int(req["seed"]))
                     training = bool(req.get("train")) and isinstance(model, torch.nn.Module)
                     if training:
-                        model.train()
+                        self.as_built_modes(model)
                     try:
                         with torch.set_grad_enabled(req.get("grad", True) is not False):
                             out = model(*args)
@@ -165,6 +165,16 @@ class PlayerCalls:
             answer["breaches"] = [b.__dict__ for b in gpu.breaches()]
             gpu.clear()
         return answer
+
+    def as_built_modes(self, model) -> None:
+        """Each module of the model in the training mode it was built in (a user's `ModelNew(...)` is called so),
+        or all of them in training mode where its modules changed since."""
+        modes, modules = getattr(self, "as_built", {}).get(id(model)), list(model.modules())
+        if modes is None or len(modes) != len(modules):
+            model.train()
+            return
+        for m, mode in zip(modules, modes):
+            m.training = mode
 
     @contextlib.contextmanager
     def _budget(self, n):

@@ -6,6 +6,7 @@ and the shrinking (shrink.py); it asks the reference side (truth.py) and records
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from ...player.state import float_state, perturb
@@ -33,8 +34,24 @@ NO_GRAD = "no-grad"
 SAME_MODULE = "same-module"
 
 
+def trains_differently(problem) -> bool:
+    """The reference is a model that leaves a normalization or a dropout in training mode as built (PyTorch's default;
+    the checks run in eval mode): a batch norm computes batch statistics there instead of its running ones, a dropout
+    zeroes and rescales elements (loader._norms, loader._dropouts), or code of its own reads `self.training`
+    (loader._reads_training)."""
+    return bool(getattr(problem, "trains", False) or getattr(problem, "drops", False)
+                or getattr(problem, "trains_in_code", False))
+
+
 class BudgetStop(BaseException):
-    """A call of the implementation was stopped by its operation budget: the variant ends here (run_within_budget)."""
+    """A call of the implementation was stopped by its operation budget: the variant ends here (run_within_budget).
+    The stop is the player's word: with it, what the call reported it ran (`ops`) and the seconds the checker's own
+    clock saw it take, from which run_within_budget tells a stop the interpreter made from one the implementation
+    claimed."""
+
+    def __init__(self, ops: int = 0, seconds: float = 0.0):
+        super().__init__(ops, seconds)
+        self.ops, self.seconds = ops, seconds
 
 
 def has_parameters(problem: Problem) -> bool:
@@ -208,7 +225,8 @@ class VariantRuns:
         with p.knobs_set(v.knobs):
             ref, impl = p.build(v.knobs or {}, p.init(v.knobs, init) if init else None)
         if isinstance(ref, torch.nn.Module) and v.name == TRAIN_MODE:
-            ref.train()
+            if trains_differently(p):  # else as built (a norm the problem set to eval stays so)
+                ref.train()
         elif isinstance(ref, torch.nn.Module) and v.name == "ties":
             # Scales the model holds (a quantizer's calibrated buffer) at powers of two on both sides, so
             # that the ties built from the inputs are ties there too (ties.py).
@@ -336,15 +354,17 @@ class VariantRuns:
         """One call of the implementation in the player, on copies of `inputs`, at the variant's sizes. A call that a
         GPU fault ended stops the check (DeviceFault), as does one that ran out of memory (OutOfMemory); one stopped by
         the operation budget stops the variant."""
+        t0 = time.monotonic()
         r = self.ctx.player.call(impl, inputs, budget=self.ctx.state.budget, knobs=v.knobs or None,
                                  train=v.name == TRAIN_MODE, grad=v.name != NO_GRAD, **mode)
+        seconds = time.monotonic() - t0
         self.ops += r.ops
         if r.error is not None and r.error.device_fault:
             raise DeviceFault(r.error)
         if r.error is not None and is_out_of_memory(r.error):
             raise OutOfMemory(r.error, f"the {v.name} variant's inputs")
         if r.stopped:
-            raise BudgetStop()
+            raise BudgetStop(r.ops, seconds)
         return r
 
 

@@ -14,13 +14,14 @@ from ..measure.gpu_lease import let_timing_in
 from ..problem.errors import UserCodeError
 from .autotune_configs import verify_configs
 from .context import Failure, VerifyContext
-from .findings import Findings
+from .findings import Findings, where
 from .plan.blocks import block_variants
 from .plan.shapes import int_floor, size_plan
 from .plan.variants import (CPU_ELEMENT_BUDGET, Variant, aligned_knobs, base_knobs, keep_signs, plan, shrink_knobs,
                             sign_profile, special_values)
 from .rules import fingerprint, informative, judge, judge_random, sketch
 from .runs import (NO_GRAD, PARAMETERS, SAME_MODULE, TRAIN_MODE, BudgetStop, VariantRuns, has_parameters,
+                   trains_differently,
                    judged_randomly)
 from .truth import ReferenceTruth
 
@@ -31,16 +32,11 @@ from .truth import ReferenceTruth
 OPS_PER_VARIANT = 10_000
 SHRINK_AFTER_OPS = 3 * OPS_PER_VARIANT // 2
 LARGER_OPS = 10 * OPS_PER_VARIANT  # the larger-size variant's most, under the interpreter
+# The least one interpreter operation takes (about 33 us measured on CI's cores; a tenth of a microsecond would be
+# a machine 300 times faster): a stop reported sooner than the budget's operations at this pace was not the
+# interpreter's.
+SECONDS_PER_OP_AT_LEAST = 1e-7
 BLOCK_BUDGET_RUNS = 4  # a block-size variant's most, in runs at the verification's own sizes (LARGER_OPS at least)
-
-
-def trains_differently(problem) -> bool:
-    """The reference is a model that leaves a normalization or a dropout in training mode as built (PyTorch's default;
-    the checks run in eval mode): a batch norm computes batch statistics there instead of its running ones, a dropout
-    zeroes and rescales elements (loader._norms, loader._dropouts), or code of its own reads `self.training`
-    (loader._reads_training)."""
-    return bool(getattr(problem, "trains", False) or getattr(problem, "drops", False)
-                or getattr(problem, "trains_in_code", False))
 
 
 class VariantSchedule:
@@ -133,14 +129,18 @@ class VariantSchedule:
         if not self.truth.unrepeatable:
             self.run_one(Variant(NO_GRAD, "values", 21, sizing.base, None, "called under torch.no_grad(), as "
                                  "inference code calls it (a path taken only without autograd)", sizing.sizes.base))
-        if not self.truth.unrepeatable and trains_differently(p):
+        # A model is built in training mode, and a user's `ModelNew(...)` is called so: the implementation as built,
+        # against the reference in training mode where that differs (its norms, dropouts or own code), else as
+        # judged everywhere (an implementation that takes another path while training is wrong there).
+        if not self.truth.unrepeatable and (trains_differently(p) or p.init_inputs is not None):
             what = [w for w, on in (("batch statistics where it normalizes", getattr(p, "trains", False)),
                                     ("dropout's draws, judged by their distribution", getattr(p, "drops", False)),
                                     ("what its code does where it reads self.training; judged by the outputs' "
                                      "distribution where the reference draws there",
                                      getattr(p, "trains_in_code", False))) if on]
             self.run_one(Variant(TRAIN_MODE, "values", 18, sizing.base, None, "the module in training mode (its "
-                                 f"default: {' and '.join(what)})", sizing.sizes.base))
+                                 f"default: {' and '.join(what) or 'the reference computes the same there'})",
+                                 sizing.sizes.base))
         if not self.truth.unrepeatable:
             self.run_own_rows()
             self.run_aligned()
@@ -279,17 +279,27 @@ class VariantSchedule:
             return
         budget = max(LARGER_OPS, BLOCK_BUDGET_RUNS * first_ops)
         marks, launch_mark = state.mark(), len(launches)
-        state.budget, stopped = budget, False
+        state.budget, stopped = budget, None
         try:
             self.run_one(v)
-        except BudgetStop:
-            stopped = True
+        except BudgetStop as e:
+            stopped = e
         finally:
             state.budget = None
-        if stopped:
+        if stopped is not None:
             launched = {launch.spec.name for launch in launches[launch_mark:]}
             state.cut(marks)
             del launches[launch_mark:]
+            if stopped.ops < budget or not launched or stopped.seconds < budget * SECONDS_PER_OP_AT_LEAST:
+                # The stop is the player's word, and the implementation runs in the player: a stop with fewer
+                # operations than the budget, no kernel launched, or sooner than that many operations can run was
+                # claimed by the implementation (it set the interpreter's flag), not made by the interpreter.
+                self.findings.fail("KL209", v, f"the implementation's call was reported stopped by the interpreter's "
+                                   f"operation budget ({budget:,} operations) after {stopped.ops:,} operations, "
+                                   f"{len(launched)} kernel(s) launched and {stopped.seconds * 1000:.1f} ms: a stop "
+                                   "the implementation claimed, not the interpreter's; "
+                                   f"{where(v, None)}", self.ctx.launch_line())
+                return
             self.findings.stopped.append((v.name, budget, launched))
             state.skipped.append((v.name, f"stopped after {budget:,} interpreter operations in one run of the "
                                   f"implementation (the most a block-size variant may take: {BLOCK_BUDGET_RUNS} times "
