@@ -18,6 +18,8 @@ values of such kernels on the CPU, which a wrong kernel could claim by naming a 
 - `tl.dot` of bf16 operands multiplies their raw bits as integers (bf16 is stored as uint16; triton#11584): garbage.
   The operands are widened to fp32 exactly and multiplied there, accumulating in fp32 as the GPU's tensor cores do.
 - fp32 -> bf16 casts truncate (the GPU rounds to nearest even: 1967 of 4019 random values differed by an ulp).
+- bf16 arithmetic (an add, a max, exp) computes on the raw bits, and integer or float64 -> bf16 casts write the
+  values' bits as they are: computed in fp32 and rounded to bf16 instead.
 - fp32 -> fp8 casts drop the mantissa's carry (7.9 became 4.0) and break ties away from even. bf16, fp8e4nv and
   fp8e5 are converted by PyTorch's round-to-nearest-even instead, fp8 saturating at its largest finite value as the
   GPU's `cvt.rn.satfinite` does (NaN kept). Round-toward-zero casts and the other fp8 formats keep the interpreter's
@@ -205,8 +207,11 @@ def _float_gaps(builder, handle_type, tl, interp) -> None:
         return None
 
     def narrowed(values, dst):
-        """float32 values in `dst` (one of torch_of), rounded to nearest even, as the interpreter stores them."""
-        t = torch.from_numpy(np.ascontiguousarray(values, dtype=np.float32))
+        """float32 (or float64) values in `dst` (one of torch_of), rounded to nearest even, as the interpreter stores
+        them."""
+        values = np.asarray(values)
+        t = torch.from_numpy(np.ascontiguousarray(values, dtype=np.float64 if values.dtype == np.float64
+                                                  else np.float32))
         if dst in largest:
             t = t.clamp(-largest[dst], largest[dst])  # NaN stays NaN
         out = t.to(torch_of[dst]).view(bits_of[dst]).numpy()
@@ -214,6 +219,10 @@ def _float_gaps(builder, handle_type, tl, interp) -> None:
 
     def converted(src, dst_type, original, *rest):
         dst = dst_type.scalar
+        if dst in torch_of and (src.dtype.scalar == tl.float64 or src.dtype.scalar.is_int()):
+            # integers (int8 weights dequantized to bf16) and float64: the interpreter wrote their values' raw bits
+            return handle_type(narrowed(np.asarray(src.data).astype(np.float64), dst).reshape(np.shape(src.data)),
+                               dst)
         if src.dtype.scalar != dst and src.dtype.scalar in exact and dst in exact and (
                 src.dtype.scalar in torch_of or dst in torch_of):
             values = widened(src)
@@ -242,6 +251,47 @@ def _float_gaps(builder, handle_type, tl, interp) -> None:
 
     builder.cast_impl, builder.create_fp_to_fp, builder.create_dot = (
         lambda src, dst_type: converted(src, dst_type, cast), create_fp_to_fp, create_dot)
+
+    def is_bf16(h) -> bool:
+        return isinstance(h, handle_type) and h.dtype.scalar == tl.bfloat16
+
+    def in_fp32(original):
+        """bf16 arithmetic computed in fp32 and rounded back to bf16 (the interpreter computed on the raw bits)."""
+        def wrapped(*args, **kwargs):
+            if not any(is_bf16(a) for a in args):
+                return original(*args, **kwargs)
+            out = original(*[handle_type(widened(a), tl.float32) if is_bf16(a) else a for a in args], **kwargs)
+            if isinstance(out, handle_type) and out.dtype.scalar == tl.float32:
+                return handle_type(narrowed(np.asarray(out.data), tl.bfloat16).reshape(np.shape(out.data)),
+                                   tl.bfloat16)
+            return out  # a comparison's int1
+        return wrapped
+
+    for name in dir(builder):
+        if name in BF16_MATH or name.startswith("create_fcmp"):
+            setattr(builder, name, in_fp32(getattr(builder, name)))
+    extern = builder.create_extern_elementwise
+
+    def create_extern_elementwise(lib_name, lib_path, symbol, args, ret_type, is_pure):
+        if not any(is_bf16(a) for a in args):
+            return extern(lib_name, lib_path, symbol, args, ret_type, is_pure)
+        wide = [handle_type(widened(a), tl.float32) if is_bf16(a) else a for a in args]
+        out = extern(lib_name, lib_path, symbol, wide, tl.float32, is_pure)
+        if getattr(ret_type, "scalar", ret_type) == tl.bfloat16:
+            return handle_type(narrowed(np.asarray(out.data), tl.bfloat16).reshape(np.shape(out.data)), tl.bfloat16)
+        return out
+
+    builder.create_extern_elementwise = create_extern_elementwise
+
+
+# The interpreter's float arithmetic, which on bf16 operands computes on their raw bits (uint16): wrapped by
+# _float_gaps to compute in fp32 and round back (with every create_fcmp*).
+BF16_MATH = frozenset({
+    "create_fadd", "create_fsub", "create_fmul", "create_fdiv", "create_frem", "create_fma", "create_fneg",
+    "create_fabs", "create_approx_divf", "create_precise_divf", "create_precise_sqrt", "create_sqrt", "create_rsqrt",
+    "create_exp", "create_exp2", "create_log", "create_log2", "create_cos", "create_sin", "create_erf",
+    "create_floor", "create_ceil", "create_clampf", "create_maximumf", "create_maxnumf", "create_minimumf",
+    "create_minnumf"})
 
 
 def _cached_patch_builtin(interp, tl):

@@ -198,6 +198,7 @@ def _kernelbench_problem(ref: types.ModuleType, ref_path: str, seed: int, device
     get_init_inputs. It is built once here, so a broken model is reported as a load failure."""
     import torch
     trains: dict[str, bool] = {}
+    as_built: dict[int, list[bool]] = {}  # id of a reference model -> its modules' training flags as built
 
     def build(knobs: dict[str, int], init: list | None) -> tuple[Callable, Callable]:
         try:
@@ -214,6 +215,7 @@ def _kernelbench_problem(ref: types.ModuleType, ref_path: str, seed: int, device
             trains["norms"] = trains.get("norms", False) or any(m.training for m in _norms(ref_model))
             trains["drops"] = trains.get("drops", False) or any(m.training for m in _dropouts(ref_model))
             trains["code"] = trains.get("code", False) or _reads_training(ref_model)
+            as_built[id(ref_model)] = [m.training for m in ref_model.modules()]
             ref_model.eval().to(device)
         return ref_model, implementation(init, knobs)
 
@@ -228,6 +230,7 @@ def _kernelbench_problem(ref: types.ModuleType, ref_path: str, seed: int, device
     problem.trains = trains.get("norms", False)
     problem.drops = trains.get("drops", False)
     problem.trains_in_code = trains.get("code", False)
+    problem.as_built = as_built
     return problem
 
 

@@ -38,6 +38,10 @@ class Problem:
     trains: bool = False  # the reference model leaves a normalization in training mode (PyTorch's default) as built
     drops: bool = False  # the reference model leaves a dropout in training mode as built: random there, judged so
     trains_in_code: bool = False  # code of the model's own reads self.training (drops is set once it draws there)
+    # id of a reference model -> each of its modules' training flag as built (the train-mode variant's reference where
+    # no norm, dropout or code of its own says it trains differently: a torch module that draws while training, an
+    # RReLU or an attention's dropout, is seen drawing there)
+    as_built: dict = field(default_factory=dict)
 
     def float64(self, ref: Callable, absolute: bool = False) -> Callable:
         """The reference upcast to float64 (parameters made absolute when asked), copied once per reference

@@ -140,9 +140,10 @@ class VariantRuns:
             return None
         ref_inputs, draws, updated, r_flat, t_flat, truth_dtype = reference
         p = self.ctx.problem
-        if v.name == TRAIN_MODE and draws and getattr(p, "trains_in_code", False):
-            # Its own code's training path drew random numbers (an F.dropout on self.training, noise added while
-            # training): from here on judged as a model with dropout in training mode is (drops_in_training).
+        if v.name == TRAIN_MODE and draws:
+            # Its training path drew random numbers (an F.dropout on self.training, noise added while training, a
+            # torch module that draws while training: RReLU, an attention's dropout): from here on judged as a model
+            # with dropout in training mode is (drops_in_training).
             p.drops = True
         spread, constants, terms, a_flat = self.truth.budget_inputs(v, ref, inputs, r_flat, t_flat, updated,
                                                                     truth_dtype, call)
@@ -225,8 +226,12 @@ class VariantRuns:
         with p.knobs_set(v.knobs):
             ref, impl = p.build(v.knobs or {}, p.init(v.knobs, init) if init else None)
         if isinstance(ref, torch.nn.Module) and v.name == TRAIN_MODE:
-            if trains_differently(p):  # else as built (a norm the problem set to eval stays so)
+            modes, modules = getattr(p, "as_built", {}).get(id(ref)), list(ref.modules())
+            if trains_differently(p) or modes is None or len(modes) != len(modules):
                 ref.train()
+            else:  # as built: a norm the problem put in eval mode stays so
+                for m, mode in zip(modules, modes):
+                    m.training = mode
         elif isinstance(ref, torch.nn.Module) and v.name == "ties":
             # Scales the model holds (a quantizer's calibrated buffer) at powers of two on both sides, so
             # that the ties built from the inputs are ties there too (ties.py).
