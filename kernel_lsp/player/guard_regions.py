@@ -15,9 +15,10 @@ from typing import Any
 
 
 def _extent(t) -> tuple[int, int]:
-    """The bytes [lo, hi) a tensor's elements span (its strides included)."""
-    lo = t.data_ptr()
-    span = 1 + sum((n - 1) * st for n, st in zip(t.shape, t.stride()) if n > 0) if t.numel() else 0
+    """The bytes [lo, hi) a tensor's elements span (its strides included); a tensor or Triton's reinterpreted view of
+    one (`triton.reinterpret`: shape, strides and data_ptr, no numel)."""
+    lo, shape = t.data_ptr(), tuple(t.shape)
+    span = 1 + sum((n - 1) * st for n, st in zip(shape, t.stride()) if n > 0) if all(shape) else 0
     return lo, lo + span * t.element_size()
 
 

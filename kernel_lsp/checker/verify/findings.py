@@ -226,8 +226,11 @@ class Findings:
             return {}
         out = {}
         for qual, _, src, dtypes in self.launched_sources():
-            # pointer types read "*fp8e4b15", tensor descriptors "tensordesc<fp8e4b15[128, 64]>"
-            if any(fmt in t for t in dtypes for fmt in UNFAITHFUL_FP8):
+            # pointer types read "*fp8e4b15", tensor descriptors "tensordesc<fp8e4b15[128, 64]>"; and the kernel's
+            # code names the format (tl.float8e4b15): an argument of that type it never casts is no reason to leave
+            # its values unjudged (a wrong kernel passed so)
+            if (any(fmt in t for t in dtypes for fmt in UNFAITHFUL_FP8)
+                    and _names_any(src, {"float8e4b15", "float8e4b8", "float8e5b16"})):
                 out[qual] = ("fp8 casts of this format in this Triton's CPU interpreter drop the mantissa carry "
                              "(7.9 becomes 4.0) and break ties away from even")
         return out
@@ -261,6 +264,19 @@ class Findings:
 
 # An fp32 tl.dot whose precision is spelled out as fp32-accurate: IEEE, or three TF32 products (tf32x3: about
 # fp32's error, which the GPU run judges; the interpreter computes every precision exactly).
+def _names_any(source: str, names: set[str]) -> bool:
+    """Whether the code (not a string or a comment) of a kernel's source refers to any of `names`, as a name or an
+    attribute (`tl.float8e4b15`)."""
+    import ast
+    import textwrap
+    try:
+        tree = ast.parse(textwrap.dedent(source))
+    except SyntaxError:
+        return True  # unreadable: as before, the argument types decide
+    return any((isinstance(n, ast.Attribute) and n.attr in names) or (isinstance(n, ast.Name) and n.id in names)
+               for n in ast.walk(tree))
+
+
 # fp8 formats whose casts the CPU interpreter gets wrong and the player leaves as they are (AMD's fnuz formats and
 # Triton's own e4b15); fp8e4nv and fp8e5 it makes faithful.
 UNFAITHFUL_FP8 = ("fp8e4b15", "fp8e4b8", "fp8e5b16")
