@@ -198,39 +198,43 @@ def _float_gaps(builder, handle_type, tl, interp) -> None:
     rtne = interp._ir.ROUNDING_MODE.RTNE
 
     def widened(h):
-        """The handle's values as a float32 array (exact), or None for a format not handled here."""
+        """The handle's values as a float32 array of its shape (exact), or None for a format not handled here."""
         scalar, data = h.dtype.scalar, np.asarray(h.data)
         if scalar in torch_of:
-            return torch.from_numpy(np.ascontiguousarray(data)).view(torch_of[scalar]).float().numpy()
+            wide = torch.from_numpy(np.ascontiguousarray(data)).view(torch_of[scalar]).float().numpy()
+            return wide.reshape(data.shape)  # (ascontiguousarray makes a 0-d array 1-d)
         if scalar in (tl.float32, tl.float16):
             return data.astype(np.float32)
         return None
 
     def narrowed(values, dst):
         """float32 (or float64) values in `dst` (one of torch_of), rounded to nearest even, as the interpreter stores
-        them."""
+        them, in the values' shape."""
         values = np.asarray(values)
         t = torch.from_numpy(np.ascontiguousarray(values, dtype=np.float64 if values.dtype == np.float64
                                                   else np.float32))
         if dst in largest:
             t = t.clamp(-largest[dst], largest[dst])  # NaN stays NaN
         out = t.to(torch_of[dst]).view(bits_of[dst]).numpy()
-        return out.view(interp._get_np_dtype(dst))
+        return out.view(interp._get_np_dtype(dst)).reshape(values.shape)
+
+    def as_fp32(h):
+        return handle_type(widened(h), tl.float32) if h.dtype.scalar == tl.bfloat16 else h
+
+    def as_bf16(h):
+        return handle_type(narrowed(np.asarray(h.data), tl.bfloat16), tl.bfloat16)
 
     def converted(src, dst_type, original, *rest):
         dst = dst_type.scalar
         if dst in torch_of and (src.dtype.scalar == tl.float64 or src.dtype.scalar.is_int()):
             # integers (int8 weights dequantized to bf16) and float64: the interpreter wrote their values' raw bits
-            return handle_type(narrowed(np.asarray(src.data).astype(np.float64), dst).reshape(np.shape(src.data)),
-                               dst)
+            return handle_type(narrowed(np.asarray(src.data).astype(np.float64), dst), dst)
         if src.dtype.scalar != dst and src.dtype.scalar in exact and dst in exact and (
                 src.dtype.scalar in torch_of or dst in torch_of):
             values = widened(src)
             if dst in torch_of:
-                data = narrowed(values, dst)
-            else:
-                data = values.astype(interp._get_np_dtype(dst))  # fp32, or fp16 rounded to nearest even by numpy
-            return handle_type(data.reshape(np.shape(src.data)), dst)
+                return handle_type(narrowed(values, dst), dst)
+            return handle_type(values.astype(interp._get_np_dtype(dst)), dst)  # fp32, or fp16 (numpy rounds to even)
         return original(src, dst_type, *rest)
 
     cast, fp_to_fp, dot = builder.cast_impl, builder.create_fp_to_fp, builder.create_dot
@@ -241,13 +245,8 @@ def _float_gaps(builder, handle_type, tl, interp) -> None:
         return fp_to_fp(src, dst_type, rounding_mode)
 
     def create_dot(a, b, d, *rest, **kwargs):
-        if tl.bfloat16 not in (a.dtype.scalar, b.dtype.scalar, d.dtype.scalar):
-            return dot(a, b, d, *rest, **kwargs)
-        wide = [handle_type(widened(h), tl.float32) if h.dtype.scalar == tl.bfloat16 else h for h in (a, b, d)]
-        out = dot(*wide, *rest, **kwargs)
-        if d.dtype.scalar == tl.bfloat16:
-            return handle_type(narrowed(np.asarray(out.data), tl.bfloat16).reshape(np.shape(out.data)), tl.bfloat16)
-        return out
+        # bf16 operands only: the accumulator is fp32 (Triton refuses a bf16 out_dtype), and so is the result
+        return dot(as_fp32(a), as_fp32(b), d, *rest, **kwargs)
 
     builder.cast_impl, builder.create_fp_to_fp, builder.create_dot = (
         lambda src, dst_type: converted(src, dst_type, cast), create_fp_to_fp, create_dot)
@@ -260,10 +259,9 @@ def _float_gaps(builder, handle_type, tl, interp) -> None:
         def wrapped(*args, **kwargs):
             if not any(is_bf16(a) for a in args):
                 return original(*args, **kwargs)
-            out = original(*[handle_type(widened(a), tl.float32) if is_bf16(a) else a for a in args], **kwargs)
+            out = original(*[as_fp32(a) if is_bf16(a) else a for a in args], **kwargs)
             if isinstance(out, handle_type) and out.dtype.scalar == tl.float32:
-                return handle_type(narrowed(np.asarray(out.data), tl.bfloat16).reshape(np.shape(out.data)),
-                                   tl.bfloat16)
+                return as_bf16(out)
             return out  # a comparison's int1
         return wrapped
 
@@ -275,11 +273,8 @@ def _float_gaps(builder, handle_type, tl, interp) -> None:
     def create_extern_elementwise(lib_name, lib_path, symbol, args, ret_type, is_pure):
         if not any(is_bf16(a) for a in args):
             return extern(lib_name, lib_path, symbol, args, ret_type, is_pure)
-        wide = [handle_type(widened(a), tl.float32) if is_bf16(a) else a for a in args]
-        out = extern(lib_name, lib_path, symbol, wide, tl.float32, is_pure)
-        if getattr(ret_type, "scalar", ret_type) == tl.bfloat16:
-            return handle_type(narrowed(np.asarray(out.data), tl.bfloat16).reshape(np.shape(out.data)), tl.bfloat16)
-        return out
+        out = extern(lib_name, lib_path, symbol, [as_fp32(a) for a in args], tl.float32, is_pure)
+        return as_bf16(out) if getattr(ret_type, "scalar", ret_type) == tl.bfloat16 else out
 
     builder.create_extern_elementwise = create_extern_elementwise
 

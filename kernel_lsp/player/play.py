@@ -136,7 +136,8 @@ class Player(PlayerCalls):
                     torch.manual_seed(int(req.get("seed", 0)))
                     model = getattr(module, req.get("entry") or "ModelNew")(*req.get("init", []))
                     if isinstance(model, torch.nn.Module):
-                        self.as_built[id(model)] = [m.training for m in model.modules()]
+                        import state
+                        self.as_built[id(model)] = state.training_modes(model)
                         model = model.eval().to(self.device)
                 else:
                     model = getattr(module, req["entry"])

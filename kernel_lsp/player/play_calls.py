@@ -130,7 +130,8 @@ class PlayerCalls:
                         torch.manual_seed(int(req["seed"]))
                     training = bool(req.get("train")) and isinstance(model, torch.nn.Module)
                     if training:
-                        self.as_built_modes(model)
+                        import state
+                        state.train_as_built(model, self.as_built.get(id(model)))
                     try:
                         with torch.set_grad_enabled(req.get("grad", True) is not False):
                             out = model(*args)
@@ -165,16 +166,6 @@ class PlayerCalls:
             answer["breaches"] = [b.__dict__ for b in gpu.breaches()]
             gpu.clear()
         return answer
-
-    def as_built_modes(self, model) -> None:
-        """Each module of the model in the training mode it was built in (a user's `ModelNew(...)` is called so),
-        or all of them in training mode where its modules changed since."""
-        modes, modules = getattr(self, "as_built", {}).get(id(model)), list(model.modules())
-        if modes is None or len(modes) != len(modules):
-            model.train()
-            return
-        for m, mode in zip(modules, modes):
-            m.training = mode
 
     @contextlib.contextmanager
     def _budget(self, n):

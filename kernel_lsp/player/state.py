@@ -1,5 +1,6 @@
 """A model's parameters and buffers moved off their initial values, the same way in the checker (the reference) and
-in the player (the implementation): the verifier's `parameters` variant. Torch only; imports nothing of kernel_lsp."""
+in the player (the implementation): the verifier's `parameters` variant; and its modules' training modes as built,
+put back for the `train-mode` variant. Torch only; imports nothing of kernel_lsp."""
 
 from __future__ import annotations
 
@@ -40,3 +41,19 @@ def float_state(model) -> dict[str, list[int]]:
     """The names and shapes of a model's float parameters and buffers."""
     return {name: list(t.shape) for name, t in list(model.named_parameters()) + list(model.named_buffers())
             if t.is_floating_point() and t.numel()}
+
+
+def training_modes(model) -> list[bool]:
+    """Each module's training flag, in `model.modules()` order (taken as built, before the checks' eval())."""
+    return [m.training for m in model.modules()]
+
+
+def train_as_built(model, modes: list[bool] | None) -> None:
+    """Each module of the model in the training mode `training_modes` took, as built (a user's `ModelNew(...)` is
+    called so); all of them in training mode where none were taken or its modules changed since."""
+    modules = list(model.modules())
+    if modes is None or len(modes) != len(modules):
+        model.train()
+        return
+    for m, mode in zip(modules, modes):
+        m.training = mode

@@ -18,6 +18,7 @@ from typing import Any, Callable
 from ...jobs import LinkSpec
 from ...model import split_lines
 from ...player.sourcefile import exec_file
+from ...player.state import training_modes
 from .errors import IMPLEMENTATION, INPUTS, REFERENCE, UserCodeError, deepest_line
 from .problem import Problem, manual_seed
 
@@ -215,7 +216,7 @@ def _kernelbench_problem(ref: types.ModuleType, ref_path: str, seed: int, device
             trains["norms"] = trains.get("norms", False) or any(m.training for m in _norms(ref_model))
             trains["drops"] = trains.get("drops", False) or any(m.training for m in _dropouts(ref_model))
             trains["code"] = trains.get("code", False) or _reads_training(ref_model)
-            as_built[id(ref_model)] = [m.training for m in ref_model.modules()]
+            as_built[id(ref_model)] = training_modes(ref_model)
             ref_model.eval().to(device)
         return ref_model, implementation(init, knobs)
 

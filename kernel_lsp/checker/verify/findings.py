@@ -230,7 +230,7 @@ class Findings:
             # code names the format (tl.float8e4b15): an argument of that type it never casts is no reason to leave
             # its values unjudged (a wrong kernel passed so)
             if (any(fmt in t for t in dtypes for fmt in UNFAITHFUL_FP8)
-                    and _names_any(src, {"float8e4b15", "float8e4b8", "float8e5b16"})):
+                    and _names_any(src, {"float8" + fmt.removeprefix("fp8") for fmt in UNFAITHFUL_FP8})):
                 out[qual] = ("fp8 casts of this format in this Triton's CPU interpreter drop the mantissa carry "
                              "(7.9 becomes 4.0) and break ties away from even")
         return out
@@ -262,8 +262,6 @@ class Findings:
                         "input_precision=\"ieee\" if fp32 accuracy is intended", span, source="kernel-lsp.verify")
 
 
-# An fp32 tl.dot whose precision is spelled out as fp32-accurate: IEEE, or three TF32 products (tf32x3: about
-# fp32's error, which the GPU run judges; the interpreter computes every precision exactly).
 def _names_any(source: str, names: set[str]) -> bool:
     """Whether the code (not a string or a comment) of a kernel's source refers to any of `names`, as a name or an
     attribute (`tl.float8e4b15`)."""
@@ -280,6 +278,8 @@ def _names_any(source: str, names: set[str]) -> bool:
 # fp8 formats whose casts the CPU interpreter gets wrong and the player leaves as they are (AMD's fnuz formats and
 # Triton's own e4b15); fp8e4nv and fp8e5 it makes faithful.
 UNFAITHFUL_FP8 = ("fp8e4b15", "fp8e4b8", "fp8e5b16")
+# An fp32 tl.dot whose precision is spelled out as fp32-accurate: IEEE, or three TF32 products (tf32x3: about
+# fp32's error, which the GPU run judges; the interpreter computes every precision exactly).
 _FP32_DOT = re.compile(r"""input_precision\s*=\s*["'](ieee|tf32x3)["']|allow_tf32\s*=\s*False""")
 
 

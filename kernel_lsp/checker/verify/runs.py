@@ -9,7 +9,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from ...player.state import float_state, perturb
+from ...player.state import float_state, perturb, train_as_built
 from ..problem.problem import Problem, manual_seed
 from ..compile.positions import api_note, readable
 from ..player import CallResult
@@ -226,12 +226,9 @@ class VariantRuns:
         with p.knobs_set(v.knobs):
             ref, impl = p.build(v.knobs or {}, p.init(v.knobs, init) if init else None)
         if isinstance(ref, torch.nn.Module) and v.name == TRAIN_MODE:
-            modes, modules = getattr(p, "as_built", {}).get(id(ref)), list(ref.modules())
-            if trains_differently(p) or modes is None or len(modes) != len(modules):
-                ref.train()
-            else:  # as built: a norm the problem put in eval mode stays so
-                for m, mode in zip(modules, modes):
-                    m.training = mode
+            # where it trains differently, all of it in training mode; else as built (a norm the problem put in eval
+            # mode stays so)
+            train_as_built(ref, None if trains_differently(p) else p.as_built.get(id(ref)))
         elif isinstance(ref, torch.nn.Module) and v.name == "ties":
             # Scales the model holds (a quantizer's calibrated buffer) at powers of two on both sides, so
             # that the ties built from the inputs are ties there too (ties.py).
