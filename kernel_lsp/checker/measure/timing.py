@@ -65,13 +65,15 @@ class Samples:
 
 
 def time_sides(sides: dict[str, Side | list[Side]], clock, *, warmup: int = 3, min_rounds: int = 10,
-               max_rounds: int = 200, budget_s: float = 1.0, precision: float = 0.0) -> dict[str, Samples]:
+               max_rounds: int = 200, budget_s: float = 1.0, precision: float = 0.0,
+               impl: str = "triton") -> dict[str, Samples]:
     """Interleaved samples of every side: each round calls every side once, the order rotating by one each round.
     A side given as a list of callables (one per input copy) uses copy `round % len` in each round.
 
     With `precision` > 0 the rounds also stop, from PRECISE_MIN_ROUNDS on, once every side's 95% interval of its
-    median (clustered by input copy, as the report computes it) lies within +-precision of that median: more
-    samples would only narrow intervals that already decide nothing at that scale."""
+    median (clustered by input copy, as the report computes it) lies within +-precision of that median, or once
+    every speedup of `impl` over another side is settled (`_settled`): more samples would only narrow intervals
+    that already decide nothing at that scale."""
     copies = {name: (fn if isinstance(fn, list) else [fn]) for name, fn in sides.items()}
     for fns in copies.values():
         for fn in fns:
@@ -90,14 +92,37 @@ def time_sides(sides: dict[str, Side | list[Side]], clock, *, warmup: int = 3, m
             out[name].add(event_us, host_us, copy, getattr(clock, "last_tail_us", 0.0))
             out[name].last_output = result
         rounds += 1
-        if precision > 0 and rounds >= PRECISE_MIN_ROUNDS and rounds % PRECISE_CHECK_EVERY == 0 and \
-                all(_precise(out[name], precision) for name in names):
+        if precision > 0 and rounds >= PRECISE_MIN_ROUNDS and rounds % PRECISE_CHECK_EVERY == 0 and (
+                all(_precise(out[name], precision) for name in names) or _settled(out, impl, precision)):
             break
     return out
 
 
 PRECISE_MIN_ROUNDS = 30  # a precision stop needs this many rounds: 30 samples per side, spread over the copies
 PRECISE_CHECK_EVERY = 10
+
+
+SETTLED_MARGIN = 0.03  # a speedup whose whole interval is this far from 1 has its verdict (perf_rules.verdict)
+
+
+def _settled(out: dict[str, Samples], impl: str, precision: float) -> bool:
+    """Every speedup of `impl` over another side, computed as the report computes it (stats.ratio_of_medians, clustered
+    by input copy): its 95% interval within +-2 x precision of the ratio (the ratio is shown to two decimals), or
+    wholly beyond SETTLED_MARGIN from 1, where more rounds would narrow it but not change its verdict. The margin
+    keeps the stop from ending on a chance excursion of two sides that are equal (stopping at the first interval
+    that misses 1 would make "slower" and "faster" out of noise); a noisy side whose ratio is neither keeps the
+    rounds going to the budget, as before. No stop from here without `impl` and another side."""
+    from .stats import ratio_of_medians
+    others = [name for name in out if name != impl]
+    if impl not in out or not others:
+        return False
+    for name in others:
+        ci = ratio_of_medians(out[name].event_us, out[impl].event_us, resamples=500,
+                              numerator_groups=out[name].copy, denominator_groups=out[impl].copy)
+        narrow = max(ci.high - ci.estimate, ci.estimate - ci.low) <= 2 * precision * ci.estimate
+        if not (narrow or ci.low > 1 + SETTLED_MARGIN or ci.high < 1 - SETTLED_MARGIN):
+            return False
+    return True
 
 
 def _precise(samples: Samples, precision: float) -> bool:

@@ -51,6 +51,7 @@ class Evidence:
     rerun_launches: int | None = None  # Triton launches during the second run (None: no second call was made)
     sentinel: float = SENTINEL  # the second run's poison value
     correlated: bool = False  # rows of equal or repeated values (the structured variant): rounding errors add up
+    reference_draws: list | None = None  # random ops: the reference's flat outputs from more draws (truth.py)
 
     def budget_args(self, j: int) -> dict:
         """compare_tensor's extra arguments for output j."""

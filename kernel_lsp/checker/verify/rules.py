@@ -19,6 +19,7 @@ per-sample invariant.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -335,9 +336,16 @@ def judge(e: Evidence) -> Judgement:
 
 def ks_statistic(a, b) -> tuple[float, float]:
     """Two-sample Kolmogorov-Smirnov statistic of two tensors' values, and its critical value at KS_ALPHA."""
+    return _ks_sorted(_sorted_values(a), _sorted_values(b, a.device))
+
+
+def _sorted_values(a, device=None):
     import torch
-    x = torch.sort(a.detach().double().reshape(-1)).values
-    y = torch.sort(b.detach().to(a.device).double().reshape(-1)).values
+    return torch.sort(a.detach().to(device or a.device).double().reshape(-1)).values
+
+
+def _ks_sorted(x, y) -> tuple[float, float]:
+    import torch
     n, m = x.numel(), y.numel()
     if n == 0 or m == 0:
         return 0.0, 1.0
@@ -368,6 +376,8 @@ def judge_random(e: Evidence) -> Judgement:
             continue
         nan_free = not (a.is_floating_point() and torch.isnan(a).any() and not torch.isnan(rr).any())
         d, crit = ks_statistic(a, rr) if nan_free else (0.0, 1.0)
+        own = draws_apart(e, j) if nan_free else 0.0
+        crit = max(crit, own)
         if e.fresh_draws and isinstance(b, torch.Tensor) and same(a, b) and informative(a):
             # The reference's second call draws new numbers; an implementation whose draws never change (a
             # constant seed) has the right distribution per call and the wrong one across calls. One whose
@@ -400,13 +410,167 @@ def judge_random(e: Evidence) -> Judgement:
         if d > crit:
             zeros = (f"; zero fraction {float((a == 0).double().mean()):.4f} vs reference "
                      f"{float((rr == 0).double().mean()):.4f}")
+            beyond = ("at alpha 1e-6, beyond what its own draws differ by" if own >= crit else "at alpha 1e-6")
             findings.append(RuleFinding("KL200", located(e, f"the distribution of {name} differs from the reference's "
                                                            f"(two-sample Kolmogorov-Smirnov D = {d:.4f} > {crit:.4f} "
-                                                           f"at alpha 1e-6{zeros})"),
-                                        data={"ks": d, "ks_critical": crit}))
+                                                           f"{beyond}{zeros})"),
+                                        data={"ks": d, "ks_critical": crit, "ks_reference_draws": own}))
+            verdict = "KL200"
+    if verdict == "ok":
+        wrong = dependence(e)
+        if wrong is not None:
+            findings.append(wrong)
             verdict = "KL200"
     if e.sample_message:
         findings.append(RuleFinding("KL200", located(e, e.sample_message)))
         verdict = "KL200"
     findings += [f for f in [no_launch(e)] if f is not None]
     return Judgement(findings, verdict)
+
+
+CLUSTERED = 1.5  # draws this much further apart than with their elements mixed: one draw moves many elements
+CLUSTER_TAIL = 2.0  # a distance that is mostly one shared draw has a tail twice the Kolmogorov distribution's
+DRAWS_SAMPLE = 1 << 18  # elements a draw is kept at, at most: fixed positions beyond (a GPU check's full sizes)
+
+
+@functools.lru_cache(maxsize=8)
+def sample_positions(numel: int, device) -> Any:
+    """DRAWS_SAMPLE fixed positions of a flat tensor of `numel` elements (None where it has no more): every side of
+    a comparison is taken at the same ones. Drawn with a seeded generator, O(DRAWS_SAMPLE) whatever the size."""
+    import torch
+    if numel <= DRAWS_SAMPLE:
+        return None
+    return torch.randint(0, numel, (DRAWS_SAMPLE,), generator=torch.Generator().manual_seed(numel)).to(device)
+
+
+def sampled(t) -> Any:
+    """A tensor flattened, at sample_positions where it is larger (what truth.reference_draws keeps of each draw)."""
+    import torch
+    if not isinstance(t, torch.Tensor):
+        return t
+    flat = t.detach().reshape(-1)
+    at = sample_positions(flat.numel(), flat.device)
+    return flat if at is None else flat[at]
+
+
+def draws_apart(e: Evidence, j: int) -> float:
+    """How far an implementation's output j may be from the reference's by the Kolmogorov-Smirnov distance, as the
+    reference's own draws (its output and e.reference_draws, kept at `sampled` positions) are apart; 0 where they
+    say nothing against the test's own critical value. That value assumes independent elements. A random op whose
+    one draw moves many elements at once (stochastic depth zeroing whole samples, a random sign or scale per row)
+    has draws far more apart than that, and a correct implementation drawing as it does failed the test. How much
+    further: the mean distance of the draws' 36 pairs against that of the same draws with their elements mixed
+    (each element taken from a draw chosen at random: what the draws would be if every element drew alone). About
+    1 for an op that draws per element (1.06 simulated; the critical value stands up to CLUSTERED); 2 to 7 for
+    stochastic depth of 3 to 128 rows, and then the critical value at the sample's size times that ratio times
+    CLUSTER_TAIL, as the distance is then mostly one shared draw's (no correct variant of 500 per case beyond it,
+    but 1 in 500 for 3 rows, where 9 draws may not show the op's spread)."""
+    import torch
+    first = e.reference[j]
+    if not isinstance(first, torch.Tensor) or first.numel() == 0:
+        return 0.0
+    outs = [sampled(first)] + [d[j] for d in (e.reference_draws or []) if j < len(d)]
+    outs = [o for o in outs if isinstance(o, torch.Tensor) and o.shape == outs[0].shape and o.dtype == outs[0].dtype
+            and not (o.is_floating_point() and torch.isnan(o).any())]
+    if len(outs) < 3:
+        return 0.0
+    real = _mean_pair_distance([_sorted_values(o, first.device) for o in outs])
+    stack = torch.stack([o.to(first.device) for o in outs])
+    n = stack.shape[1]
+    gen = torch.Generator().manual_seed(n)
+    column = torch.arange(n, device=stack.device)
+    mixed = [stack[torch.randint(0, len(outs), (n,), generator=gen).to(stack.device), column] for _ in outs]
+    alone = _mean_pair_distance([_sorted_values(o) for o in mixed])
+    ratio = real / alone if alone > 0 else (1.0 if real == 0 else math.inf)
+    if ratio <= CLUSTERED:
+        return 0.0
+    c_alpha = math.sqrt(-0.5 * math.log(KS_ALPHA / 2))
+    return min(1.0, CLUSTER_TAIL * ratio * c_alpha * math.sqrt(2 / n))
+
+
+ECDF_GRID = 1 << 14  # points the draws' distribution functions are compared at
+
+
+def _mean_pair_distance(ordered: list) -> float:
+    """The mean Kolmogorov-Smirnov distance over every pair of these sorted samples, each distribution function
+    read at ECDF_GRID points, evenly spaced order statistics of each (the supremum over those points: about
+    len(ordered)/ECDF_GRID below the exact one at most, and 36 pairs cost nine lookups, not 36 merges)."""
+    import torch
+    per = max(1, ECDF_GRID // len(ordered))
+    grid = torch.cat([o[torch.linspace(0, o.numel() - 1, min(per, o.numel()), device=o.device).long()]
+                      for o in ordered]).sort().values
+    cdfs = torch.stack([torch.searchsorted(o, grid, right=True).double() / o.numel() for o in ordered])
+    gaps = (cdfs[:, None, :] - cdfs[None, :, :]).abs().amax(dim=2)
+    k = len(ordered)
+    return float(gaps.sum()) / (k * (k - 1))
+
+
+DEPENDENCE_MIN = 256  # elements of an output and an input related; fewer say too little
+DEPENDENCE_FLOOR = 0.05  # a difference of rank correlations below this is never judged
+DEPENDENCE_SIGMAS = 10  # times the spread of the reference's own draws
+
+
+def rank_correlation(a, b) -> float | None:
+    """Spearman's rank correlation of two same-sized flat tensors' values, element by element (average ranks for
+    ties: a dropout's zeros), over the positions where both are finite; None where fewer than DEPENDENCE_MIN are or
+    either side is constant."""
+    import torch
+    x = a.detach().double().reshape(-1)
+    y = b.detach().double().reshape(-1).to(x.device)
+    keep = torch.isfinite(x) & torch.isfinite(y)
+    x, y = x[keep], y[keep]
+    if x.numel() < DEPENDENCE_MIN:
+        return None
+    rx, ry = _average_ranks(x), _average_ranks(y)
+    rx, ry = rx - rx.mean(), ry - ry.mean()
+    scale = float(rx.norm() * ry.norm())
+    return None if scale == 0 else float((rx * ry).sum()) / scale
+
+
+def _average_ranks(x):
+    import torch
+    _, inverse, counts = torch.unique(x, sorted=True, return_inverse=True, return_counts=True)
+    ends = torch.cumsum(counts, 0).double()
+    return (ends - (counts.double() - 1) / 2)[inverse]
+
+
+def dependence(e: Evidence) -> RuleFinding | None:
+    """A random op's output must follow its inputs as the reference's does, not only share its distribution: each
+    output against each floating-point input of its shape, element by element, by rank correlation, the
+    implementation's against the reference's over its draws (its output and e.reference_draws). A dropout that reads
+    its input at the wrong places (a stride or offset bug, an input reversed) keeps the pooled distribution the
+    Kolmogorov-Smirnov test looks at, and loses this. Judged where the implementation's correlation is further from
+    the draws' mean than DEPENDENCE_FLOOR + 8/sqrt(n) + DEPENDENCE_SIGMAS x their standard deviation: the floor and
+    the 8/sqrt(n) (several times the sampling noise of one rank correlation of n pairs) cover a reference whose one
+    draw moves many elements at once (a random scale per row), whose spread the draws show."""
+    import torch
+    if not e.reference_draws:
+        return None
+    returned = len(e.outputs) - len(e.updated)
+    for j in range(returned):
+        a, r = e.outputs[j], e.reference[j]
+        if not (isinstance(a, torch.Tensor) and a.is_floating_point() and a.numel() >= DEPENDENCE_MIN
+                and isinstance(r, torch.Tensor) and r.shape == a.shape):
+            continue
+        refs = [sampled(r)] + [d[j] for d in e.reference_draws if j < len(d)]
+        ours_at = sampled(a)
+        for i, x in enumerate(e.inputs_before):
+            if not (isinstance(x, torch.Tensor) and x.is_floating_point() and x.shape == a.shape):
+                continue
+            x_at = sampled(x)
+            ours = rank_correlation(x_at, ours_at)
+            theirs = [rank_correlation(x_at, t) for t in refs
+                      if isinstance(t, torch.Tensor) and t.shape == x_at.shape]
+            if ours is None or len(theirs) < 3 or any(t is None for t in theirs):
+                continue
+            mean = sum(theirs) / len(theirs)
+            sd = math.sqrt(sum((t - mean) ** 2 for t in theirs) / (len(theirs) - 1))
+            allowed = DEPENDENCE_FLOOR + 8 / math.sqrt(x_at.numel()) + DEPENDENCE_SIGMAS * sd
+            if abs(ours - mean) > allowed:
+                return RuleFinding("KL200", located(
+                    e, f"{e.name(j)} does not follow input {i} as the reference's does: its rank correlation with "
+                       f"that input, element by element, is {ours:.3f}, the reference's {mean:.3f} (+-{sd:.3f} over "
+                       f"{len(theirs)} draws; more than {allowed:.3f} apart): the values are drawn right but not "
+                       f"where they belong, as when elements are read from the wrong places"),
+                    data={"rank_correlation": round(ours, 4), "reference": round(mean, 4), "spread": round(sd, 4)})
+    return None

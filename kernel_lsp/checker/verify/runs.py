@@ -173,7 +173,7 @@ class VariantRuns:
                         result_line=result_line, updated=updated, spread=spread, terms=terms, constants=constants,
                         inputs_before=inputs, fresh_draws=bool(self.truth.fresh_draws) or drops_in_training(p, v),
                         rerun_launches=rerun_launches,
-                        reseeded=reseeded,
+                        reseeded=reseeded, reference_draws=self.truth.reference_draws(v, ref, inputs, r_flat),
                         sentinel=self.sentinel, correlated=v.name == "structured")
 
     def _reseeded(self, v: Variant, impl, inputs: list) -> list | None:

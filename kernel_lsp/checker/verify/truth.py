@@ -19,7 +19,7 @@ from .context import VerifyContext
 from .findings import takes_float_scalars
 from .plan.variants import Variant, absolute, clone_inputs, input_dtype, upcast
 from .probes import constant_rounding, no_grad_call, reference_repeat, reference_spread, rng_state
-from .rules import same
+from .rules import same, sampled
 from .signs import sign_free_calls
 
 
@@ -28,6 +28,7 @@ from .signs import sign_free_calls
 # dropout then kept the inputs' larger values (its mask made from the numbers that made them: output std 1.31 where
 # an unbiased mask gives 1.16), and a correct dropout failed the distribution test.
 CALL_SEED = 7919
+DEPENDENCE_DRAWS = 8  # a random reference's extra draws per variant: how far its own outputs are apart
 
 
 class ReferenceTruth:
@@ -82,6 +83,28 @@ class ReferenceTruth:
         if p.random and self.fresh_draws is False and self.seed_args is None:
             self.seed_args = self._seed_args(ref, inputs, flatten_outputs(r))
         return r, ref_inputs, draws
+
+    def reference_draws(self, v: Variant, ref, inputs: list, r_flat: list) -> list[list] | None:
+        """A random op's reference drawn DEPENDENCE_DRAWS more times on the same inputs (its random state, and its
+        seed arguments where it has them, moved each time): how far its outputs wander from draw to draw, the
+        measure its implementation's distance is judged by (rules.draws_apart, rules.dependence). Each output is
+        kept flat, at rules.sample_positions where it is larger (a GPU check's full sizes: 8 more copies of the
+        outputs would cost memory, and comparing them time). None where the op is not random or a draw fails."""
+        if not self.ctx.problem.random:
+            return None
+        draws = []
+        for d in range(1, DEPENDENCE_DRAWS + 1):
+            moved = clone_inputs(inputs)
+            for i in self.seed_args or []:
+                for _ in range(d):
+                    moved[i] = reseed(moved[i])
+            try:
+                manual_seed(v.seed + CALL_SEED + 7919 * d)
+                draws.append([sampled(y) for y in flatten_outputs(no_grad_call(ref, moved))])
+            except Exception as e:
+                raise_gpu_trouble(e)
+                return None
+        return draws
 
     def _seed_args(self, ref, inputs: list, r_flat: list) -> list[int]:
         """The integer arguments of a random reference with repeatable draws whose value moves its output (each

@@ -111,6 +111,30 @@ def test_timing_runs_on_while_one_sides_interval_is_wide():
     assert len(out["a"].event_us) == 120  # 0: the early stop is off, however steady the samples
 
 
+def test_timing_stops_once_each_speedup_is_settled_though_a_side_stays_noisy():
+    """A noisy baseline (+-20%) never gets its own interval to +-0.5%; where the implementation is clearly faster than
+    it (about 2x) the speedup's verdict is settled at the first check, and the rounds stop there. Where the two are
+    equal, the ratio's interval stays wide around 1 and the rounds run to the limit: no verdict out of noise."""
+    import random
+
+    from kernel_lsp.checker.measure.timing import _settled
+    rng = random.Random(1)
+    noisy = [100.0 * rng.uniform(0.8, 1.2) for _ in range(300)]
+    steady = [50.0 + rng.uniform(-0.2, 0.2) for _ in range(300)]
+    sides = {"triton": lambda: "triton", "eager": lambda: "eager"}
+    out = time_sides(sides, _ScriptedClock(triton=steady, eager=noisy), warmup=0, max_rounds=120, budget_s=60.0,
+                     precision=0.005)
+    assert len(out["eager"].event_us) == 30 and _settled(out, "triton", 0.005)
+    equal = [100.0 * rng.uniform(0.8, 1.2) for _ in range(300)]
+    out = time_sides(sides, _ScriptedClock(triton=equal, eager=noisy), warmup=0, max_rounds=120, budget_s=60.0,
+                     precision=0.005)
+    assert len(out["eager"].event_us) == 120 and not _settled(out, "triton", 0.005)
+    # The same noisy pair with no implementation side named: only the per-side precision stops the rounds.
+    out = time_sides(sides, _ScriptedClock(triton=steady, eager=noisy), warmup=0, max_rounds=120, budget_s=60.0,
+                     precision=0.005, impl="none")
+    assert len(out["eager"].event_us) == 120
+
+
 def test_timing_a_loop_pays_the_hosts_issue_time_when_it_is_longer_than_the_gpus():
     """The L2 flush between timed calls lets the host get ahead, so events alone hid a wrapper's launch (H200: a
     torch.compile wrapper issuing for 63 us read 41 us back to back; do_bench, 77 us): per call, a loop pays the

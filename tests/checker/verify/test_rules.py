@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from kernel_lsp.checker.verify.rules import (SENTINEL, Evidence, fingerprint, judge, judge_random, ks_statistic,
-                                     sketch)
+                                     sampled, sketch)
 
 
 def evidence(outputs, reference=None, truth=None, **kw) -> Evidence:
@@ -244,6 +244,68 @@ def test_rules_random_op_not_repeatable_is_kl207_and_invariant_message_is_kl200(
     a, b = torch.rand(5000, generator=g), torch.rand(5000, generator=g)
     j = judge_random(evidence([a], reference=[b], rerun=[torch.rand(5000, generator=g)], sample_message="row 3 sums to 2"))
     assert codes(j) == ["KL207", "KL200"] and j.findings[1].message.startswith("row 3 sums to 2; variant seed-1")
+
+
+def _dropout(x, g, p=0.25):
+    return torch.where(torch.rand(x.shape, generator=g) >= p, x / (1 - p), torch.zeros_like(x))
+
+
+def test_rules_random_op_whose_output_does_not_follow_its_input_fails_though_its_distribution_passes():
+    """A dropout reading its input reversed draws the reference's distribution (the KS test passes) but its output
+    no longer follows the input element by element: the rank correlation with it, against the reference's over
+    its draws."""
+    g = torch.Generator().manual_seed(2)
+    x = torch.randn(64, 200, generator=g)
+    draws = [[sampled(_dropout(x, g))] for _ in range(8)]  # as truth.reference_draws keeps them
+    ok = _dropout(x, g)
+    assert codes(judge_random(evidence([ok], reference=[_dropout(x, g)], rerun=[ok.clone()], inputs_before=[x, 7],
+                                       reference_draws=draws))) == []
+    wrong = _dropout(x.flip(1), g)
+    j = judge_random(evidence([wrong], reference=[_dropout(x, g)], rerun=[wrong.clone()], inputs_before=[x, 7],
+                              reference_draws=draws))
+    assert codes(j) == ["KL200"] and "does not follow input 0" in j.findings[0].message
+    # Without the reference's draws nothing is said (a problem that is not random has none).
+    assert codes(judge_random(evidence([wrong], reference=[_dropout(x, g)], rerun=[wrong.clone()],
+                                       inputs_before=[x, 7]))) == []
+
+
+def test_rules_random_op_draws_past_the_sample_size_are_kept_and_judged_at_fixed_positions():
+    """A GPU check's full sizes: the reference's extra draws keep DRAWS_SAMPLE positions of each output (the same
+    for every tensor of that size), and the judgement at them still finds the reversed input."""
+    from kernel_lsp.checker.verify.rules import DRAWS_SAMPLE
+    g = torch.Generator().manual_seed(4)
+    x = torch.randn(1024, 640, generator=g)  # 2.5 x DRAWS_SAMPLE elements
+    draws = [[sampled(_dropout(x, g))] for _ in range(8)]
+    assert draws[0][0].shape == (DRAWS_SAMPLE,) and torch.equal(sampled(x), sampled(x.clone()))
+    wrong = _dropout(x.flip(0), g)
+    assert codes(judge_random(evidence([wrong], reference=[_dropout(x, g)], rerun=[wrong.clone()],
+                                       inputs_before=[x], reference_draws=draws))) == ["KL200"]
+    ok = _dropout(x, g)
+    assert codes(judge_random(evidence([ok], reference=[_dropout(x, g)], rerun=[ok.clone()], inputs_before=[x],
+                                       reference_draws=draws))) == []
+
+
+def test_rules_random_op_whose_one_draw_moves_whole_rows_is_judged_by_how_far_its_own_draws_are_apart():
+    """Stochastic depth (each of 24 rows kept or zeroed): two of the reference's own draws differ far beyond the KS
+    test's critical value for independent elements, so an implementation drawing as it does failed; with the
+    draws, the limit follows how far they are apart (rules.draws_apart). A gross error still fails."""
+    g = torch.Generator().manual_seed(3)
+    x = torch.randn(24, 300, generator=g)
+
+    def drop_path(p=0.2):
+        return torch.where(torch.rand(24, 1, generator=g) >= p, x / (1 - p), torch.zeros_like(x))
+    draws = [[sampled(drop_path())] for _ in range(8)]
+    reference = drop_path()
+    with_draws = without = 0
+    for _ in range(20):
+        ours = drop_path()
+        with_draws += bool(codes(judge_random(evidence([ours], reference=[reference], rerun=[ours.clone()],
+                                                       inputs_before=[x], reference_draws=draws))))
+        without += bool(codes(judge_random(evidence([ours], reference=[reference], rerun=[ours.clone()]))))
+    assert with_draws == 0 and without >= 3  # the false alarm it was (6 of these 20)
+    j = judge_random(evidence([x + 3], reference=[reference], rerun=[x + 3], inputs_before=[x],
+                              reference_draws=draws))
+    assert codes(j) == ["KL200"] and "its own draws differ by" in j.findings[0].message
 
 
 def test_rules_ks_statistic_of_identical_samples_is_zero():
