@@ -52,6 +52,7 @@ class Evidence:
     sentinel: float = SENTINEL  # the second run's poison value
     correlated: bool = False  # rows of equal or repeated values (the structured variant): rounding errors add up
     reference_draws: list | None = None  # random ops: the reference's flat outputs from more draws (truth.py)
+    more_draws: Any = None  # random ops: a callable giving CONFIRM_DRAWS more, asked once before a finding rests on them
 
     def budget_args(self, j: int) -> dict:
         """compare_tensor's extra arguments for output j."""

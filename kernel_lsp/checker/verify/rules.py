@@ -334,14 +334,32 @@ def judge(e: Evidence) -> Judgement:
     return Judgement(findings, verdict, worst)
 
 
+KS_MANTISSA_BITS = 12  # values compared at this precision (2.4e-4 relative): a rounding is no difference of law
+
+
 def ks_statistic(a, b) -> tuple[float, float]:
-    """Two-sample Kolmogorov-Smirnov statistic of two tensors' values, and its critical value at KS_ALPHA."""
-    return _ks_sorted(_sorted_values(a), _sorted_values(b, a.device))
+    """Two-sample Kolmogorov-Smirnov statistic of two tensors' values, and its critical value at KS_ALPHA. The values
+    are compared at KS_MANTISSA_BITS: an implementation that divides by 1 - p where the reference multiplies by
+    1 / (1 - p) differs from it by an ulp, and where the input repeats a value (a constant row) the two outputs'
+    atoms sat an ulp apart, a distance of the whole atom's mass (a correct dropout was KL200 on the structured
+    variant). The smaller of two readings counts, on grids half a step apart, so that a pair of values an ulp apart
+    on either side of one grid's boundary is together on the other's."""
+    d0, crit = _ks_sorted(_sorted_values(a), _sorted_values(b, a.device))
+    if d0 == 0:
+        return d0, crit
+    d1, _ = _ks_sorted(_sorted_values(a, half=True), _sorted_values(b, a.device, half=True))
+    return min(d0, d1), crit
 
 
-def _sorted_values(a, device=None):
+def _sorted_values(a, device=None, half: bool = False):
     import torch
-    return torch.sort(a.detach().to(device or a.device).double().reshape(-1)).values
+    x = a.detach().to(device or a.device).double().reshape(-1)
+    if x.is_floating_point():
+        mantissa, exponent = torch.frexp(x)
+        step = float(2 ** KS_MANTISSA_BITS)
+        grid = torch.floor(mantissa * step) + 0.5 if half else torch.round(mantissa * step)
+        x = torch.where(torch.isfinite(x), torch.ldexp(grid / step, exponent), x)
+    return torch.sort(x).values
 
 
 def _ks_sorted(x, y) -> tuple[float, float]:
@@ -421,6 +439,15 @@ def judge_random(e: Evidence) -> Judgement:
         if wrong is not None:
             findings.append(wrong)
             verdict = "KL200"
+    if callable(e.more_draws) and e.reference_draws and any(
+            "ks_reference_draws" in f.data or "rank_correlation" in f.data for f in findings):
+        # Judged against 9 draws of the reference: one that moves a whole tensor now and then (a batch flipped
+        # at p = 0.1) often shows no such move in 9, and a correct implementation's one move was KL200. Drawn
+        # CONFIRM_DRAWS more times before the finding stands.
+        more, e.more_draws = e.more_draws(), None
+        if more:
+            e.reference_draws = list(e.reference_draws) + more
+            return judge_random(e)
     if e.sample_message:
         findings.append(RuleFinding("KL200", located(e, e.sample_message)))
         verdict = "KL200"
@@ -500,9 +527,9 @@ def _mean_pair_distance(ordered: list) -> float:
     grid = torch.cat([o[torch.linspace(0, o.numel() - 1, min(per, o.numel()), device=o.device).long()]
                       for o in ordered]).sort().values
     cdfs = torch.stack([torch.searchsorted(o, grid, right=True).double() / o.numel() for o in ordered])
-    gaps = (cdfs[:, None, :] - cdfs[None, :, :]).abs().amax(dim=2)
     k = len(ordered)
-    return float(gaps.sum()) / (k * (k - 1))
+    total = sum(float((cdfs[i] - cdfs[i + 1:]).abs().amax(dim=1).sum()) for i in range(k - 1))
+    return total / (k * (k - 1) / 2)
 
 
 DEPENDENCE_MIN = 256  # elements of an output and an input related; fewer say too little

@@ -24,7 +24,7 @@ from .plan.variants import Variant, clone_inputs, describe_inputs, has_integers,
 from .probes import no_grad_call
 from .rules import Evidence, draw_sentinel
 from .signs import aligned
-from .truth import CALL_SEED, ReferenceTruth, _seeded_call, reseed
+from .truth import CALL_SEED, CONFIRM_DRAWS, DEPENDENCE_DRAWS, ReferenceTruth, _seeded_call, reseed
 
 
 # The variants run besides the planned ones (schedule.py), which change how a side is built or called.
@@ -174,15 +174,24 @@ class VariantRuns:
                         inputs_before=inputs, fresh_draws=bool(self.truth.fresh_draws) or drops_in_training(p, v),
                         rerun_launches=rerun_launches,
                         reseeded=reseeded, reference_draws=self.truth.reference_draws(v, ref, inputs, r_flat),
+                        more_draws=lambda: self._more_draws(v, ref, inputs, r_flat),
                         sentinel=self.sentinel, correlated=v.name == "structured")
+
+    def _more_draws(self, v: Variant, ref, inputs: list, r_flat: list) -> list | None:
+        """CONFIRM_DRAWS more of the reference's draws on a variant's inputs, after the first DEPENDENCE_DRAWS, with
+        the variant's size knobs set again (the judge asks after collect returned)."""
+        with self.ctx.problem.knobs_set(v.knobs):
+            return self.truth.reference_draws(v, ref, inputs, r_flat, first=DEPENDENCE_DRAWS + 1,
+                                              count=CONFIRM_DRAWS)
 
     def _reseeded(self, v: Variant, impl, inputs: list) -> list | None:
         """A random op whose reference draws from seed arguments (truth.seed_args): on the first variant, the
         implementation's outputs with those arguments changed (truth.reseed) and everything else as in its first run
         (a random op's calls are not seeded: `draws` is for ops that are not random), for judge_random to see whether
-        its draws follow the seed. None elsewhere, or when that call raised."""
+        its draws follow the seed. None elsewhere, when that call raised, or where one change of a seed did not move
+        the reference's output either (truth.seed_moves_at_once: a rare event)."""
         seeds = self.truth.seed_args
-        if not seeds or v.name != "seed-1":
+        if not seeds or v.name != "seed-1" or not self.truth.seed_moves_at_once:
             return None
         moved = clone_inputs(inputs)
         for i in seeds:
