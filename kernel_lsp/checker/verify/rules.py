@@ -480,6 +480,11 @@ def sampled(t) -> Any:
     return flat if at is None else flat[at]
 
 
+def _reference_samples(e: Evidence, j: int) -> list:
+    """The reference's output j and its other draws' (e.reference_draws), each at the `sampled` positions."""
+    return [sampled(e.reference[j])] + [d[j] for d in (e.reference_draws or []) if j < len(d)]
+
+
 def draws_apart(e: Evidence, j: int) -> float:
     """How far an implementation's output j may be from the reference's by the Kolmogorov-Smirnov distance, as the
     reference's own draws (its output and e.reference_draws, kept at `sampled` positions) are apart; 0 where they
@@ -496,7 +501,7 @@ def draws_apart(e: Evidence, j: int) -> float:
     first = e.reference[j]
     if not isinstance(first, torch.Tensor) or first.numel() == 0:
         return 0.0
-    outs = [sampled(first)] + [d[j] for d in (e.reference_draws or []) if j < len(d)]
+    outs = _reference_samples(e, j)
     outs = [o for o in outs if isinstance(o, torch.Tensor) and o.shape == outs[0].shape and o.dtype == outs[0].dtype
             and not (o.is_floating_point() and torch.isnan(o).any())]
     if len(outs) < 3:
@@ -579,7 +584,7 @@ def dependence(e: Evidence) -> RuleFinding | None:
         if not (isinstance(a, torch.Tensor) and a.is_floating_point() and a.numel() >= DEPENDENCE_MIN
                 and isinstance(r, torch.Tensor) and r.shape == a.shape):
             continue
-        refs = [sampled(r)] + [d[j] for d in e.reference_draws if j < len(d)]
+        refs = _reference_samples(e, j)
         ours_at = sampled(a)
         for i, x in enumerate(e.inputs_before):
             if not (isinstance(x, torch.Tensor) and x.is_floating_point() and x.shape == a.shape):

@@ -173,16 +173,15 @@ class VariantRuns:
                         result_line=result_line, updated=updated, spread=spread, terms=terms, constants=constants,
                         inputs_before=inputs, fresh_draws=bool(self.truth.fresh_draws) or drops_in_training(p, v),
                         rerun_launches=rerun_launches,
-                        reseeded=reseeded, reference_draws=self.truth.reference_draws(v, ref, inputs, r_flat),
-                        more_draws=lambda: self._more_draws(v, ref, inputs, r_flat),
+                        reseeded=reseeded, reference_draws=self.truth.reference_draws(v, ref, inputs),
+                        more_draws=lambda: self._more_draws(v, ref, inputs),
                         sentinel=self.sentinel, correlated=v.name == "structured")
 
-    def _more_draws(self, v: Variant, ref, inputs: list, r_flat: list) -> list | None:
+    def _more_draws(self, v: Variant, ref, inputs: list) -> list | None:
         """CONFIRM_DRAWS more of the reference's draws on a variant's inputs, after the first DEPENDENCE_DRAWS, with
         the variant's size knobs set again (the judge asks after collect returned)."""
         with self.ctx.problem.knobs_set(v.knobs):
-            return self.truth.reference_draws(v, ref, inputs, r_flat, first=DEPENDENCE_DRAWS + 1,
-                                              count=CONFIRM_DRAWS)
+            return self.truth.reference_draws(v, ref, inputs, first=DEPENDENCE_DRAWS + 1, count=CONFIRM_DRAWS)
 
     def _reseeded(self, v: Variant, impl, inputs: list) -> list | None:
         """A random op whose reference draws from seed arguments (truth.seed_args): on the first variant, the

@@ -89,8 +89,7 @@ class ReferenceTruth:
             self.seed_args = self._seed_args(ref, inputs, flatten_outputs(r))
         return r, ref_inputs, draws
 
-    def reference_draws(self, v: Variant, ref, inputs: list, r_flat: list, first: int = 1,
-                        count: int = 0) -> list[list] | None:
+    def reference_draws(self, v: Variant, ref, inputs: list, first: int = 1, count: int = 0) -> list[list] | None:
         """A random op's reference drawn DEPENDENCE_DRAWS more times on the same inputs (its random state, and its
         seed arguments where it has them, moved each time): how far its outputs wander from draw to draw, the
         measure its implementation's distance is judged by (rules.draws_apart, rules.dependence). Each output is
