@@ -39,6 +39,7 @@ class VerifyState:
     launch_mark: int = 0  # launches before it belong to earlier variants (the schedule sets it per variant)
     probing: bool = False  # re-runs that explain a finding (shrink.py) show nothing live
     budget: int | None = None  # interpreter operations one call may take (a block-size variant's budget)
+    draws_confirmed: bool = False  # a random op's finding stood on more of the reference's draws (rules.judge_random)
 
     def mark(self) -> tuple[int, int, int]:
         """Where the failures, rows and skipped variants end: `cut` drops what is added after it."""

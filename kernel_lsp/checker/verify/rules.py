@@ -13,8 +13,8 @@ The rules, in the order `judge` applies them:
 - KL207 a second run on the same inputs that leaves the budget where the first stayed inside (a race);
 - KL205 no kernel launched while producing the result.
 Random ops are judged by `judge_random` instead: repeatability for a fixed seed, or, where the reference draws new
-numbers on every call, draws that change between calls; distribution (Kolmogorov-Smirnov) and the reference's
-per-sample invariant.
+numbers on every call, draws that change between calls; distribution (Kolmogorov-Smirnov), where values sit (rank
+correlation with each input, and between neighbouring elements) and the reference's per-sample invariant.
 """
 
 from __future__ import annotations
@@ -435,12 +435,12 @@ def judge_random(e: Evidence) -> Judgement:
                                         data={"ks": d, "ks_critical": crit, "ks_reference_draws": own}))
             verdict = "KL200"
     if verdict == "ok":
-        wrong = dependence(e)
+        wrong = dependence(e) or neighbours(e)
         if wrong is not None:
             findings.append(wrong)
             verdict = "KL200"
     if callable(e.more_draws) and e.reference_draws and any(
-            "ks_reference_draws" in f.data or "rank_correlation" in f.data for f in findings):
+            set(f.data) & {"ks_reference_draws", "rank_correlation", "neighbour_correlation"} for f in findings):
         # Judged against 9 draws of the reference: one that moves a whole tensor now and then (a batch flipped
         # at p = 0.1) often shows no such move in 9, and a correct implementation's one move was KL200. Drawn
         # CONFIRM_DRAWS more times before the finding stands.
@@ -605,4 +605,119 @@ def dependence(e: Evidence) -> RuleFinding | None:
                        f"{len(theirs)} draws; more than {allowed:.3f} apart): the values are drawn right but not "
                        f"where they belong, as when elements are read from the wrong places"),
                     data={"rank_correlation": round(ours, 4), "reference": round(mean, 4), "spread": round(sd, 4)})
+            banded = _band_dependence(x_at, ours_at, refs) if a.numel() <= DRAWS_SAMPLE else None
+            if banded is not None:
+                (start, end, mine, (mean, sd, allowed), count) = banded
+                return RuleFinding("KL200", located(
+                    e, f"{e.name(j)} does not follow input {i} as the reference's does in its elements {start} to "
+                       f"{end - 1} (flat order, of {a.numel()}): their rank correlation with that input is "
+                       f"{mine:.3f}, the reference's {mean:.3f} (+-{sd:.3f} over {count} draws; more than "
+                       f"{allowed:.3f} apart), as when one block (a tail) reads the wrong elements"),
+                    data={"rank_correlation": round(mine, 4), "reference": round(mean, 4), "spread": round(sd, 4),
+                          "elements": [start, end]})
+    return None
+
+
+BANDS = 8  # dependence is also judged in this many runs of consecutive elements: a wrong tail block is a few percent
+
+
+def _band_dependence(x, ours, refs: list) -> tuple | None:
+    """The first band of BANDS runs of consecutive (flat) elements where the implementation's rank correlation
+    with input `x` is a draws_outlier among the reference's draws': (start, end, its correlation, draws_outlier's
+    (mean, spread, allowed), draws counted). A whole tensor's correlation moves by a twentieth where one tail block in
+    twenty reads the wrong elements; the band holding it moves by a third."""
+    import torch
+    n = x.numel()
+    if n < BANDS * DEPENDENCE_MIN:
+        return None
+    edges = [n * b // BANDS for b in range(BANDS + 1)]
+    for start, end in zip(edges, edges[1:]):
+        mine = rank_correlation(x[start:end], ours[start:end])
+        theirs = [rank_correlation(x[start:end], t[start:end]) for t in refs
+                  if isinstance(t, torch.Tensor) and t.numel() == n]
+        theirs = [t for t in theirs if t is not None]
+        if mine is None or len(theirs) < 3:
+            continue
+        outside = draws_outlier(mine, end - start, theirs)
+        if outside is not None:
+            return start, end, mine, outside, len(theirs)
+    return None
+
+
+def _neighbour_correlations(t) -> dict:
+    """Rank correlations of a tensor's neighbouring elements along each dimension of two or more: of the values, and
+    of their magnitudes (a dropout's zeros, a random scale). Ranks are the whole tensor's (ties averaged), taken
+    once; each correlation is Pearson's of the ranks of the pairs. Empty where a value is not finite."""
+    import torch
+    x = t.detach().double()
+    if not bool(torch.isfinite(x).all()):
+        return {}
+    found = {}
+    for kind, values in (("values", x), ("magnitudes", x.abs())):
+        ranks = _average_ranks(values.reshape(-1)).reshape(x.shape)
+        for d, n in enumerate(x.shape):
+            if n < 2:
+                continue
+            a = ranks.narrow(d, 0, n - 1).reshape(-1)
+            b = ranks.narrow(d, 1, n - 1).reshape(-1)
+            a, b = a - a.mean(), b - b.mean()
+            scale = float(a.norm() * b.norm())
+            if a.numel() >= DEPENDENCE_MIN and scale > 0:
+                found[(kind, d)] = (float((a * b).sum()) / scale, a.numel())
+    return found
+
+
+OUTLIER_FLOOR = 0.02  # a difference of correlations below this is never judged (draws_outlier)
+SCREEN_SIGMAS = 5.04  # Student's t at alpha 1e-3 for 9 draws (8 degrees of freedom): a finding to confirm
+CONFIRMED_SIGMAS = 5.41  # at alpha 1e-6 for the 65 draws of a confirmation (64 degrees of freedom)
+DEPENDENCE_DRAWS_JUDGED = 9  # the reference's output and its first draws (truth.DEPENDENCE_DRAWS + 1)
+
+
+def draws_outlier(mine: float, pairs: int, known: list[float]) -> tuple[float, float, float] | None:
+    """(mean, spread, allowed) where `mine` lies outside the prediction interval of the reference draws' `known`
+    values (Student's t, SCREEN_SIGMAS on the first draws, CONFIRMED_SIGMAS once more are drawn), widened by
+    OUTLIER_FLOOR and 4/sqrt(pairs) (four times one correlation's sampling noise, where the draws show none)."""
+    k = len(known)
+    mean = sum(known) / k
+    sd = math.sqrt(sum((x - mean) ** 2 for x in known) / (k - 1))
+    sigmas = SCREEN_SIGMAS if k <= DEPENDENCE_DRAWS_JUDGED else CONFIRMED_SIGMAS
+    allowed = OUTLIER_FLOOR + 4 / math.sqrt(pairs) + sigmas * sd * math.sqrt(1 + 1 / k)
+    return (mean, sd, allowed) if abs(mine - mean) > allowed else None
+
+
+
+def neighbours(e: Evidence) -> RuleFinding | None:
+    """A random op's neighbouring elements must be related as the reference's are: drawn alone where it draws each
+    element alone, sharing a draw where it shares one (a random scale per row, a mask per sample). Marginals and the
+    rank correlation with each input miss an implementation that reuses one random number for two neighbouring
+    elements (`tl.rand(seed, offs // 2)`), gives every row the same mask, or applies a per-row scale per column. For
+    each output of at most DRAWS_SAMPLE elements (each reference draw is kept whole there; larger ones are not
+    judged here), the rank correlation of neighbours along each dimension, of values and of magnitudes, against the
+    reference's draws (draws_outlier). A finding on the first draws stands once the judge's CONFIRM_DRAWS more
+    confirm it."""
+    import torch
+    if not e.reference_draws:
+        return None
+    returned = len(e.outputs) - len(e.updated)
+    for j in range(returned):
+        a, r = e.outputs[j], e.reference[j]
+        if not (isinstance(a, torch.Tensor) and isinstance(r, torch.Tensor) and r.shape == a.shape and a.dim() >= 1
+                and not a.is_complex() and DEPENDENCE_MIN <= a.numel() <= DRAWS_SAMPLE):
+            continue
+        ours = _neighbour_correlations(a)
+        theirs = [_neighbour_correlations(t.reshape(a.shape)) for t in _reference_samples(e, j)
+                  if isinstance(t, torch.Tensor) and t.numel() == a.numel()]
+        for key, (mine, pairs) in ours.items():
+            known = [t[key][0] for t in theirs if key in t]
+            outside = draws_outlier(mine, pairs, known) if len(known) >= 3 else None
+            if outside is not None:
+                (mean, sd, allowed), (kind, d) = outside, key
+                return RuleFinding("KL200", located(
+                    e, f"neighbouring elements of {e.name(j)} along dimension {d} are related as the reference's are "
+                       f"not: the rank correlation of their {kind} is {mine:.3f}, the reference's {mean:.3f} "
+                       f"(+-{sd:.3f} over {len(known)} draws; more than {allowed:.3f} apart): one random draw shared "
+                       f"where the reference draws each element alone, or the reverse (a mask or scale reused "
+                       f"along the wrong dimension)"),
+                    data={"neighbour_correlation": round(mine, 4), "reference": round(mean, 4),
+                          "spread": round(sd, 4), "dim": d})
     return None

@@ -385,7 +385,15 @@ class VariantSchedule:
             if evidence is None:
                 return
             random = judged_randomly(self.ctx.problem, v)
+            if random and state.draws_confirmed:
+                # A finding already stood on CONFIRM_DRAWS more of the reference's draws: the check fails, and
+                # later variants' findings are judged on the first draws alone (confirming each cost a wrong
+                # kernel's check 56 more reference calls per variant).
+                evidence.more_draws = None
+            asked = evidence.more_draws is not None
             judgement = judge_random(evidence) if random else judge(evidence)
+            if random and asked and evidence.more_draws is None and judgement.verdict == "KL200":
+                state.draws_confirmed = True  # judge_random drew more and a finding stood on them
             for f in judgement.findings:
                 line = findings.place(f, evidence, runs.writers, runs.store_lines)
                 findings.fail(f.code, v, f.message, line, f.severity, **f.data)

@@ -80,3 +80,20 @@ def test_gpu_the_checks_seed_draws_on_the_gpu_what_torch_manual_seed_draws():
     for seed in (0, 7):
         expected, got = draws_after(torch.manual_seed, seed, "cuda"), draws_after(manual_seed, seed, "cuda")
         assert all(torch.equal(a, b) for a, b in zip(expected, got))
+
+
+def test_a_failing_random_check_confirms_its_first_finding_only(tmp_path):
+    """A finding of the distribution or dependence test stands only after CONFIRM_DRAWS more of the reference's draws;
+    once one has, the check fails, and the other variants' findings are not confirmed again (a wrong dropout's check
+    called the reference 1,062 times where 278 do)."""
+    from kernel_lsp.checker.verify.truth import CONFIRM_DRAWS, DEPENDENCE_DRAWS
+    calls = tmp_path / "calls"
+    source = (CORPUS / "bug_dropout_reads_reversed.py").read_text()
+    source = source.replace("def ref(x, seed):\n", f"def ref(x, seed):\n    open({str(calls)!r}, 'a').write('.')\n")
+    write(tmp_path / "case.py", source)
+    write(tmp_path / "pyproject.toml", "[tool.kernel-lsp]\nsandbox = false\n")  # the reference writes its count
+    proc = run_cli("check", str(tmp_path / "case.py"), "--no-cache", "--format", "json", "--timeout", "300")
+    doc = json.loads(proc.stdout)
+    assert proc.returncode == 1 and {d["code"] for d in doc["diagnostics"]} == {"KL200"}, doc["diagnostics"]
+    n = len(calls.read_text())  # about 20 variants, each the reference's call and its DEPENDENCE_DRAWS, and one confirm
+    assert CONFIRM_DRAWS < n <= 2 * CONFIRM_DRAWS + 20 * (DEPENDENCE_DRAWS + 3), n

@@ -308,6 +308,44 @@ def test_rules_random_op_whose_one_draw_moves_whole_rows_is_judged_by_how_far_it
     assert codes(j) == ["KL200"] and "its own draws differ by" in j.findings[0].message
 
 
+def test_rules_random_op_whose_neighbours_share_a_draw_the_reference_draws_alone_fails():
+    """Marginals and the rank correlation with the input stay the reference's when a dropout reuses one random
+    number for two neighbouring elements, or a per-row random scale is applied per column; the rank correlation of
+    neighbouring elements (values and magnitudes, along each dimension) does not. A correct per-row scale, whose
+    draws correlate neighbours along the row as the implementation's do, passes."""
+    g = torch.Generator().manual_seed(5)
+    x = torch.randn(64, 200, generator=g)
+    draws = [[_dropout(x, g)] for _ in range(8)]
+    keep = torch.rand(64, 100, 1, generator=g).expand(64, 100, 2).reshape(64, 200) >= 0.25  # pairs share a draw
+    pairs = torch.where(keep, x / 0.75, torch.zeros_like(x))
+    j = judge_random(evidence([pairs], reference=[_dropout(x, g)], rerun=[pairs.clone()], inputs_before=[x],
+                              reference_draws=draws))
+    assert codes(j) == ["KL200"] and "neighbouring elements of output along dimension 1" in j.findings[0].message
+    assert j.findings[0].data["dim"] == 1
+
+    def row_scale(per_row=True):
+        return x * (torch.rand(64, 1, generator=g) if per_row else torch.rand(1, 200, generator=g))
+    draws = [[row_scale()] for _ in range(8)]
+    for per_row, expected in ((True, []), (False, ["KL200"])):
+        ours = row_scale(per_row)
+        assert codes(judge_random(evidence([ours], reference=[row_scale()], rerun=[ours.clone()],
+                                           inputs_before=[x], reference_draws=draws))) == expected
+
+
+def test_rules_draws_outlier_is_a_prediction_interval_screened_then_confirmed():
+    """Nine draws screen at Student's t for alpha 1e-3; the 65 of a confirmation judge at alpha 1e-6; a difference
+    within the floor and the sampling term is never an outlier, whatever the draws' spread."""
+    from kernel_lsp.checker.verify.rules import CONFIRMED_SIGMAS, SCREEN_SIGMAS, draws_outlier
+    nine = [0.40 + 0.01 * (i - 4) for i in range(9)]
+    mean, sd, allowed = draws_outlier(0.0, 10_000, nine)
+    assert abs(mean - 0.40) < 1e-12 and allowed == pytest.approx(0.02 + 0.04 + SCREEN_SIGMAS * sd * (10 / 9) ** 0.5)
+    assert draws_outlier(0.40 + 0.9 * allowed - 0.0, 10_000, nine) is None
+    many = nine * 7 + nine[:2]
+    _, sd, allowed = draws_outlier(0.0, 10_000, many)
+    assert allowed == pytest.approx(0.02 + 0.04 + CONFIRMED_SIGMAS * sd * (66 / 65) ** 0.5)
+    assert draws_outlier(0.0, 400, [0.0] * 9) is None and draws_outlier(0.5, 400, [0.0] * 9) is not None
+
+
 def test_rules_ks_statistic_of_identical_samples_is_zero():
     x = torch.randn(1000)
     d, crit = ks_statistic(x, x.clone())
