@@ -5,12 +5,13 @@
 - `only_input`: a layout transform applied to one input, to find whose layout a failing variant depends on.
 - `reference_repeat`: the reference called again on the same inputs, its random state left as the first call
   left it: a reference whose output then changes cannot be matched element by element (KL007).
+- `random_draws_call`: a call with what torch's random operations drew in it (which arguments seed a random op).
 """
 
 from __future__ import annotations
 
 import inspect
-from typing import Callable
+from typing import Any, Callable
 
 from .compare import UNIT_ROUNDOFF, flatten_outputs, unravel
 from ..problem.errors import raise_gpu_trouble
@@ -22,6 +23,29 @@ def no_grad_call(fn, inputs):
     import torch
     with torch.no_grad():
         return fn(*inputs)
+
+
+def random_draws_call(fn, inputs) -> tuple[Any, list]:
+    """no_grad_call, also returning what torch's random operations drew during the call (each output of an ATen op
+    tagged nondeterministic_seeded: rand, randn, bernoulli, uniform_, randint, randperm, multinomial...), kept at
+    rules.sampled positions: whether an argument seeds the reference shows in its draws even where a rare event
+    leaves its output unmoved (a sample dropped at p = 0.015)."""
+    import torch
+    from torch.utils._python_dispatch import TorchDispatchMode
+    from torch.utils._pytree import tree_leaves
+
+    from .rules import sampled
+    drawn: list = []
+
+    class Draws(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            out = func(*args, **(kwargs or {}))
+            if torch.Tag.nondeterministic_seeded in func.tags:
+                drawn.extend(sampled(t).clone() for t in tree_leaves(out) if isinstance(t, torch.Tensor))
+            return out
+    with Draws():
+        out = no_grad_call(fn, inputs)
+    return out, drawn
 
 
 def reference_spread(ref, inputs: list, r_flat: list, updated: list[int], call: Callable = no_grad_call,

@@ -645,9 +645,10 @@ def _band_dependence(x, ours, refs: list) -> tuple | None:
 
 
 def _neighbour_correlations(t) -> dict:
-    """Rank correlations of a tensor's neighbouring elements along each dimension of two or more: of the values, and
-    of their magnitudes (a dropout's zeros, a random scale). Ranks are the whole tensor's (ties averaged), taken
-    once; each correlation is Pearson's of the ranks of the pairs. Empty where a value is not finite."""
+    """Rank correlations of a tensor's neighbouring elements along each dimension of two or more, and of elements
+    FLAT_LAGS apart in flat order: of the values, and of their magnitudes (a dropout's zeros, a random scale). Ranks
+    are the whole tensor's (ties averaged), taken once; each correlation is Pearson's of the ranks of the pairs. Keys
+    (kind, dimension) and (kind, "flat+lag"). Empty where a value is not finite."""
     import torch
     x = t.detach().double()
     if not bool(torch.isfinite(x).all()):
@@ -664,7 +665,19 @@ def _neighbour_correlations(t) -> dict:
             scale = float(a.norm() * b.norm())
             if a.numel() >= DEPENDENCE_MIN and scale > 0:
                 found[(kind, d)] = (float((a * b).sum()) / scale, a.numel())
+        flat = ranks.reshape(-1)
+        for lag in FLAT_LAGS:  # a draw repeated every `lag` elements in memory order (a mask per block of programs)
+            if flat.numel() - lag < DEPENDENCE_MIN:
+                break
+            a, b = flat[:-lag], flat[lag:]
+            a, b = a - a.mean(), b - b.mean()
+            scale = float(a.norm() * b.norm())
+            if scale > 0:
+                found[(kind, f"flat+{lag}")] = (float((a * b).sum()) / scale, a.numel())
     return found
+
+
+FLAT_LAGS = tuple(2 ** k for k in range(1, 13))  # 2 to 4096 elements apart in flat order: Triton's block sizes
 
 
 OUTLIER_FLOOR = 0.02  # a difference of correlations below this is never judged (draws_outlier)
@@ -676,8 +689,13 @@ DEPENDENCE_DRAWS_JUDGED = 9  # the reference's output and its first draws (truth
 def draws_outlier(mine: float, pairs: int, known: list[float]) -> tuple[float, float, float] | None:
     """(mean, spread, allowed) where `mine` lies outside the prediction interval of the reference draws' `known`
     values (Student's t, SCREEN_SIGMAS on the first draws, CONFIRMED_SIGMAS once more are drawn), widened by
-    OUTLIER_FLOOR and 4/sqrt(pairs) (four times one correlation's sampling noise, where the draws show none)."""
+    OUTLIER_FLOOR and 4/sqrt(pairs) (four times one correlation's sampling noise, where the draws show none), and
+    farther than that widening from every draw: the interval assumes draws spread about normally, and a rare event
+    (a sample of 2 dropped at p = 0.015) is a jump that one draw in 65 may show and the interval not cover."""
     k = len(known)
+    near = OUTLIER_FLOOR + 4 / math.sqrt(pairs)
+    if min(abs(mine - x) for x in known) <= near:
+        return None  # one of the reference's own draws came this close (a rare event the others did not show)
     mean = sum(known) / k
     sd = math.sqrt(sum((x - mean) ** 2 for x in known) / (k - 1))
     sigmas = SCREEN_SIGMAS if k <= DEPENDENCE_DRAWS_JUDGED else CONFIRMED_SIGMAS
@@ -712,12 +730,62 @@ def neighbours(e: Evidence) -> RuleFinding | None:
             outside = draws_outlier(mine, pairs, known) if len(known) >= 3 else None
             if outside is not None:
                 (mean, sd, allowed), (kind, d) = outside, key
+                which = (f"elements of {e.name(j)} {d[5:]} apart in memory order" if isinstance(d, str) else
+                         f"neighbouring elements of {e.name(j)} along dimension {d}")
                 return RuleFinding("KL200", located(
-                    e, f"neighbouring elements of {e.name(j)} along dimension {d} are related as the reference's are "
+                    e, f"{which} are related as the reference's are "
                        f"not: the rank correlation of their {kind} is {mine:.3f}, the reference's {mean:.3f} "
                        f"(+-{sd:.3f} over {len(known)} draws; more than {allowed:.3f} apart): one random draw shared "
                        f"where the reference draws each element alone, or the reverse (a mask or scale reused "
                        f"along the wrong dimension)"),
                     data={"neighbour_correlation": round(mine, 4), "reference": round(mean, 4),
                           "spread": round(sd, 4), "dim": d})
+    return _outputs_related(e, returned)
+
+
+def _pair_correlations(a, b) -> dict:
+    """Rank correlations of two same-shaped tensors element by element, of values and of magnitudes; empty where a
+    value is not finite or either side is constant."""
+    import torch
+    x, y = a.detach().double().reshape(-1), b.detach().double().reshape(-1).to(a.device)
+    if not bool(torch.isfinite(x).all() and torch.isfinite(y).all()):
+        return {}
+    found = {}
+    for kind, (u, v) in (("values", (x, y)), ("magnitudes", (x.abs(), y.abs()))):
+        c = rank_correlation(u, v)
+        if c is not None:
+            found[kind] = c
+    return found
+
+
+def _outputs_related(e: Evidence, returned: int) -> RuleFinding | None:
+    """Two outputs of one shape must be related as the reference's are: a dropout of q and of k must not share a
+    mask where the reference draws each alone, and a returned mask must be the one the output was dropped with.
+    Their rank correlation (values, magnitudes) against the reference's draws, by draws_outlier."""
+    import torch
+    outs = [(j, e.outputs[j]) for j in range(returned)
+            if isinstance(e.outputs[j], torch.Tensor) and not e.outputs[j].is_complex()
+            and isinstance(e.reference[j], torch.Tensor) and e.reference[j].shape == e.outputs[j].shape
+            and DEPENDENCE_MIN <= e.outputs[j].numel() <= DRAWS_SAMPLE]
+    for i, (j, a) in enumerate(outs):
+        for k, b in outs[i + 1:]:
+            if b.shape != a.shape:
+                continue
+            ours = _pair_correlations(a, b)
+            theirs = [_pair_correlations(s, t) for s, t in zip(_reference_samples(e, j), _reference_samples(e, k))
+                      if isinstance(s, torch.Tensor) and isinstance(t, torch.Tensor)
+                      and s.numel() == t.numel() == a.numel()]
+            for kind, mine in ours.items():
+                known = [t[kind] for t in theirs if kind in t]
+                outside = draws_outlier(mine, a.numel(), known) if len(known) >= 3 else None
+                if outside is not None:
+                    mean, sd, allowed = outside
+                    return RuleFinding("KL200", located(
+                        e, f"{e.name(j)} and {e.name(k)} are related as the reference's are not: the rank correlation "
+                           f"of their {kind}, element by element, is {mine:.3f}, the reference's {mean:.3f} "
+                           f"(+-{sd:.3f} over {len(known)} draws; more than {allowed:.3f} apart): one draw used for "
+                           f"both where the reference draws each alone, or the reverse (a returned mask that is not "
+                           f"the one applied)"),
+                        data={"neighbour_correlation": round(mine, 4), "reference": round(mean, 4),
+                              "spread": round(sd, 4), "outputs": [j, k]})
     return None

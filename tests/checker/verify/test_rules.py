@@ -332,6 +332,48 @@ def test_rules_random_op_whose_neighbours_share_a_draw_the_reference_draws_alone
                                            inputs_before=[x], reference_draws=draws))) == expected
 
 
+def test_rules_random_op_repeating_its_draws_a_block_apart_or_sharing_them_between_outputs_fails():
+    """A mask repeated every 1024 elements (random offsets without the program id) is seen at that lag in memory
+    order; two outputs dropped with one mask (q and k), or a returned mask that is not the one applied, by the rank
+    correlation between the outputs against the reference's draws. The correct versions are clean."""
+    g = torch.Generator().manual_seed(6)
+    x, y = torch.randn(64, 200, generator=g), torch.randn(64, 200, generator=g)
+    draws = [[_dropout(x, g)] for _ in range(8)]
+    block = (torch.rand(1024, generator=g) >= 0.25).repeat(13)[:12800].reshape(64, 200)
+    repeated = torch.where(block, x / 0.75, torch.zeros_like(x))
+    j = judge_random(evidence([repeated], reference=[_dropout(x, g)], rerun=[repeated.clone()], inputs_before=[x],
+                              reference_draws=draws))
+    assert codes(j) == ["KL200"] and "1024 apart in memory order" in j.findings[0].message
+
+    def two(shared=False):
+        keep = torch.rand(64, 200, generator=g) >= 0.25
+        other = keep if shared else torch.rand(64, 200, generator=g) >= 0.25
+        return [torch.where(keep, x / 0.75, 0.0), torch.where(other, y / 0.75, 0.0)]
+    draws = [two() for _ in range(8)]
+    for shared, expected in ((False, []), (True, ["KL200"])):
+        ours = two(shared)
+        j = judge_random(evidence(ours, reference=two(), rerun=[t.clone() for t in ours], inputs_before=[x, y],
+                                  reference_draws=draws))
+        assert codes(j) == expected
+    assert "output 0 and output 1 are related" in j.findings[0].message
+
+
+def test_random_draws_call_shows_a_seed_that_a_rare_event_leaves_the_output_without():
+    """Stochastic depth of two samples at p = 0.015: most values of its seed leave the output as it was, but what
+    torch's random operations drew in the call moves with every one (truth._seed_args finds the seed by it)."""
+    from kernel_lsp.checker.verify.probes import random_draws_call
+    x = torch.randn(2, 16)
+
+    def drop_path(x, seed):
+        keep = torch.rand(2, 1, generator=torch.Generator().manual_seed(seed)) >= 0.015
+        return torch.where(keep, x / 0.985, torch.zeros_like(x))
+    out, drawn = random_draws_call(drop_path, [x, 1])
+    again, moved = random_draws_call(drop_path, [x, 2])
+    assert len(drawn) == len(moved) == 1 and not torch.equal(drawn[0], moved[0])
+    assert torch.equal(out, again)  # the output did not move: both samples kept for seeds 1 and 2
+    assert random_draws_call(lambda x: x * 2, [x])[1] == []
+
+
 def test_rules_draws_outlier_is_a_prediction_interval_screened_then_confirmed():
     """Nine draws screen at Student's t for alpha 1e-3; the 65 of a confirmation judge at alpha 1e-6; a difference
     within the floor and the sampling term is never an outlier, whatever the draws' spread."""
