@@ -27,9 +27,9 @@ def no_grad_call(fn, inputs):
 
 def random_draws_call(fn, inputs) -> tuple[Any, list]:
     """no_grad_call, also returning what torch's random operations drew during the call (each output of an ATen op
-    tagged nondeterministic_seeded: rand, randn, bernoulli, uniform_, randint, randperm, multinomial...), kept at
-    rules.sampled positions: whether an argument seeds the reference shows in its draws even where a rare event
-    leaves its output unmoved (a sample dropped at p = 0.015)."""
+    tagged nondeterministic_seeded: rand, randn, bernoulli, uniform_, randint, randperm, multinomial, and attention's
+    or an RNN's output where they may drop), kept at rules.sampled positions: whether an argument seeds the
+    reference shows in its draws even where a rare event leaves its output unmoved (a sample dropped at p = 0.015)."""
     import torch
     from torch.utils._python_dispatch import TorchDispatchMode
     from torch.utils._pytree import tree_leaves
@@ -41,7 +41,10 @@ def random_draws_call(fn, inputs) -> tuple[Any, list]:
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
             out = func(*args, **(kwargs or {}))
             if torch.Tag.nondeterministic_seeded in func.tags:
-                drawn.extend(sampled(t).clone() for t in tree_leaves(out) if isinstance(t, torch.Tensor))
+                # Not the Philox seed and offset an attention or RNN kernel returns beside its output (integers of
+                # one or two elements, left unset where it draws nothing).
+                drawn.extend(sampled(t).clone() for t in tree_leaves(out) if isinstance(t, torch.Tensor)
+                             and (t.is_floating_point() or t.dtype == torch.bool or t.numel() > 2))
             return out
     with Draws():
         out = no_grad_call(fn, inputs)

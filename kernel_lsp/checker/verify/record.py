@@ -53,6 +53,7 @@ class Evidence:
     correlated: bool = False  # rows of equal or repeated values (the structured variant): rounding errors add up
     reference_draws: list | None = None  # random ops: the reference's flat outputs from more draws (truth.py)
     more_draws: Any = None  # random ops: a callable giving CONFIRM_DRAWS more, asked once before a finding rests on them
+    confirmed: bool = False  # random ops: judged on more_draws' draws too (rules.judge_random sets it)
 
     def budget_args(self, j: int) -> dict:
         """compare_tensor's extra arguments for output j."""

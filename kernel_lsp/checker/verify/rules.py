@@ -440,14 +440,22 @@ def judge_random(e: Evidence) -> Judgement:
             findings.append(wrong)
             verdict = "KL200"
     if callable(e.more_draws) and e.reference_draws and any(
-            set(f.data) & {"ks_reference_draws", "rank_correlation", "neighbour_correlation"} for f in findings):
+            set(f.data) & CONFIRMED_FINDINGS for f in findings):
         # Judged against 9 draws of the reference: one that moves a whole tensor now and then (a batch flipped
         # at p = 0.1) often shows no such move in 9, and a correct implementation's one move was KL200. Drawn
         # CONFIRM_DRAWS more times before the finding stands.
         more, e.more_draws = e.more_draws(), None
         if more:
             e.reference_draws = list(e.reference_draws) + more
+            e.confirmed = True
             return judge_random(e)
+    screened = [f for f in findings if f.data.get("draws", math.inf) <= DEPENDENCE_DRAWS_JUDGED]
+    if screened:
+        # A finding at SCREEN_ALPHA that no more draws confirmed (none asked: a check whose first finding stood
+        # already; or none came) says nothing.
+        findings = [f for f in findings if f not in screened]
+        if verdict == "KL200" and not any(f.code == "KL200" for f in findings):
+            verdict = "ok"
     if e.sample_message:
         findings.append(RuleFinding("KL200", located(e, e.sample_message)))
         verdict = "KL200"
@@ -455,6 +463,8 @@ def judge_random(e: Evidence) -> Judgement:
     return Judgement(findings, verdict)
 
 
+# The data of judge_random's findings that rest on the reference's draws: confirmed on CONFIRM_DRAWS more.
+CONFIRMED_FINDINGS = frozenset({"ks_reference_draws", "rank_correlation", "neighbour_correlation"})
 CLUSTERED = 1.5  # draws this much further apart than with their elements mixed: one draw moves many elements
 CLUSTER_TAIL = 2.0  # a distance that is mostly one shared draw has a tail twice the Kolmogorov distribution's
 DRAWS_SAMPLE = 1 << 18  # elements a draw is kept at, at most: fixed positions beyond (a GPU check's full sizes)
@@ -614,7 +624,7 @@ def dependence(e: Evidence) -> RuleFinding | None:
                        f"{mine:.3f}, the reference's {mean:.3f} (+-{sd:.3f} over {count} draws; more than "
                        f"{allowed:.3f} apart), as when one block (a tail) reads the wrong elements"),
                     data={"rank_correlation": round(mine, 4), "reference": round(mean, 4), "spread": round(sd, 4),
-                          "elements": [start, end]})
+                          "elements": [start, end], "draws": count})
     return None
 
 
@@ -681,24 +691,64 @@ FLAT_LAGS = tuple(2 ** k for k in range(1, 13))  # 2 to 4096 elements apart in f
 
 
 OUTLIER_FLOOR = 0.02  # a difference of correlations below this is never judged (draws_outlier)
-SCREEN_SIGMAS = 5.04  # Student's t at alpha 1e-3 for 9 draws (8 degrees of freedom): a finding to confirm
-CONFIRMED_SIGMAS = 5.41  # at alpha 1e-6 for the 65 draws of a confirmation (64 degrees of freedom)
+SCREEN_ALPHA = 1e-3  # on the first draws: a finding to confirm (judge_random drops one it cannot confirm)
+CONFIRMED_ALPHA = 1e-6  # on the draws of a confirmation
 DEPENDENCE_DRAWS_JUDGED = 9  # the reference's output and its first draws (truth.DEPENDENCE_DRAWS + 1)
+
+
+def _incomplete_beta(a: float, b: float, x: float) -> float:
+    """The regularized incomplete beta function I_x(a, b), by its continued fraction (Lentz's method)."""
+    if x <= 0 or x >= 1:
+        return 0.0 if x <= 0 else 1.0
+    if x > (a + 1) / (a + b + 2):
+        return 1.0 - _incomplete_beta(b, a, 1 - x)
+    front = math.exp(math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log1p(-x)) / a
+    tiny, f, c, d = 1e-300, 1.0, 1.0, 0.0
+    for i in range(400):
+        m = i // 2
+        if i == 0:
+            num = 1.0
+        elif i % 2 == 0:
+            num = m * (b - m) * x / ((a + 2 * m - 1) * (a + 2 * m))
+        else:
+            num = -(a + m) * (a + b + m) * x / ((a + 2 * m) * (a + 2 * m + 1))
+        d = 1.0 + num * d
+        d = 1.0 / (d if abs(d) > tiny else tiny)
+        c = 1.0 + num / c
+        c = c if abs(c) > tiny else tiny
+        f *= c * d
+        if abs(1.0 - c * d) < 1e-14:
+            break
+    return front * (f - 1.0)
+
+
+@functools.lru_cache(maxsize=256)
+def t_quantile(df: int, alpha: float) -> float:
+    """Student's t with `df` degrees of freedom exceeded in magnitude with probability `alpha` (two-sided), by
+    bisection on P(|T| > t) = I_{df / (df + t^2)}(df / 2, 1 / 2)."""
+    lo, hi = 0.0, 1.0
+    while _incomplete_beta(df / 2, 0.5, df / (df + hi * hi)) > alpha:
+        hi *= 2
+    for _ in range(100):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if _incomplete_beta(df / 2, 0.5, df / (df + mid * mid)) > alpha else (lo, mid)
+    return hi
 
 
 def draws_outlier(mine: float, pairs: int, known: list[float]) -> tuple[float, float, float] | None:
     """(mean, spread, allowed) where `mine` lies outside the prediction interval of the reference draws' `known`
-    values (Student's t, SCREEN_SIGMAS on the first draws, CONFIRMED_SIGMAS once more are drawn), widened by
-    OUTLIER_FLOOR and 4/sqrt(pairs) (four times one correlation's sampling noise, where the draws show none), and
-    farther than that widening from every draw: the interval assumes draws spread about normally, and a rare event
-    (a sample of 2 dropped at p = 0.015) is a jump that one draw in 65 may show and the interval not cover."""
+    values (Student's t for their number: at SCREEN_ALPHA on the first draws, CONFIRMED_ALPHA once more are drawn),
+    widened by OUTLIER_FLOOR and 4/sqrt(pairs) (four times one correlation's sampling noise, where the draws show
+    none), and farther than that widening from every draw: the interval assumes draws spread about normally, and a
+    rare event (a sample of 2 dropped at p = 0.015) is a jump that one draw in 65 may show and the interval not
+    cover."""
     k = len(known)
     near = OUTLIER_FLOOR + 4 / math.sqrt(pairs)
     if min(abs(mine - x) for x in known) <= near:
         return None  # one of the reference's own draws came this close (a rare event the others did not show)
     mean = sum(known) / k
     sd = math.sqrt(sum((x - mean) ** 2 for x in known) / (k - 1))
-    sigmas = SCREEN_SIGMAS if k <= DEPENDENCE_DRAWS_JUDGED else CONFIRMED_SIGMAS
+    sigmas = t_quantile(k - 1, SCREEN_ALPHA if k <= DEPENDENCE_DRAWS_JUDGED else CONFIRMED_ALPHA)
     allowed = OUTLIER_FLOOR + 4 / math.sqrt(pairs) + sigmas * sd * math.sqrt(1 + 1 / k)
     return (mean, sd, allowed) if abs(mine - mean) > allowed else None
 
@@ -739,7 +789,7 @@ def neighbours(e: Evidence) -> RuleFinding | None:
                        f"where the reference draws each element alone, or the reverse (a mask or scale reused "
                        f"along the wrong dimension)"),
                     data={"neighbour_correlation": round(mine, 4), "reference": round(mean, 4),
-                          "spread": round(sd, 4), "dim": d})
+                          "spread": round(sd, 4), "dim": d, "draws": len(known)})
     return _outputs_related(e, returned)
 
 
@@ -787,5 +837,5 @@ def _outputs_related(e: Evidence, returned: int) -> RuleFinding | None:
                            f"both where the reference draws each alone, or the reverse (a returned mask that is not "
                            f"the one applied)"),
                         data={"neighbour_correlation": round(mine, 4), "reference": round(mean, 4),
-                              "spread": round(sd, 4), "outputs": [j, k]})
+                              "spread": round(sd, 4), "outputs": [j, k], "draws": len(known)})
     return None

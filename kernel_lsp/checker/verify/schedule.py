@@ -19,7 +19,7 @@ from .plan.blocks import block_variants
 from .plan.shapes import int_floor, size_plan
 from .plan.variants import (CPU_ELEMENT_BUDGET, Variant, aligned_knobs, base_knobs, keep_signs, plan, shrink_knobs,
                             sign_profile, special_values)
-from .rules import fingerprint, informative, judge, judge_random, sketch
+from .rules import CONFIRMED_FINDINGS, fingerprint, informative, judge, judge_random, sketch
 from .runs import (NO_GRAD, PARAMETERS, SAME_MODULE, TRAIN_MODE, BudgetStop, VariantRuns, has_parameters,
                    trains_differently,
                    judged_randomly)
@@ -390,9 +390,8 @@ class VariantSchedule:
                 # later variants' findings are judged on the first draws alone (confirming each cost a wrong
                 # kernel's check 56 more reference calls per variant).
                 evidence.more_draws = None
-            asked = evidence.more_draws is not None
             judgement = judge_random(evidence) if random else judge(evidence)
-            if random and asked and evidence.more_draws is None and judgement.verdict == "KL200":
+            if random and evidence.confirmed and any(set(f.data) & CONFIRMED_FINDINGS for f in judgement.findings):
                 state.draws_confirmed = True  # judge_random drew more and a finding stood on them
             for f in judgement.findings:
                 line = findings.place(f, evidence, runs.writers, runs.store_lines)

@@ -133,6 +133,8 @@ class Shrinking:
             for i in floats:
                 marks = state.mark()
                 evidence = self.runs.collect(dataclasses.replace(v, transform=only_input(v.transform, i)))
+                if evidence is not None and state.draws_confirmed:
+                    evidence.more_draws = None  # a random op's finding stood on more draws already (schedule.py)
                 failed = len(state.failures) > marks[0] or (evidence is not None and any(
                     f.severity is None for f in (judge_random(evidence) if self.ctx.problem.random
                                                  else judge(evidence)).findings))

@@ -95,5 +95,6 @@ def test_a_failing_random_check_confirms_its_first_finding_only(tmp_path):
     proc = run_cli("check", str(tmp_path / "case.py"), "--no-cache", "--format", "json", "--timeout", "300")
     doc = json.loads(proc.stdout)
     assert proc.returncode == 1 and {d["code"] for d in doc["diagnostics"]} == {"KL200"}, doc["diagnostics"]
+    assert "over 65 draws" in doc["diagnostics"][0]["message"]  # the first finding was confirmed
     n = len(calls.read_text())  # about 20 variants, each the reference's call and its DEPENDENCE_DRAWS, and one confirm
     assert CONFIRM_DRAWS < n <= 2 * CONFIRM_DRAWS + 20 * (DEPENDENCE_DRAWS + 3), n

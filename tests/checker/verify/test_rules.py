@@ -318,10 +318,15 @@ def test_rules_random_op_whose_neighbours_share_a_draw_the_reference_draws_alone
     draws = [[_dropout(x, g)] for _ in range(8)]
     keep = torch.rand(64, 100, 1, generator=g).expand(64, 100, 2).reshape(64, 200) >= 0.25  # pairs share a draw
     pairs = torch.where(keep, x / 0.75, torch.zeros_like(x))
-    j = judge_random(evidence([pairs], reference=[_dropout(x, g)], rerun=[pairs.clone()], inputs_before=[x],
-                              reference_draws=draws))
+    more = lambda: [[_dropout(x, g)] for _ in range(56)]  # noqa: E731  (CONFIRM_DRAWS more, asked once)
+    e = evidence([pairs], reference=[_dropout(x, g)], rerun=[pairs.clone()], inputs_before=[x], reference_draws=draws,
+                 more_draws=more)
+    j = judge_random(e)
     assert codes(j) == ["KL200"] and "neighbouring elements of output along dimension 1" in j.findings[0].message
-    assert j.findings[0].data["dim"] == 1
+    assert j.findings[0].data["dim"] == 1 and "over 65 draws" in j.findings[0].message and e.confirmed
+    # On the first draws alone the finding is a screen (alpha 1e-3): unconfirmed, it says nothing.
+    assert codes(judge_random(evidence([pairs], reference=[_dropout(x, g)], rerun=[pairs.clone()],
+                                       inputs_before=[x], reference_draws=draws))) == []
 
     def row_scale(per_row=True):
         return x * (torch.rand(64, 1, generator=g) if per_row else torch.rand(1, 200, generator=g))
@@ -329,7 +334,8 @@ def test_rules_random_op_whose_neighbours_share_a_draw_the_reference_draws_alone
     for per_row, expected in ((True, []), (False, ["KL200"])):
         ours = row_scale(per_row)
         assert codes(judge_random(evidence([ours], reference=[row_scale()], rerun=[ours.clone()],
-                                           inputs_before=[x], reference_draws=draws))) == expected
+                                           inputs_before=[x], reference_draws=draws,
+                                           more_draws=lambda: [[row_scale()] for _ in range(56)]))) == expected
 
 
 def test_rules_random_op_repeating_its_draws_a_block_apart_or_sharing_them_between_outputs_fails():
@@ -342,7 +348,7 @@ def test_rules_random_op_repeating_its_draws_a_block_apart_or_sharing_them_betwe
     block = (torch.rand(1024, generator=g) >= 0.25).repeat(13)[:12800].reshape(64, 200)
     repeated = torch.where(block, x / 0.75, torch.zeros_like(x))
     j = judge_random(evidence([repeated], reference=[_dropout(x, g)], rerun=[repeated.clone()], inputs_before=[x],
-                              reference_draws=draws))
+                              reference_draws=draws, more_draws=lambda: [[_dropout(x, g)] for _ in range(56)]))
     assert codes(j) == ["KL200"] and "1024 apart in memory order" in j.findings[0].message
 
     def two(shared=False):
@@ -353,7 +359,7 @@ def test_rules_random_op_repeating_its_draws_a_block_apart_or_sharing_them_betwe
     for shared, expected in ((False, []), (True, ["KL200"])):
         ours = two(shared)
         j = judge_random(evidence(ours, reference=two(), rerun=[t.clone() for t in ours], inputs_before=[x, y],
-                                  reference_draws=draws))
+                                  reference_draws=draws, more_draws=lambda: [two() for _ in range(56)]))
         assert codes(j) == expected
     assert "output 0 and output 1 are related" in j.findings[0].message
 
@@ -375,17 +381,26 @@ def test_random_draws_call_shows_a_seed_that_a_rare_event_leaves_the_output_with
 
 
 def test_rules_draws_outlier_is_a_prediction_interval_screened_then_confirmed():
-    """Nine draws screen at Student's t for alpha 1e-3; the 65 of a confirmation judge at alpha 1e-6; a difference
-    within the floor and the sampling term is never an outlier, whatever the draws' spread."""
-    from kernel_lsp.checker.verify.rules import CONFIRMED_SIGMAS, SCREEN_SIGMAS, draws_outlier
+    """Nine draws screen at Student's t for alpha 1e-3; the 65 of a confirmation judge at alpha 1e-6, the quantile
+    taken for the number of draws there are; a difference within the floor and the sampling term is never an
+    outlier, whatever the draws' spread, and neither is a value one of the draws came that close to."""
+    from kernel_lsp.checker.verify.rules import draws_outlier, t_quantile
+    # scipy.stats.t.ppf(1 - alpha / 2, df)
+    for df, alpha, t in ((8, 1e-3, 5.0413), (64, 1e-6, 5.4110), (2, 1e-6, 999.9993), (9, 1e-6, 11.6368)):
+        assert t_quantile(df, alpha) == pytest.approx(t, rel=1e-4)
     nine = [0.40 + 0.01 * (i - 4) for i in range(9)]
     mean, sd, allowed = draws_outlier(0.0, 10_000, nine)
-    assert abs(mean - 0.40) < 1e-12 and allowed == pytest.approx(0.02 + 0.04 + SCREEN_SIGMAS * sd * (10 / 9) ** 0.5)
-    assert draws_outlier(0.40 + 0.9 * allowed - 0.0, 10_000, nine) is None
+    assert abs(mean - 0.40) < 1e-12
+    assert allowed == pytest.approx(0.02 + 0.04 + t_quantile(8, 1e-3) * sd * (10 / 9) ** 0.5)
+    assert draws_outlier(0.40 + 0.9 * allowed, 10_000, nine) is None
     many = nine * 7 + nine[:2]
     _, sd, allowed = draws_outlier(0.0, 10_000, many)
-    assert allowed == pytest.approx(0.02 + 0.04 + CONFIRMED_SIGMAS * sd * (66 / 65) ** 0.5)
+    assert allowed == pytest.approx(0.02 + 0.04 + t_quantile(64, 1e-6) * sd * (66 / 65) ** 0.5)
     assert draws_outlier(0.0, 400, [0.0] * 9) is None and draws_outlier(0.5, 400, [0.0] * 9) is not None
+    # A rare event: one draw of 65 at 0.86 where the rest are near 0; an implementation's draw of it is not an
+    # outlier, though the interval about the mean does not reach it.
+    rare = [0.01 * ((i % 5) - 2) for i in range(64)] + [0.86]
+    assert draws_outlier(0.85, 10_000, rare) is None and draws_outlier(0.85, 10_000, rare[:-1] + [0.0]) is not None
 
 
 def test_rules_ks_statistic_of_identical_samples_is_zero():
