@@ -563,10 +563,14 @@ def rank_correlation(a, b) -> float | None:
     x, y = x[keep], y[keep]
     if x.numel() < DEPENDENCE_MIN:
         return None
-    rx, ry = _average_ranks(x), _average_ranks(y)
-    rx, ry = rx - rx.mean(), ry - ry.mean()
-    scale = float(rx.norm() * ry.norm())
-    return None if scale == 0 else float((rx * ry).sum()) / scale
+    return _pearson(_average_ranks(x), _average_ranks(y))
+
+
+def _pearson(a, b) -> float | None:
+    """Pearson's correlation of two same-sized flat tensors (of ranks, here); None where either side is constant."""
+    a, b = a - a.mean(), b - b.mean()
+    scale = float(a.norm() * b.norm())
+    return None if scale == 0 else float((a * b).sum()) / scale
 
 
 def _average_ranks(x):
@@ -654,6 +658,9 @@ def _band_dependence(x, ours, refs: list) -> tuple | None:
     return None
 
 
+FLAT_LAGS = tuple(2 ** k for k in range(1, 13))  # 2 to 4096 elements apart in flat order: Triton's block sizes
+
+
 def _neighbour_correlations(t) -> dict:
     """Rank correlations of a tensor's neighbouring elements along each dimension of two or more, and of elements
     FLAT_LAGS apart in flat order: of the values, and of their magnitudes (a dropout's zeros, a random scale). Ranks
@@ -669,25 +676,18 @@ def _neighbour_correlations(t) -> dict:
         for d, n in enumerate(x.shape):
             if n < 2:
                 continue
-            a = ranks.narrow(d, 0, n - 1).reshape(-1)
-            b = ranks.narrow(d, 1, n - 1).reshape(-1)
-            a, b = a - a.mean(), b - b.mean()
-            scale = float(a.norm() * b.norm())
-            if a.numel() >= DEPENDENCE_MIN and scale > 0:
-                found[(kind, d)] = (float((a * b).sum()) / scale, a.numel())
+            pairs = ranks.narrow(d, 0, n - 1).reshape(-1), ranks.narrow(d, 1, n - 1).reshape(-1)
+            c = _pearson(*pairs) if pairs[0].numel() >= DEPENDENCE_MIN else None
+            if c is not None:
+                found[(kind, d)] = (c, pairs[0].numel())
         flat = ranks.reshape(-1)
         for lag in FLAT_LAGS:  # a draw repeated every `lag` elements in memory order (a mask per block of programs)
             if flat.numel() - lag < DEPENDENCE_MIN:
                 break
-            a, b = flat[:-lag], flat[lag:]
-            a, b = a - a.mean(), b - b.mean()
-            scale = float(a.norm() * b.norm())
-            if scale > 0:
-                found[(kind, f"flat+{lag}")] = (float((a * b).sum()) / scale, a.numel())
+            c = _pearson(flat[:-lag], flat[lag:])
+            if c is not None:
+                found[(kind, f"flat+{lag}")] = (c, flat.numel() - lag)
     return found
-
-
-FLAT_LAGS = tuple(2 ** k for k in range(1, 13))  # 2 to 4096 elements apart in flat order: Triton's block sizes
 
 
 OUTLIER_FLOOR = 0.02  # a difference of correlations below this is never judged (draws_outlier)
@@ -749,9 +749,8 @@ def draws_outlier(mine: float, pairs: int, known: list[float]) -> tuple[float, f
     mean = sum(known) / k
     sd = math.sqrt(sum((x - mean) ** 2 for x in known) / (k - 1))
     sigmas = t_quantile(k - 1, SCREEN_ALPHA if k <= DEPENDENCE_DRAWS_JUDGED else CONFIRMED_ALPHA)
-    allowed = OUTLIER_FLOOR + 4 / math.sqrt(pairs) + sigmas * sd * math.sqrt(1 + 1 / k)
+    allowed = near + sigmas * sd * math.sqrt(1 + 1 / k)
     return (mean, sd, allowed) if abs(mine - mean) > allowed else None
-
 
 
 def neighbours(e: Evidence) -> RuleFinding | None:
