@@ -260,12 +260,17 @@ class Settings:
         return auto_gpu_workers()
 
     def fingerprint(self) -> dict[str, Any]:
-        """The settings that change a check's result, for the cache key."""
+        """The settings that change a check's result, for the cache key: where the checks run too (the executor,
+        the Ray cluster, each runner command), as another machine's GPU, versions and timings are another result."""
         return {"targets": sorted(self.targets), "verification": self.verification, "seed": self.seed,
                 "isolated_rerun": self.isolated_rerun,
                 "device": self.device, "measure": dataclasses.asdict(self.measure),
                 "runner": self.runner or bool(self.runners),
-                "sandbox": {"enabled": self.sandbox.enabled, "network": self.sandbox.network}}
+                "sandbox": {"enabled": self.sandbox.enabled, "network": self.sandbox.network},
+                "where": {"executor": self.executor,
+                          "ray_address": self.ray_address if self.executor == "ray" else None,
+                          "runners": ([self.runner] if self.runner else []) + [
+                              c if isinstance(c, str) else list(c) for c in self.runners]}}
 
 
 _FIELDS = {f.name: f for f in dataclasses.fields(Settings)}

@@ -251,6 +251,18 @@ def test_converter_the_cache_fingerprint_keeps_its_shape():
     assert fingerprint["sandbox"] == {"enabled": True, "network": False}
 
 
+def test_the_cache_fingerprint_says_where_the_checks_run():
+    """A report checked on a laptop's interpreter is not served once the checks run on a Ray cluster's or a
+    runner's GPU, nor one runner's machine's for another's."""
+    local = Settings().fingerprint()
+    on_ray = apply_overrides(Settings(), {"executor": "ray", "ray-address": "10.0.0.1:6379"}).fingerprint()
+    other_ray = apply_overrides(Settings(), {"executor": "ray", "ray-address": "10.0.0.2:6379"}).fingerprint()
+    box_a = apply_overrides(Settings(), {"runner": "ssh a100-box kernel-lsp worker"}).fingerprint()
+    box_b = apply_overrides(Settings(), {"runner": "ssh h100-box kernel-lsp worker"}).fingerprint()
+    assert len({json.dumps(f, sort_keys=True) for f in (local, on_ray, other_ray, box_a, box_b)}) == 5
+    assert Settings().fingerprint() == local
+
+
 def test_converter_a_bad_camel_case_key_in_pyproject_points_at_its_line(tmp_path):
     from kernel_lsp.config import load_pyproject
     config = tmp_path / "pyproject.toml"

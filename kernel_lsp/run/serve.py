@@ -38,6 +38,7 @@ from ..jobs import CheckJob, Device, Done, Event, FindingEvent, SandboxOptions, 
 from ..model import Finding, Span
 from ..checker.problem.errors import DeviceFault, is_device_fault, is_out_of_memory
 from .child import PARENT_ENV, WORKDIR_ENV, choose_device, die_with_parent
+from .job_imports import JobImports
 from ..player.isolate import kill_descendants
 from .sandbox import child_env, enter
 from .protocol import (CancelJob, EventWriter, JobEnd, JobEvent, ProtocolError, RunJob, WorkerReady, decode,
@@ -281,6 +282,7 @@ def run_one(message: RunJob, device: str, send, lock, protocol, current, pipelin
         job.device = device
         sink.emit(Device(device))
         current["id"] = job_id
+        imports = JobImports()
         try:
             with _profiled(job_id):
                 from . import players
@@ -310,6 +312,7 @@ def run_one(message: RunJob, device: str, send, lock, protocol, current, pipelin
                                      data={"traceback": traceback.format_exc()}))
         finally:
             current["id"] = None
+            imports.forget()  # the next job imports the user's modules afresh (job_imports.py)
         if not cancelled:
             sink.emit(Done())
     except KeyboardInterrupt:

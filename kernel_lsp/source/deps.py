@@ -57,11 +57,18 @@ def imported_files(source: str, path: Path, roots: list[Path]) -> list[Path]:
 
 
 def dependencies(source: str, path: Path, root: Path | None, extra: list[Path] = ()) -> list[Path]:
-    """Every workspace file the check of `path` depends on (not `path` itself), transitively, sorted."""
+    """Every workspace file the check of `path` depends on (not `path` itself), transitively, sorted. `extra`: the
+    reference's and the input factory's files, whose folders are searched too, as they are first on the path when
+    they are imported: a helper beside a reference in another folder is a dependency (an edit to it is no stale
+    cached result)."""
     path = path.resolve()
-    roots = [path.parent] + ([root.resolve()] if root is not None and root.resolve() != path.parent else [])
+    extra = [Path(e).resolve() for e in extra]
+    roots: list[Path] = []
+    for folder in [path.parent] + [e.parent for e in extra] + ([root.resolve()] if root is not None else []):
+        if folder not in roots:
+            roots.append(folder)
     seen: set[Path] = {path}
-    todo: list[tuple[Path, str | None]] = [(path, source)] + [(Path(e).resolve(), None) for e in extra]
+    todo: list[tuple[Path, str | None]] = [(path, source)] + [(e, None) for e in extra]
     while todo and len(seen) < MAX_FILES:
         file, text = todo.pop()
         if file != path:

@@ -159,3 +159,29 @@ def test_compiler_imports_started_ahead_end_before_the_measure_stage_goes_on():
         "print('ok')\n")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr[-2000:]
+
+
+def test_a_worker_keeps_a_compiled_reference_per_helper_content_and_editor_text(tmp_path, monkeypatch):
+    """A long-lived worker keeps torch.compile of a reference (compiled._COMPILED); a helper the reference imports,
+    edited between two checks, or the editor's unsaved text of a reference in the implementation's own file, is
+    another reference: the one compiled before would be timed in its place."""
+    import importlib
+    import sys
+
+    from kernel_lsp.checker.measure import compiled
+    job = job_for(tmp_path, sleep=0)
+    (tmp_path / "kl_scale_helper.py").write_text("FACTOR = 2\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    importlib.import_module("kl_scale_helper")
+    try:
+        first = compiled.compiled_key(job)
+        assert compiled.compiled_key(job) == first
+        (tmp_path / "kl_scale_helper.py").write_text("FACTOR = 3\n")
+        assert compiled.compiled_key(job) != first
+    finally:
+        sys.modules.pop("kl_scale_helper", None)
+    job.path = job.link.reference
+    plain = compiled.compiled_key(job)
+    job.source_override = REFERENCE.format(sleep=0) + "# unsaved\n"
+    assert compiled.compiled_key(job) != plain
+    assert compiled._reference_key(job, {}) == compiled._reference_key(job, {})  # the warmer's mark: files only

@@ -35,3 +35,21 @@ def test_editing_an_imported_helper_is_a_cache_miss(tmp_path):
     (tmp_path / "helpers.py").write_text("SCALE = 2.0\n")
     _, third = check_json(impl, cwd=tmp_path)
     assert not third["files"][0]["cached"], "a changed dependency returned a stale cached result"
+
+
+def test_a_helper_beside_a_reference_in_another_folder_is_a_dependency(tmp_path):
+    """The reference's folder is first on the path when it is imported: a helper there is what it imports, and an
+    edit to it must not return the cached result of the helper as it was."""
+    case = CORPUS / "kb_rmsnorm_ok"
+    write(tmp_path / "refs" / "helper.py", "EPS = 1e-6\n")
+    write(tmp_path / "refs" / "problem.py", "import helper  # noqa: F401\n" + (case / "problem.py").read_text())
+    impl = write(tmp_path / "kern" / "impl.py",
+                 (case / "impl.py").read_text().replace("reference=problem.py", "reference=../refs/problem.py"))
+    assert dependencies(impl.read_text(), impl, tmp_path / "kern", [tmp_path / "refs" / "problem.py"]) == [
+        (tmp_path / "refs" / "helper.py").resolve(), (tmp_path / "refs" / "problem.py").resolve()]
+    _, first = check_json(impl, cwd=tmp_path / "kern")
+    (entry,) = first["files"]
+    assert str((tmp_path / "refs" / "helper.py").resolve()) in entry["dependencies"], entry["dependencies"]
+    (tmp_path / "refs" / "helper.py").write_text("EPS = 1e-5\n")
+    _, second = check_json(impl, cwd=tmp_path / "kern")
+    assert not second["files"][0]["cached"], "an edit to the reference's helper returned a stale cached result"

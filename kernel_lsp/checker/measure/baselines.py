@@ -88,11 +88,12 @@ def _torch_compile(ctx: BaselineContext) -> list:
     """torch.compile of the reference (default mode), compiled once per reference content in this worker
     (compiled.py), its first call's time and whether it was cached reported apart."""
     import os
-    from .compiled import _reference_key, compiled_reference
+    from .compiled import _reference_key, compiled_key, compiled_reference
     inputs = ctx.copies()
     compiled, seconds, cached = compiled_reference(
         ctx.ref, _reference_key(ctx.job, {}), inputs[0], ctx.clock.local, ctx.job.measure.warm_lock,
         lambda: ctx.rep.w.wait("measure", "waiting for the compile warmer"),
-        os.environ.get("TORCHINDUCTOR_CACHE_DIR"))  # pinned in every worker's environment (run/sandbox.py)
+        os.environ.get("TORCHINDUCTOR_CACHE_DIR"),  # pinned in every worker's environment (run/sandbox.py)
+        kept_as=compiled_key(ctx.job))
     ctx.first_call = (seconds, cached)
     return [lambda c=c: compiled(*c) for c in inputs]

@@ -124,7 +124,16 @@ def measure() -> Ceilings:
 
 
 def _cache_file(name: str, driver: str) -> Path:
-    return cache_dir() / (re.sub(r"[^A-Za-z0-9._-]+", "_", f"{name}-{driver}") + ".json")
+    """Per GPU model and driver, and per torch version (its cuBLAS sets the matmul ceilings) and version of this
+    measuring code: ceilings measured otherwise are measured again, not served."""
+    import hashlib
+    from importlib import metadata
+    try:
+        torch_version = metadata.version("torch")
+    except metadata.PackageNotFoundError:
+        torch_version = "absent"
+    code = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:12]
+    return cache_dir() / (re.sub(r"[^A-Za-z0-9._-]+", "_", f"{name}-{driver}-torch{torch_version}-{code}") + ".json")
 
 
 def load_or_measure() -> tuple[Ceilings, bool]:

@@ -70,6 +70,24 @@ def _reference_key(job: CheckJob, knobs: dict) -> str:
     return h.hexdigest()
 
 
+def compiled_key(job: CheckJob) -> str:
+    """What this worker keeps a compiled reference under (_COMPILED): the reference's files (_reference_key), the
+    editor's unsaved text where the reference is the implementation's file, and the files of every module of the
+    user's this process has imported (the reference's helpers, which a long-lived worker imports afresh per job:
+    run/job_imports.py). A helper edited between two checks compiles the reference again; the one compiled with the
+    helper as it was would be timed instead."""
+    from ..problem.user_modules import user_module_files
+    h = hashlib.sha256(_reference_key(job, {}).encode())
+    if job.source_override is not None and job.path in (job.link.reference, job.link.inputs_path):
+        h.update(b"\0editor\0" + job.source_override.encode("utf-8", "surrogatepass"))
+    for path in user_module_files():
+        try:
+            h.update(b"\0" + path.encode() + b"\0" + Path(path).read_bytes())
+        except OSError:
+            h.update(b"\0" + path.encode())
+    return h.hexdigest()
+
+
 def compiled_mark(job: CheckJob, inductor_dir: str) -> Path:
     """The file that says torch.compile of this job's reference (its content, as `_reference_key` reads it) has
     succeeded with this torch and Triton and `inductor_dir` as Inductor's cache folder: a worker writes it after its
@@ -92,16 +110,18 @@ def _mark(key: str, inductor_dir: str) -> Path:
     return Path(inductor_dir) / MARKS / hashlib.sha256("\0".join([key, *versions]).encode()).hexdigest()[:40]
 
 
-def compiled_reference(ref, key: str, example: list, clock, warm_lock: str | None = None,
-                       on_wait=None, marks_in: str | None = None) -> tuple[Any, float, bool]:
+def compiled_reference(ref, key: str, example: list, clock, warm_lock: str | None = None, on_wait=None,
+                       marks_in: str | None = None, kept_as: str | None = None) -> tuple[Any, float, bool]:
     """(torch.compile of the reference, seconds its first call took, whether it came from this worker's cache).
     With `warm_lock`, a compile warmer (run/compile_warmer.py) is filling Inductor's caches for this reference:
     wait for it to end first (`on_wait()` once if the warmer is still running, and what it returned, when callable,
     once it has ended: jobs.Sink.wait). With `marks_in` (Inductor's cache folder), the reference's mark
-    (compiled_mark, for `key`) is written there once the compile has run."""
+    (compiled_mark, for `key`) is written there once the compile has run. `kept_as` (compiled_key; `key` when
+    None): what this worker keeps the compiled reference under."""
     import torch
-    if key in _COMPILED:
-        compiled, seconds = _COMPILED[key]
+    kept_as = kept_as or key
+    if kept_as in _COMPILED:
+        compiled, seconds = _COMPILED[kept_as]
         return compiled, seconds, True
     wait_for_lock(warm_lock, WARM_WAIT_S, on_wait)
     compiled = torch.compile(ref)
@@ -110,7 +130,7 @@ def compiled_reference(ref, key: str, example: list, clock, warm_lock: str | Non
     compiled(*example)
     clock.sync()
     seconds = time.perf_counter() - t0
-    _COMPILED[key] = (compiled, seconds)
+    _COMPILED[kept_as] = (compiled, seconds)
     if marks_in:
         try:
             mark = _mark(key, marks_in)

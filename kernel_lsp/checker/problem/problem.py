@@ -12,6 +12,7 @@ import contextlib
 import copy
 import functools
 import types
+import weakref
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -30,7 +31,7 @@ class Problem:
     random: bool = False  # the reference draws random numbers: judge distributions, not elements
     sample_check: Callable[[list, Any], str | None] | None = None  # per-sample invariant from the reference
     _built: dict[tuple, tuple[Callable, Callable]] = field(default_factory=dict)
-    _float64: dict[tuple[int, bool], Callable] = field(default_factory=dict)
+    _float64: dict[tuple[int, bool], tuple[Callable, Callable]] = field(default_factory=dict)  # float64()
     # Another version of the implementation file, built like the implementation (a race between two versions).
     build_other: Callable[[str], Callable] | None = None
     init_inputs: Callable[[], list] | None = None  # KernelBench's get_init_inputs
@@ -47,9 +48,18 @@ class Problem:
         """The reference upcast to float64 (parameters made absolute when asked), copied once per reference
         object: variants of one size, and the measure stage, share the copy."""
         key = (id(ref), absolute)
-        if key not in self._float64:
-            self._float64[key] = float64_reference(ref, absolute)
-        return self._float64[key]
+        held = self._float64.get(key)
+        if held is None or held[0]() is not ref:
+            # Keyed by id, and an id is reused once its object is freed: a train-mode variant's fresh model built
+            # where the parameters variant's eval-mode model had been got that model's copy as its truth (a wrong
+            # batch norm passed 3% of checks). The entry is tied to its reference's life: held by a weak reference
+            # dropped with it, or (an object that takes none) by the reference itself.
+            try:
+                alive = weakref.ref(ref, lambda _, k=key, entries=self._float64: entries.pop(k, None))
+            except TypeError:
+                alive = (lambda kept: lambda: kept)(ref)
+            held = self._float64[key] = (alive, float64_reference(ref, absolute))
+        return held[1]
 
     @contextlib.contextmanager
     def knobs_set(self, knobs: dict[str, int] | None):

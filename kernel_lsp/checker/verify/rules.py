@@ -19,6 +19,7 @@ correlation with each input, and between neighbouring elements) and the referenc
 
 from __future__ import annotations
 
+import contextvars
 import functools
 import math
 from dataclasses import dataclass
@@ -352,8 +353,12 @@ def ks_statistic(a, b) -> tuple[float, float]:
 
 
 def _sorted_values(a, device=None, half: bool = False):
+    return _memo(a, ("sorted", str(device), half), lambda flat: _sorted_values_of(flat, device, half))
+
+
+def _sorted_values_of(a, device, half: bool):
     import torch
-    x = a.detach().to(device or a.device).double().reshape(-1)
+    x = a.to(device or a.device).double().reshape(-1)
     if x.is_floating_point():
         mantissa, exponent = torch.frexp(x)
         step = float(2 ** KS_MANTISSA_BITS)
@@ -378,6 +383,12 @@ def _ks_sorted(x, y) -> tuple[float, float]:
 def judge_random(e: Evidence) -> Judgement:
     """Random ops: same structure, repeatable for a fixed seed, no NaN the reference lacks, the same distribution
     as the reference, the per-sample invariant, and a launch."""
+    if _MEMO.get() is None:  # one memo for the judgement and the confirmation it may recurse into
+        token = _MEMO.set({})
+        try:
+            return judge_random(e)
+        finally:
+            _MEMO.reset(token)
     import torch
     findings = [f for f in [mutated_input(e)] if f is not None]
     wrong_count = structure(e)
@@ -552,18 +563,20 @@ DEPENDENCE_FLOOR = 0.05  # a difference of rank correlations below this is never
 DEPENDENCE_SIGMAS = 10  # times the spread of the reference's own draws
 
 
-def rank_correlation(a, b) -> float | None:
-    """Spearman's rank correlation of two same-sized flat tensors' values, element by element (average ranks for
-    ties: a dropout's zeros), over the positions where both are finite; None where fewer than DEPENDENCE_MIN are or
-    either side is constant."""
+def rank_correlation(a, b, magnitudes: bool = False) -> float | None:
+    """Spearman's rank correlation of two same-sized flat tensors' values (or magnitudes), element by element
+    (average ranks for ties: a dropout's zeros), over the positions where both are finite; None where fewer than
+    DEPENDENCE_MIN are or either side is constant."""
     import torch
-    x = a.detach().double().reshape(-1)
-    y = b.detach().double().reshape(-1).to(x.device)
-    keep = torch.isfinite(x) & torch.isfinite(y)
-    x, y = x[keep], y[keep]
+    x, y = a.detach().reshape(-1), b.detach().reshape(-1)
+    keep = torch.isfinite(x) & torch.isfinite(y).to(x.device)
+    if bool(keep.all()):  # the common case: each side's ranks are its own, taken once per judgement (_ranks)
+        return _pearson(_ranks(x, magnitudes), _ranks(y, magnitudes).to(x.device)) \
+            if x.numel() >= DEPENDENCE_MIN else None
+    x, y = x.double()[keep], y.double().to(x.device)[keep]
     if x.numel() < DEPENDENCE_MIN:
         return None
-    return _pearson(_average_ranks(x), _average_ranks(y))
+    return _pearson(_average_ranks(x.abs() if magnitudes else x), _average_ranks(y.abs() if magnitudes else y))
 
 
 def _pearson(a, b) -> float | None:
@@ -578,6 +591,42 @@ def _average_ranks(x):
     _, inverse, counts = torch.unique(x, sorted=True, return_inverse=True, return_counts=True)
     ends = torch.cumsum(counts, 0).double()
     return (ends - (counts.double() - 1) / 2)[inverse]
+
+
+def _ranks(t, magnitudes: bool = False):
+    """The average ranks of a tensor's values (or magnitudes), flat, as float64: once per judgement (_memo)."""
+    return _memo(t, ("ranks", magnitudes),
+                 lambda flat: _average_ranks(flat.double().abs() if magnitudes else flat.double()))
+
+
+# A random op's judgement ranks and sorts the same tensors again and again: each reference draw against every input,
+# in every band, for neighbours and for a second output, and once more when more draws confirm a finding.
+# judge_random keeps what was computed here, for itself and the confirmation it recurses into.
+_MEMO: contextvars.ContextVar[dict | None] = contextvars.ContextVar("kernel_lsp_rules_memo", default=None)
+MEMO_ELEMENTS = 1 << 24  # elements kept at most (128 MiB of float64): past that, computed again
+
+
+def _memo(t, what: tuple, compute):
+    """compute(t flattened), kept in judge_random's memo under the flat tensor's memory (address, size, stride,
+    dtype, device) and its version counter, so a view of the same elements (a band, `sampled`) finds it and an
+    in-place change misses it; the memo holds the tensor itself, so no other tensor takes its memory while it
+    lives."""
+    flat = t.detach().reshape(-1)
+    memo = _MEMO.get()
+    if memo is None:
+        return compute(flat)
+    try:
+        key = (flat.data_ptr(), flat.numel(), flat.stride(), flat.dtype, str(flat.device), flat._version) + what
+    except RuntimeError:  # an inference-mode tensor has no version counter: not kept
+        return compute(flat)
+    if key in memo:
+        return memo[key][1]
+    value = compute(flat)
+    held = memo.setdefault("elements", 0)
+    if held + value.numel() <= MEMO_ELEMENTS:
+        memo[key] = (flat, value)
+        memo["elements"] = held + value.numel()
+    return value
 
 
 def dependence(e: Evidence) -> RuleFinding | None:
@@ -667,13 +716,12 @@ def _neighbour_correlations(t) -> dict:
     are the whole tensor's (ties averaged), taken once; each correlation is Pearson's of the ranks of the pairs. Keys
     (kind, dimension) and (kind, "flat+lag"). Empty where a value is not finite."""
     import torch
-    x = t.detach().double()
-    if not bool(torch.isfinite(x).all()):
+    if not bool(torch.isfinite(t).all()):
         return {}
     found = {}
-    for kind, values in (("values", x), ("magnitudes", x.abs())):
-        ranks = _average_ranks(values.reshape(-1)).reshape(x.shape)
-        for d, n in enumerate(x.shape):
+    for kind in ("values", "magnitudes"):
+        ranks = _ranks(t, kind == "magnitudes").reshape(t.shape)
+        for d, n in enumerate(t.shape):
             if n < 2:
                 continue
             pairs = ranks.narrow(d, 0, n - 1).reshape(-1), ranks.narrow(d, 1, n - 1).reshape(-1)
@@ -796,12 +844,11 @@ def _pair_correlations(a, b) -> dict:
     """Rank correlations of two same-shaped tensors element by element, of values and of magnitudes; empty where a
     value is not finite or either side is constant."""
     import torch
-    x, y = a.detach().double().reshape(-1), b.detach().double().reshape(-1).to(a.device)
-    if not bool(torch.isfinite(x).all() and torch.isfinite(y).all()):
+    if not bool(torch.isfinite(a).all() and torch.isfinite(b).all()):
         return {}
     found = {}
-    for kind, (u, v) in (("values", (x, y)), ("magnitudes", (x.abs(), y.abs()))):
-        c = rank_correlation(u, v)
+    for kind in ("values", "magnitudes"):
+        c = rank_correlation(a, b, kind == "magnitudes")
         if c is not None:
             found[kind] = c
     return found

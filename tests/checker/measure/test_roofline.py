@@ -80,6 +80,18 @@ def test_ceilings_cached_by_an_older_version_without_a_write_rate_are_measured_a
     assert cached and again.get("write").value == 4520.0
 
 
+def test_ceilings_are_cached_per_torch_version_and_measuring_code(tmp_path, monkeypatch):
+    from importlib import metadata
+
+    from kernel_lsp.checker.measure import ceilings as ce
+    monkeypatch.setenv("KERNEL_LSP_CEILINGS_DIR", str(tmp_path))
+    now = ce._cache_file("NVIDIA H200", "580.1")
+    assert ce._cache_file("NVIDIA H200", "580.1") == now and ce._cache_file("NVIDIA H100", "580.1") != now
+    real = metadata.version
+    monkeypatch.setattr(metadata, "version", lambda p: "9.9.9" if p == "torch" else real(p))
+    assert ce._cache_file("NVIDIA H200", "580.1") != now
+
+
 def test_roofline_impossible_is_judged_on_the_slow_end_of_the_interval():
     fast_median = roofline(MB512, "x", None, "none", 110.0, "float32", H200)
     assert impossible(fast_median, 110.0, "float32", H200) is not None

@@ -156,3 +156,59 @@ def test_timings_on_the_cpu_show_the_warm_workers_start_apart_from_the_last_stag
     assert start > 0.5  # at least torch's import
     assert rows[-1][1].startswith("evidence: ") and rows[-1][0] < total - start
     assert abs(sum(s for s, _ in rows) - total) < 0.05 * total + 0.05
+
+
+DOUBLING = """# kernel-lsp: reference=problem.py
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _double(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask) * 2.0, mask=mask)
+
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        x = x.contiguous()
+        out = torch.empty_like(x)
+        _double[(triton.cdiv(x.numel(), 1024),)](x, out, x.numel(), BLOCK=1024)
+        return out
+"""
+
+SCALED = """import torch
+import torch.nn as nn
+from helper import scale
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        return scale(x)
+
+
+def get_inputs():
+    return [torch.randn(4096)]
+
+
+def get_init_inputs():
+    return []
+"""
+
+
+def test_runner_worker_imports_each_files_own_reference_helper(tmp_path):
+    """One worker checks both files in turn. Each reference imports `helper` from its own folder; the second found
+    the first's module already imported (a long-lived worker kept it) and judged its kernel against the wrong truth:
+    a kernel computing x * 2 against a reference computing x * 3 passed, whichever ran first."""
+    for name, factor in (("a_right", 2.0), ("b_wrong", 3.0)):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "helper.py").write_text(f"def scale(x):\n    return x * {factor}\n")
+        (tmp_path / name / "problem.py").write_text(SCALED)
+        (tmp_path / name / "impl.py").write_text(DOUBLING)
+    _, doc = check_json(tmp_path / "a_right" / "impl.py", tmp_path / "b_wrong" / "impl.py",
+                        extra=("--no-cache", "--runner", shlex.join(WORKER)))
+    by_folder = {f["path"].rsplit("/", 2)[-2]: {g["code"] for g in f["findings"]} for f in doc["files"]}
+    assert by_folder == {"a_right": set(), "b_wrong": {"KL200"}}, doc["diagnostics"]
