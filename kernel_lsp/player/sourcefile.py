@@ -30,8 +30,13 @@ def exec_file(path: str, name: str, source: str | None, folder: str):
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
     if source is None:
-        spec.loader.exec_module(module)
+        # Compiled from the file's bytes (their declared encoding read by compile), never from a cached .pyc: one
+        # is taken as current while the source's size and modification second match, and an edit of the same
+        # length within that second ran the file as it was.
+        with open(path, "rb") as f:
+            code = compile(f.read(), spec.origin, "exec", dont_inherit=True)
+        exec(code, module.__dict__)
     else:
         linecache.cache[spec.origin] = (len(source), None, split_lines(source), spec.origin)
-        exec(compile(source, spec.origin, "exec"), module.__dict__)
+        exec(compile(source, spec.origin, "exec", dont_inherit=True), module.__dict__)
     return module

@@ -103,6 +103,7 @@ def serve_jobs(device: str = "auto", sandbox: SandboxOptions | None = None) -> N
     confined = _confine(sandbox or SandboxOptions(), workdir, env, lap)
     from .tamper import Snapshot, TimerCheck
     pristine = Snapshot(*WATCHED_HERE)
+    imports = JobImports()
     timer = TimerCheck() if device == "cuda" else None
     lock = threading.Lock()
 
@@ -137,7 +138,7 @@ def serve_jobs(device: str = "auto", sandbox: SandboxOptions | None = None) -> N
             if not released:
                 _release_memory(device)
             released = False
-            poisoned = run_one(message, device, send, lock, protocol, current, pipeline, pristine, timer)
+            poisoned = run_one(message, device, send, lock, protocol, current, pipeline, pristine, timer, imports)
             # What the job's code started and left running; not the players' server, which serves every job (and,
             # started before this process confined itself, is not a process it may signal).
             kill_descendants(keep=frozenset({players.installed().proc.pid}) if players.installed() else frozenset())
@@ -265,7 +266,7 @@ def _read_stdin(jobs: queue.Queue, current: dict[str, Any]) -> None:
 
 
 def run_one(message: RunJob, device: str, send, lock, protocol, current, pipeline, pristine=None,
-            timer=None) -> bool:
+            timer=None, imports: JobImports | None = None) -> bool:
     """Run one job; returns True when the process must not run another: a CUDA fault poisoned its context, or the
     job's code replaced a function of torch, Triton or the clock that the next job would meet (tamper.py)."""
     job_id = message.id
@@ -282,7 +283,8 @@ def run_one(message: RunJob, device: str, send, lock, protocol, current, pipelin
         job.device = device
         sink.emit(Device(device))
         current["id"] = job_id
-        imports = JobImports()
+        if imports is not None:
+            imports.forget()  # what an interrupted forget of the last job left
         try:
             with _profiled(job_id):
                 from . import players
@@ -312,7 +314,8 @@ def run_one(message: RunJob, device: str, send, lock, protocol, current, pipelin
                                      data={"traceback": traceback.format_exc()}))
         finally:
             current["id"] = None
-            imports.forget()  # the next job imports the user's modules afresh (job_imports.py)
+            if imports is not None:
+                imports.forget()  # the next job imports the user's modules afresh (job_imports.py)
         if not cancelled:
             sink.emit(Done())
     except KeyboardInterrupt:

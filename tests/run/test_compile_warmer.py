@@ -169,7 +169,9 @@ def test_a_worker_keeps_a_compiled_reference_per_helper_content_and_editor_text(
     import sys
 
     from kernel_lsp.checker.measure import compiled
+    import torch
     job = job_for(tmp_path, sleep=0)
+    mark_key = compiled._reference_key(job, {})  # the compile warmer's mark: the reference's files only
     (tmp_path / "kl_scale_helper.py").write_text("FACTOR = 2\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     importlib.import_module("kl_scale_helper")
@@ -178,10 +180,25 @@ def test_a_worker_keeps_a_compiled_reference_per_helper_content_and_editor_text(
         assert compiled.compiled_key(job) == first
         (tmp_path / "kl_scale_helper.py").write_text("FACTOR = 3\n")
         assert compiled.compiled_key(job) != first
+        assert compiled._reference_key(job, {}) == mark_key
     finally:
         sys.modules.pop("kl_scale_helper", None)
     job.path = job.link.reference
     plain = compiled.compiled_key(job)
     job.source_override = REFERENCE.format(sleep=0) + "# unsaved\n"
     assert compiled.compiled_key(job) != plain
-    assert compiled._reference_key(job, {}) == compiled._reference_key(job, {})  # the warmer's mark: files only
+    assert compiled._reference_key(job, {}) == mark_key
+
+    # kept under compiled_key, the mark written under the reference's key (the parent's warmer reads it)
+    monkeypatch.setattr(torch, "compile", lambda f: f)
+    monkeypatch.setattr(compiled, "_COMPILED", {})
+
+    class Clock:
+        def sync(self) -> None:
+            pass
+
+    marks = str(tmp_path / "inductor")
+    compiled.compiled_reference(lambda x: x * 2, mark_key, [torch.ones(2)], Clock(), marks_in=marks,
+                                kept_as=compiled.compiled_key(job))
+    assert list(compiled._COMPILED) == [compiled.compiled_key(job)]
+    assert compiled._mark(mark_key, marks).is_file()

@@ -124,16 +124,23 @@ def measure() -> Ceilings:
 
 
 def _cache_file(name: str, driver: str) -> Path:
-    """Per GPU model and driver, and per torch version (its cuBLAS sets the matmul ceilings) and version of this
-    measuring code: ceilings measured otherwise are measured again, not served."""
+    """Per GPU model and driver, per torch build and CUDA version (its cuBLAS sets the matmul ceilings; a pip
+    cuBLAS wheel's version too, where one is installed) and per version of the measuring code (this module and
+    stats.py): ceilings measured otherwise are measured again, not served."""
     import hashlib
     from importlib import metadata
-    try:
-        torch_version = metadata.version("torch")
-    except metadata.PackageNotFoundError:
-        torch_version = "absent"
-    code = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:12]
-    return cache_dir() / (re.sub(r"[^A-Za-z0-9._-]+", "_", f"{name}-{driver}-torch{torch_version}-{code}") + ".json")
+
+    import torch
+    from . import stats
+    cublas = []
+    for wheel in ("nvidia-cublas-cu12", "nvidia-cublas-cu13", "nvidia-cublas"):
+        try:
+            cublas.append(metadata.version(wheel))
+        except metadata.PackageNotFoundError:
+            pass
+    code = hashlib.sha256(Path(__file__).read_bytes() + Path(stats.__file__).read_bytes()).hexdigest()
+    build = hashlib.sha256(repr((torch.__version__, torch.version.cuda, cublas)).encode()).hexdigest()
+    return cache_dir() / (re.sub(r"[^A-Za-z0-9._-]+", "_", f"{name}-{driver}-{build[:10]}-{code[:10]}") + ".json")
 
 
 def load_or_measure() -> tuple[Ceilings, bool]:

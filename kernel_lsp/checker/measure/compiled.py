@@ -78,7 +78,8 @@ def compiled_key(job: CheckJob) -> str:
     helper as it was would be timed instead."""
     from ..problem.user_modules import user_module_files
     h = hashlib.sha256(_reference_key(job, {}).encode())
-    if job.source_override is not None and job.path in (job.link.reference, job.link.inputs_path):
+    sides = {os.path.realpath(p) for p in (job.link.reference, job.link.inputs_path) if p}
+    if job.source_override is not None and os.path.realpath(job.path) in sides:  # as the loader compares them
         h.update(b"\0editor\0" + job.source_override.encode("utf-8", "surrogatepass"))
     for path in user_module_files():
         try:

@@ -533,7 +533,7 @@ def draws_apart(e: Evidence, j: int) -> float:
     gen = torch.Generator().manual_seed(n)
     column = torch.arange(n, device=stack.device)
     mixed = [stack[torch.randint(0, len(outs), (n,), generator=gen).to(stack.device), column] for _ in outs]
-    alone = _mean_pair_distance([_sorted_values(o) for o in mixed])
+    alone = _mean_pair_distance([_sorted_values_of(o, None, False) for o in mixed])  # made here: nothing to keep
     ratio = real / alone if alone > 0 else (1.0 if real == 0 else math.inf)
     if ratio <= CLUSTERED:
         return 0.0
@@ -623,9 +623,11 @@ def _memo(t, what: tuple, compute):
         return memo[key][1]
     value = compute(flat)
     held = memo.setdefault("elements", 0)
-    if held + value.numel() <= MEMO_ELEMENTS:
+    size = value.numel() + (flat.numel() if flat.untyped_storage().data_ptr() != t.untyped_storage().data_ptr()
+                            else 0)  # a flattened copy (of a non-contiguous tensor) is held too
+    if held + size <= MEMO_ELEMENTS:
         memo[key] = (flat, value)
-        memo["elements"] = held + value.numel()
+        memo["elements"] = held + size
     return value
 
 

@@ -87,9 +87,12 @@ def test_ceilings_are_cached_per_torch_version_and_measuring_code(tmp_path, monk
     monkeypatch.setenv("KERNEL_LSP_CEILINGS_DIR", str(tmp_path))
     now = ce._cache_file("NVIDIA H200", "580.1")
     assert ce._cache_file("NVIDIA H200", "580.1") == now and ce._cache_file("NVIDIA H100", "580.1") != now
-    real = metadata.version
-    monkeypatch.setattr(metadata, "version", lambda p: "9.9.9" if p == "torch" else real(p))
-    assert ce._cache_file("NVIDIA H200", "580.1") != now
+    import torch
+    monkeypatch.setattr(torch, "__version__", "9.9.9")
+    other_torch = ce._cache_file("NVIDIA H200", "580.1")
+    assert other_torch != now
+    monkeypatch.setattr(metadata, "version", lambda p: "12.9.9" if p == "nvidia-cublas-cu12" else "0")
+    assert ce._cache_file("NVIDIA H200", "580.1") != other_torch  # another cuBLAS wheel
 
 
 def test_roofline_impossible_is_judged_on_the_slow_end_of_the_interval():

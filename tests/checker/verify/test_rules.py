@@ -419,7 +419,8 @@ def test_rules_a_constant_wrong_output_is_a_mismatch_not_a_cache():
 
 
 def test_rules_without_a_float64_truth_the_budget_is_the_references_spread_and_small_misses_warn():
-    r = torch.randn(64)
+    r = torch.randn(64, generator=torch.Generator().manual_seed(64))  # not the process's draws (order-dependent)
+    r[3] = 1.25  # a value whose 2e-6 relative change is many ulps (a draw near zero left it inside the floors)
     y = r.clone()
     y[3] = r[3] * (1 + 2e-6)  # rounding of another order: far beyond one ulp of r, within the spread
     ev = evidence([y], reference=[r], truth=[r.clone()], truth_dtype="torch.float32")
@@ -483,3 +484,23 @@ def test_rules_random_draws_that_never_change_fail_where_the_reference_draws_afr
     # Where the reference takes its seed as an input, the same seed must give the same draws.
     assert codes(judge_random(evidence([x], reference=[r], rerun=[x2]))) == ["KL207"]
     assert codes(judge_random(evidence([x], reference=[r], rerun=[x.clone()]))) == []
+
+
+def test_rules_memo_finds_a_view_of_the_same_elements_and_misses_a_change():
+    """judge_random's memo of ranks (rules._memo): a view of the same elements is found, another view or an
+    in-place change is computed again, and nothing is kept outside a judgement."""
+    import torch
+
+    from kernel_lsp.checker.verify import rules
+    t = torch.tensor([3.0, 1.0, 2.0, 5.0, 4.0, 0.0])
+    token = rules._MEMO.set({})
+    try:
+        first = rules._ranks(t)
+        assert rules._ranks(t.reshape(2, 3)) is first  # the same elements, another shape
+        assert rules._ranks(t[3:]).tolist() == [3.0, 2.0, 1.0]  # another view: its own ranks
+        t.mul_(-1)  # an in-place change bumps the version
+        assert rules._ranks(t).tolist() == [3.0, 5.0, 4.0, 1.0, 2.0, 6.0]
+        assert rules._ranks(t.reshape(2, 3).t()).tolist() == [3.0, 1.0, 5.0, 2.0, 4.0, 6.0]  # a copy, in its order
+    finally:
+        rules._MEMO.reset(token)
+    assert rules._MEMO.get() is None
